@@ -1,0 +1,220 @@
+//! Garbage collection: drops unreachable objects and rebuilds the index.
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::sync::Arc;
+
+use crate::error::{IoContext, Result};
+use crate::id::Id;
+use crate::index::{write_layer, Location};
+use crate::pack::{self, FooterRow};
+use crate::store::{list_dir, sync_dir, Store, INDEX_DIR, PACKS_DIR};
+
+/// Proof that the caller holds the repository lock exclusively.
+pub struct ExclusiveLock {
+    _file: File,
+}
+
+/// What `gc` did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct GcReport {
+    /// Packs before.
+    pub packs_before: u64,
+    /// Packs after.
+    pub packs_after: u64,
+    /// Pack bytes before.
+    pub bytes_before: u64,
+    /// Pack bytes after.
+    pub bytes_after: u64,
+    /// Unreachable entries removed.
+    pub objects_removed: u64,
+    /// Unreachable entries left in packs below the rewrite threshold.
+    pub objects_kept_unreachable: u64,
+    /// Packs whose live entries were copied to new packs.
+    pub packs_rewritten: u64,
+    /// Packs removed because nothing in them was reachable.
+    pub packs_deleted: u64,
+    /// Packs that could not be read and were left alone.
+    pub packs_damaged: Vec<String>,
+    /// Temporary files of dead writers removed.
+    pub tmp_removed: u64,
+}
+
+struct PackPlan {
+    name: String,
+    rows: Vec<FooterRow>,
+    live: Vec<bool>,
+    size: u64,
+    dead_bytes: u64,
+}
+
+impl Store {
+    /// Takes the repository lock exclusively: waits until no transaction is running and
+    /// keeps new ones out until the lock is dropped.
+    pub fn gc_lock(&self) -> Result<ExclusiveLock> {
+        Ok(ExclusiveLock {
+            _file: self.lock_exclusive()?,
+        })
+    }
+
+    /// Removes every entry not in `live`. Packs holding nothing live are deleted; packs
+    /// whose unreachable share exceeds the configured threshold are rewritten; then the
+    /// index is rebuilt as one layer from the pack footers. New data is durable before
+    /// anything old is removed, so a killed `gc` leaves a readable repository (at worst
+    /// with duplicates that the next `gc` removes).
+    pub fn gc(
+        &self,
+        _lock: &ExclusiveLock,
+        live: &HashSet<Id>,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> Result<GcReport> {
+        let mut report = GcReport {
+            tmp_removed: self.clean_tmp()?,
+            ..GcReport::default()
+        };
+        let threshold = self.config().packs.gc_garbage_threshold;
+        let mut plans = Vec::new();
+        for name in self.pack_names()? {
+            let path = self.pack_file_path(&name);
+            let file = File::open(&path).io("opening", &path)?;
+            let size = file.metadata().io("reading", &path)?.len();
+            report.packs_before += 1;
+            report.bytes_before += size;
+            let rows = match pack::read_footer(&file, &path) {
+                Ok(r) => r,
+                Err(_) => {
+                    report.packs_damaged.push(name);
+                    continue;
+                }
+            };
+            let mut by_offset: Vec<(u32, usize)> = rows
+                .iter()
+                .enumerate()
+                .map(|(i, r)| (r.offset, i))
+                .collect();
+            by_offset.sort_unstable();
+            let entries_end =
+                size - pack::FOOTER_TRAILER_LEN - (rows.len() * pack::FOOTER_ROW_LEN) as u64;
+            let live_flags: Vec<bool> = rows.iter().map(|r| live.contains(&r.id)).collect();
+            let mut dead_bytes = 0;
+            for (k, (off, i)) in by_offset.iter().enumerate() {
+                let end = by_offset.get(k + 1).map_or(entries_end, |n| u64::from(n.0));
+                if !live_flags[*i] {
+                    dead_bytes += end - u64::from(*off);
+                }
+            }
+            progress(1);
+            plans.push(PackPlan {
+                name,
+                rows,
+                live: live_flags,
+                size,
+                dead_bytes,
+            });
+        }
+
+        let mut tx = self.transaction_locked()?;
+        let mut kept: Vec<&PackPlan> = Vec::new();
+        let mut dropped: Vec<&PackPlan> = Vec::new();
+        let mut copied = HashSet::new();
+        for plan in &plans {
+            let dead = plan.live.iter().filter(|l| !**l).count() as u64;
+            let all_dead = dead as usize == plan.rows.len();
+            let rewrite =
+                !all_dead && dead > 0 && (plan.dead_bytes as f64) > threshold * plan.size as f64;
+            if all_dead || rewrite {
+                report.objects_removed += dead;
+                if all_dead {
+                    report.packs_deleted += 1;
+                } else {
+                    report.packs_rewritten += 1;
+                }
+                let path = self.pack_file_path(&plan.name);
+                let file = File::open(&path).io("opening", &path)?;
+                for (row, live) in plan.rows.iter().zip(&plan.live) {
+                    if *live && copied.insert(row.id) {
+                        let (h, stored) = pack::read_stored(&file, &path, row.offset)?;
+                        tx.sink.put(&h, &stored)?;
+                    }
+                }
+                dropped.push(plan);
+            } else {
+                report.objects_kept_unreachable += dead;
+                kept.push(plan);
+            }
+        }
+        let new_packs = tx.sink_finish()?;
+        drop(tx);
+        sync_dir(&self.dir().join(PACKS_DIR))?;
+
+        // One layer over every kept and new pack.
+        let mut packs: Vec<Arc<str>> = kept
+            .iter()
+            .map(|p| Arc::<str>::from(p.name.as_str()))
+            .collect();
+        packs.extend(new_packs.iter().map(|i| Arc::<str>::from(i.name.as_str())));
+        let mut rows: Vec<(Id, Location)> = Vec::new();
+        for (i, p) in kept.iter().enumerate() {
+            rows.extend(p.rows.iter().map(|r| {
+                (
+                    r.id,
+                    Location {
+                        pack: packs[i].clone(),
+                        offset: r.offset,
+                        kind: r.kind,
+                    },
+                )
+            }));
+        }
+        for (j, info) in new_packs.iter().enumerate() {
+            let pack = packs[kept.len() + j].clone();
+            rows.extend(info.entries.iter().map(|r| {
+                (
+                    r.id,
+                    Location {
+                        pack: pack.clone(),
+                        offset: r.offset,
+                        kind: r.kind,
+                    },
+                )
+            }));
+        }
+        rows.sort_by(|a, b| a.0.cmp(&b.0));
+        let old_layers: Vec<_> = list_dir(&self.dir().join(INDEX_DIR))?
+            .into_iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "idx"))
+            .collect();
+        let new_layer = if packs.is_empty() {
+            None
+        } else {
+            Some(write_layer(
+                &self.dir().join(INDEX_DIR),
+                &self.dir().join(crate::store::TMP_DIR),
+                &packs,
+                rows.len() as u64,
+                rows.into_iter().map(Ok),
+            )?)
+        };
+        for old in old_layers {
+            if old.file_stem().and_then(|s| s.to_str()) != new_layer.as_deref() {
+                std::fs::remove_file(&old).io("removing", &old)?;
+            }
+        }
+        sync_dir(&self.dir().join(INDEX_DIR))?;
+        for plan in dropped {
+            let path = self.pack_file_path(&plan.name);
+            std::fs::remove_file(&path).io("removing", &path)?;
+        }
+        sync_dir(&self.dir().join(PACKS_DIR))?;
+        self.reload_index()?;
+        for name in self.pack_names()? {
+            report.packs_after += 1;
+            report.bytes_after += self
+                .pack_file_path(&name)
+                .metadata()
+                .map(|m| m.len())
+                .unwrap_or(0);
+        }
+        Ok(report)
+    }
+}

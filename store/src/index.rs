@@ -1,0 +1,555 @@
+//! The global object index: immutable, sorted index layers, each covering a set of packs.
+//!
+//! Every transaction adds one layer for the packs it wrote; layers are merged geometrically
+//! so there are never many. Small layers are held in memory; large ones stay on disk and
+//! are searched with one positioned read per lookup (a fanout table narrows the range), so
+//! memory stays small at tens of millions of chunks.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::error::{IoContext, Result, StoreError};
+use crate::id::{Id, ID_LEN};
+use crate::pack::{read_exact_at, Kind};
+
+/// First bytes of every index layer.
+pub const INDEX_MAGIC: &[u8; 8] = b"LIFEOSIX";
+/// Index format version written by this code.
+pub const INDEX_VERSION: u32 = 1;
+const HEADER_LEN: u64 = 32;
+const PACK_NAME_LEN: usize = 16;
+/// Length of one index row: id, pack number (24 bits), kind, offset.
+pub const ROW_LEN: usize = ID_LEN + 8;
+/// Layers up to this size are loaded into memory.
+const MEMORY_LAYER_MAX: u64 = 4 << 20;
+
+/// Where an object is stored, and what it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    /// The pack's name.
+    pub pack: Arc<str>,
+    /// Offset of the entry header in the pack.
+    pub offset: u32,
+    /// The entry's kind.
+    pub kind: Kind,
+}
+
+enum Rows {
+    Memory(Vec<u8>),
+    Disk { file: File, rows_at: u64 },
+}
+
+/// One index layer file.
+pub struct Layer {
+    /// The layer's name (file `index/<name>.idx`).
+    pub name: String,
+    /// Its path.
+    pub path: PathBuf,
+    /// Names of the packs it covers.
+    pub packs: Vec<Arc<str>>,
+    /// Number of rows.
+    pub count: u64,
+    bits: u8,
+    fanout: Vec<u32>,
+    rows: Rows,
+}
+
+fn damaged(path: &Path, reason: impl Into<String>) -> StoreError {
+    StoreError::DamagedFile {
+        file: path.into(),
+        reason: reason.into(),
+    }
+}
+
+fn fanout_bits(count: u64) -> u8 {
+    if count > 65_536 {
+        16
+    } else {
+        8
+    }
+}
+
+fn bucket(id: &Id, bits: u8) -> usize {
+    if bits == 16 {
+        usize::from(u16::from_be_bytes([id.0[0], id.0[1]]))
+    } else {
+        usize::from(id.0[0])
+    }
+}
+
+impl Layer {
+    /// Opens a layer, checking its header and size (and, for memory layers, its checksum).
+    pub fn open(path: &Path) -> Result<Layer> {
+        let name = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .ok_or_else(|| damaged(path, "bad file name"))?
+            .to_string();
+        let file = File::open(path).io("opening", path)?;
+        let len = file.metadata().io("reading", path)?.len();
+        let mut h = [0u8; HEADER_LEN as usize];
+        read_exact_at(&file, path, &mut h, 0)?;
+        if &h[..8] != INDEX_MAGIC {
+            return Err(damaged(path, "not a lifeos index (bad magic)"));
+        }
+        let version = u32::from_le_bytes(h[8..12].try_into().expect("4"));
+        if version != INDEX_VERSION {
+            return Err(damaged(
+                path,
+                format!("index format version {version} is not supported"),
+            ));
+        }
+        let bits = h[12];
+        if bits != 8 && bits != 16 {
+            return Err(damaged(path, format!("fanout width {bits}")));
+        }
+        let count = u64::from_le_bytes(h[16..24].try_into().expect("8"));
+        let npacks = u32::from_le_bytes(h[24..28].try_into().expect("4")) as u64;
+        let rows_at = HEADER_LEN + npacks * PACK_NAME_LEN as u64;
+        let fanout_at = rows_at.checked_add(
+            count
+                .checked_mul(ROW_LEN as u64)
+                .ok_or_else(|| damaged(path, "row count overflows"))?,
+        );
+        let fanout_len = (1u64 << bits) * 4;
+        let expect = fanout_at.map(|f| f + fanout_len + ID_LEN as u64);
+        if expect != Some(len) {
+            return Err(damaged(
+                path,
+                format!(
+                    "truncated or padded: {len} bytes, header implies {}",
+                    expect.unwrap_or(u64::MAX)
+                ),
+            ));
+        }
+        let fanout_at = fanout_at.expect("checked");
+        let mut packs_raw = vec![0u8; (npacks as usize) * PACK_NAME_LEN];
+        read_exact_at(&file, path, &mut packs_raw, HEADER_LEN)?;
+        let packs = packs_raw
+            .chunks_exact(PACK_NAME_LEN)
+            .map(|p| Arc::<str>::from(hex::encode(p)))
+            .collect();
+        let mut fanout_raw = vec![0u8; fanout_len as usize];
+        read_exact_at(&file, path, &mut fanout_raw, fanout_at)?;
+        let fanout: Vec<u32> = fanout_raw
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes(c.try_into().expect("4")))
+            .collect();
+        if fanout.windows(2).any(|w| w[0] > w[1])
+            || u64::from(*fanout.last().expect("non-empty")) != count
+        {
+            return Err(damaged(path, "fanout table is inconsistent"));
+        }
+        let rows = if len <= MEMORY_LAYER_MAX {
+            let mut all = vec![0u8; len as usize];
+            read_exact_at(&file, path, &mut all, 0)?;
+            let (body, sum) = all.split_at(all.len() - ID_LEN);
+            if blake3::hash(body).as_bytes() != sum {
+                return Err(damaged(path, "checksum mismatch"));
+            }
+            Rows::Memory(all[rows_at as usize..fanout_at as usize].to_vec())
+        } else {
+            Rows::Disk { file, rows_at }
+        };
+        Ok(Layer {
+            name,
+            path: path.into(),
+            packs,
+            count,
+            bits,
+            fanout,
+            rows,
+        })
+    }
+
+    fn decode_row(&self, row: &[u8]) -> Result<(Id, Location)> {
+        let id = Id::from_slice(&row[..ID_LEN]).expect("32 bytes");
+        let pack_no = u32::from_le_bytes([row[32], row[33], row[34], 0]) as usize;
+        let kind = Kind::from_u8(row[35]).ok_or_else(|| {
+            damaged(
+                &self.path,
+                format!("row for {} has kind {}", id.short(16), row[35]),
+            )
+        })?;
+        let offset = u32::from_le_bytes(row[36..40].try_into().expect("4"));
+        let pack = self
+            .packs
+            .get(pack_no)
+            .ok_or_else(|| {
+                damaged(
+                    &self.path,
+                    format!("row for {} names pack #{pack_no}", id.short(16)),
+                )
+            })?
+            .clone();
+        Ok((id, Location { pack, offset, kind }))
+    }
+
+    /// Finds `id` in this layer.
+    pub fn lookup(&self, id: &Id) -> Result<Option<Location>> {
+        let b = bucket(id, self.bits);
+        let lo = if b == 0 {
+            0
+        } else {
+            self.fanout[b - 1] as usize
+        };
+        let hi = self.fanout[b] as usize;
+        if lo >= hi {
+            return Ok(None);
+        }
+        let disk_buf;
+        let rows: &[u8] = match &self.rows {
+            Rows::Memory(all) => &all[lo * ROW_LEN..hi * ROW_LEN],
+            Rows::Disk { file, rows_at } => {
+                let mut buf = vec![0u8; (hi - lo) * ROW_LEN];
+                read_exact_at(file, &self.path, &mut buf, rows_at + (lo * ROW_LEN) as u64)?;
+                disk_buf = buf;
+                &disk_buf
+            }
+        };
+        let n = rows.len() / ROW_LEN;
+        let (mut a, mut z) = (0usize, n);
+        while a < z {
+            let mid = (a + z) / 2;
+            let row = &rows[mid * ROW_LEN..(mid + 1) * ROW_LEN];
+            match row[..ID_LEN].cmp(&id.0[..]) {
+                std::cmp::Ordering::Less => a = mid + 1,
+                std::cmp::Ordering::Greater => z = mid,
+                std::cmp::Ordering::Equal => return self.decode_row(row).map(|(_, l)| Some(l)),
+            }
+        }
+        Ok(None)
+    }
+
+    /// Streams every row in id order.
+    pub fn rows(&self) -> Result<LayerRows<'_>> {
+        let reader: Box<dyn Read + '_> = match &self.rows {
+            Rows::Memory(all) => Box::new(&all[..]),
+            Rows::Disk { file, rows_at } => {
+                let mut f = file.try_clone().io("opening", &self.path)?;
+                std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(*rows_at))
+                    .io("reading", &self.path)?;
+                Box::new(BufReader::with_capacity(1 << 20, f).take(self.count * ROW_LEN as u64))
+            }
+        };
+        Ok(LayerRows {
+            layer: self,
+            reader,
+            left: self.count,
+        })
+    }
+
+    /// Verifies the layer's checksum by reading it whole (streaming).
+    pub fn verify_checksum(&self) -> Result<()> {
+        let file = File::open(&self.path).io("opening", &self.path)?;
+        let len = file.metadata().io("reading", &self.path)?.len();
+        let mut hasher = blake3::Hasher::new();
+        let mut buf = vec![0u8; 1 << 20];
+        let mut off = 0u64;
+        let body = len - ID_LEN as u64;
+        while off < body {
+            let n = ((body - off) as usize).min(buf.len());
+            read_exact_at(&file, &self.path, &mut buf[..n], off)?;
+            hasher.update(&buf[..n]);
+            off += n as u64;
+        }
+        let mut sum = [0u8; ID_LEN];
+        file.read_exact_at(&mut sum, body)
+            .io("reading", &self.path)?;
+        if hasher.finalize().as_bytes() != &sum {
+            return Err(damaged(&self.path, "checksum mismatch"));
+        }
+        Ok(())
+    }
+}
+
+/// Iterator over a layer's rows.
+pub struct LayerRows<'a> {
+    layer: &'a Layer,
+    reader: Box<dyn Read + 'a>,
+    left: u64,
+}
+
+impl Iterator for LayerRows<'_> {
+    type Item = Result<(Id, Location)>;
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let mut row = [0u8; ROW_LEN];
+        if let Err(e) = self.reader.read_exact(&mut row) {
+            self.left = 0;
+            return Some(Err(e).io("reading", &self.layer.path));
+        }
+        Some(self.layer.decode_row(&row))
+    }
+}
+
+/// Writes a layer from rows sorted by id (duplicates skipped), durably, into `dir`.
+/// Returns the new layer's name.
+pub fn write_layer(
+    dir: &Path,
+    tmp: &Path,
+    packs: &[Arc<str>],
+    count_hint: u64,
+    rows: impl Iterator<Item = Result<(Id, Location)>>,
+) -> Result<String> {
+    if packs.len() >= 1 << 24 {
+        return Err(damaged(dir, "more than 2^24 packs in one index layer"));
+    }
+    let pack_no: HashMap<&str, u32> = packs
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (&**p, i as u32))
+        .collect();
+    let tmp_path = tmp.join(format!("index-{}.tmp", crate::store::random_hex(8)));
+    let file = File::options()
+        .write(true)
+        .create_new(true)
+        .open(&tmp_path)
+        .io("creating", &tmp_path)?;
+    let result = (|| {
+        let mut out = HashingWriter {
+            inner: BufWriter::with_capacity(1 << 20, file),
+            hasher: blake3::Hasher::new(),
+        };
+        // The row count is only known at the end; rows are streamed, so the header is
+        // written with the hint and rewritten if needed.
+        let bits = fanout_bits(count_hint);
+        let mut header = [0u8; HEADER_LEN as usize];
+        header[..8].copy_from_slice(INDEX_MAGIC);
+        header[8..12].copy_from_slice(&INDEX_VERSION.to_le_bytes());
+        header[12] = bits;
+        header[24..28].copy_from_slice(&(packs.len() as u32).to_le_bytes());
+        // Rows go to a temporary spill so that the header (with the final count) comes first.
+        let mut spill = tempfile_in(tmp)?;
+        let mut fanout = vec![0u32; 1 << bits];
+        let mut count = 0u64;
+        let mut last: Option<Id> = None;
+        {
+            let mut w = BufWriter::with_capacity(1 << 20, &mut spill.0);
+            for row in rows {
+                let (id, loc) = row?;
+                if last == Some(id) {
+                    continue;
+                }
+                if last.is_some_and(|l| l > id) {
+                    return Err(damaged(&tmp_path, "rows are not sorted"));
+                }
+                last = Some(id);
+                let no = *pack_no
+                    .get(&*loc.pack)
+                    .ok_or_else(|| damaged(&tmp_path, "row names an unlisted pack"))?;
+                w.write_all(&id.0).io("writing", &spill.1)?;
+                w.write_all(&no.to_le_bytes()[..3])
+                    .io("writing", &spill.1)?;
+                w.write_all(&[loc.kind as u8]).io("writing", &spill.1)?;
+                w.write_all(&loc.offset.to_le_bytes())
+                    .io("writing", &spill.1)?;
+                fanout[bucket(&id, bits)] += 1;
+                count += 1;
+            }
+            w.flush().io("writing", &spill.1)?;
+        }
+        header[16..24].copy_from_slice(&count.to_le_bytes());
+        out.write_all(&header).io("writing", &tmp_path)?;
+        for p in packs {
+            let mut raw = [0u8; PACK_NAME_LEN];
+            hex::decode_to_slice(&**p, &mut raw)
+                .map_err(|_| damaged(&tmp_path, format!("bad pack name {p}")))?;
+            out.write_all(&raw).io("writing", &tmp_path)?;
+        }
+        std::io::Seek::seek(&mut spill.0, std::io::SeekFrom::Start(0)).io("reading", &spill.1)?;
+        std::io::copy(
+            &mut BufReader::with_capacity(1 << 20, &mut spill.0),
+            &mut out,
+        )
+        .io("writing", &tmp_path)?;
+        let mut acc = 0u32;
+        for f in &fanout {
+            acc += f;
+            out.write_all(&acc.to_le_bytes()).io("writing", &tmp_path)?;
+        }
+        let sum = out.hasher.finalize();
+        let mut inner = out.inner;
+        inner.write_all(sum.as_bytes()).io("writing", &tmp_path)?;
+        let file = inner
+            .into_inner()
+            .map_err(|e| e.into_error())
+            .io("writing", &tmp_path)?;
+        file.sync_all().io("syncing", &tmp_path)?;
+        let _ = std::fs::remove_file(&spill.1);
+        let name = sum.to_hex()[..32].to_string();
+        let dest = dir.join(format!("{name}.idx"));
+        std::fs::rename(&tmp_path, &dest).io("renaming into place", &dest)?;
+        crate::store::sync_dir(dir)?;
+        Ok(name)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp_path);
+    }
+    result
+}
+
+fn tempfile_in(dir: &Path) -> Result<(File, PathBuf)> {
+    let path = dir.join(format!("spill-{}.tmp", crate::store::random_hex(8)));
+    let f = File::options()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .io("creating", &path)?;
+    Ok((f, path))
+}
+
+struct HashingWriter<W: Write> {
+    inner: W,
+    hasher: blake3::Hasher,
+}
+
+impl<W: Write> Write for HashingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Merges the rows of several layers in id order (k-way, streaming).
+pub fn merged_rows<'a>(
+    layers: &'a [&'a Layer],
+) -> Result<impl Iterator<Item = Result<(Id, Location)>> + 'a> {
+    let mut iters: Vec<LayerRows<'a>> = layers.iter().map(|l| l.rows()).collect::<Result<_>>()?;
+    let mut heap = BinaryHeap::new();
+    let mut pending: Vec<Option<Location>> = vec![None; iters.len()];
+    let mut first_err = None;
+    for (i, it) in iters.iter_mut().enumerate() {
+        match it.next() {
+            Some(Ok((id, loc))) => {
+                pending[i] = Some(loc);
+                heap.push(Reverse((id, i)));
+            }
+            Some(Err(e)) => first_err = Some(e),
+            None => {}
+        }
+    }
+    if let Some(e) = first_err {
+        return Err(e);
+    }
+    Ok(std::iter::from_fn(move || {
+        let Reverse((id, i)) = heap.pop()?;
+        let loc = pending[i].take().expect("pending row");
+        match iters[i].next() {
+            Some(Ok((nid, nloc))) => {
+                pending[i] = Some(nloc);
+                heap.push(Reverse((nid, i)));
+            }
+            Some(Err(e)) => return Some(Err(e)),
+            None => {}
+        }
+        Some(Ok((id, loc)))
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows_for(n: u32, pack: &Arc<str>) -> Vec<(Id, Location)> {
+        let mut v: Vec<_> = (0..n)
+            .map(|i| {
+                (
+                    Id::hash(&i.to_le_bytes()),
+                    Location {
+                        pack: pack.clone(),
+                        offset: i,
+                        kind: Kind::Chunk,
+                    },
+                )
+            })
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    }
+
+    #[test]
+    fn write_open_lookup_and_merge() {
+        let dir = tempfile::tempdir().unwrap();
+        let p1: Arc<str> = "00112233445566778899aabbccddeeff".into();
+        let p2: Arc<str> = "ffeeddccbbaa99887766554433221100".into();
+        let a = rows_for(1000, &p1);
+        let b: Vec<_> = rows_for(70_000, &p2)
+            .into_iter()
+            .filter(|r| !a.iter().any(|x| x.0 == r.0))
+            .collect();
+        let na = write_layer(
+            dir.path(),
+            dir.path(),
+            &[p1.clone()],
+            1000,
+            a.clone().into_iter().map(Ok),
+        )
+        .unwrap();
+        let nb = write_layer(
+            dir.path(),
+            dir.path(),
+            &[p2.clone()],
+            b.len() as u64,
+            b.clone().into_iter().map(Ok),
+        )
+        .unwrap();
+        let la = Layer::open(&dir.path().join(format!("{na}.idx"))).unwrap();
+        let lb = Layer::open(&dir.path().join(format!("{nb}.idx"))).unwrap();
+        assert_eq!(la.lookup(&a[17].0).unwrap(), Some(a[17].1.clone()));
+        assert_eq!(lb.lookup(&b[60_000].0).unwrap(), Some(b[60_000].1.clone()));
+        assert_eq!(la.lookup(&Id::hash(b"absent")).unwrap(), None);
+        let layers = [&la, &lb];
+        let merged: Vec<_> = merged_rows(&layers)
+            .unwrap()
+            .collect::<Result<_>>()
+            .unwrap();
+        assert_eq!(merged.len(), a.len() + b.len());
+        assert!(merged.windows(2).all(|w| w[0].0 < w[1].0));
+        let nm = write_layer(
+            dir.path(),
+            dir.path(),
+            &[p1, p2],
+            merged.len() as u64,
+            merged.into_iter().map(Ok),
+        )
+        .unwrap();
+        let lm = Layer::open(&dir.path().join(format!("{nm}.idx"))).unwrap();
+        lm.verify_checksum().unwrap();
+        assert_eq!(lm.lookup(&a[3].0).unwrap(), Some(a[3].1.clone()));
+        assert_eq!(lm.lookup(&b[5].0).unwrap(), Some(b[5].1.clone()));
+    }
+
+    #[test]
+    fn truncated_layer_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p: Arc<str> = "00112233445566778899aabbccddeeff".into();
+        let n = write_layer(
+            dir.path(),
+            dir.path(),
+            &[p.clone()],
+            10,
+            rows_for(10, &p).into_iter().map(Ok),
+        )
+        .unwrap();
+        let path = dir.path().join(format!("{n}.idx"));
+        let len = std::fs::metadata(&path).unwrap().len();
+        let f = File::options().write(true).open(&path).unwrap();
+        f.set_len(len - 7).unwrap();
+        let err = Layer::open(&path).err().expect("must fail");
+        assert!(err.to_string().contains("truncated"), "{err}");
+    }
+}

@@ -1,0 +1,28 @@
+//! lifeos-store: the content-addressed store under every lifeos repository.
+//!
+//! Files are cut into content-defined chunks (FastCDC v2020), named by BLAKE3, compressed
+//! with zstd and appended to pack files; an index of immutable layers finds any object with
+//! one positioned read. Writes happen in [`Transaction`]s that become visible only when
+//! committed, after their data is durable. The formats are specified in `docs/FORMAT.md`.
+
+#![warn(missing_docs)]
+
+pub mod chunker;
+pub mod config;
+pub mod enc;
+pub mod error;
+pub mod fsck;
+pub mod gc;
+pub mod id;
+pub mod index;
+pub mod manifest;
+pub mod pack;
+pub mod pipeline;
+pub mod store;
+
+pub use config::StoreConfig;
+pub use error::{Result, StoreError};
+pub use id::Id;
+pub use manifest::{ChunkRef, Manifest};
+pub use pack::Kind;
+pub use store::{Store, StoreStats, Transaction};

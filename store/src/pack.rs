@@ -1,0 +1,529 @@
+//! Pack files: append-only containers of chunks and objects.
+//!
+//! A pack is a 16-byte header, a run of entries (a 48-byte entry header followed by the
+//! stored bytes), and a footer that indexes the pack's own entries. See `docs/FORMAT.md`.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use crate::error::{IoContext, Result, StoreError};
+use crate::id::{Id, ID_LEN};
+
+/// First bytes of every pack file.
+pub const PACK_MAGIC: &[u8; 8] = b"LIFEOSPK";
+/// Pack format version written by this code.
+pub const PACK_VERSION: u32 = 1;
+/// Length of the pack header.
+pub const PACK_HEADER_LEN: u64 = 16;
+/// Length of an entry header.
+pub const ENTRY_HEADER_LEN: usize = 48;
+/// Last bytes of every complete pack file.
+pub const FOOTER_MAGIC: &[u8; 8] = b"LIFEOSPF";
+/// Length of the fixed footer trailer (count, checksum, magic).
+pub const FOOTER_TRAILER_LEN: u64 = 28;
+/// Length of one footer table row (id, offset, kind).
+pub const FOOTER_ROW_LEN: usize = ID_LEN + 5;
+/// Largest raw size of a single entry.
+pub const MAX_ENTRY_LEN: u64 = 1 << 30;
+
+/// What a stored entry is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+#[allow(clippy::derive_ord_xor_partial_ord)]
+pub enum Kind {
+    /// Raw file bytes cut by the chunker; id = BLAKE3 of the bytes. A file of one chunk
+    /// is stored as just that chunk (its file id is the chunk id).
+    Chunk = 1,
+    /// The chunk list of a file of several chunks; id = BLAKE3 of the whole file.
+    Manifest = 2,
+    /// A directory listing.
+    Tree = 3,
+    /// A commit.
+    Commit = 4,
+    /// An operation of the operation log.
+    Operation = 5,
+    /// A view (the refs after an operation).
+    View = 6,
+}
+
+impl Kind {
+    /// Decodes a kind byte.
+    pub fn from_u8(b: u8) -> Option<Kind> {
+        Some(match b {
+            1 => Kind::Chunk,
+            2 => Kind::Manifest,
+            3 => Kind::Tree,
+            4 => Kind::Commit,
+            5 => Kind::Operation,
+            6 => Kind::View,
+            _ => return None,
+        })
+    }
+
+    /// The kind's name in messages and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Chunk => "chunk",
+            Kind::Manifest => "file manifest",
+            Kind::Tree => "tree",
+            Kind::Commit => "commit",
+            Kind::Operation => "operation",
+            Kind::View => "view",
+        }
+    }
+}
+
+/// How an entry's bytes are stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Codec {
+    /// Stored as is (compression did not shrink it).
+    Raw = 0,
+    /// zstd frame.
+    Zstd = 1,
+}
+
+/// A decoded entry header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EntryHeader {
+    /// The entry's id.
+    pub id: Id,
+    /// What it is.
+    pub kind: Kind,
+    /// How it is stored.
+    pub codec: Codec,
+    /// Length after decompression.
+    pub raw_len: u32,
+    /// Length in the pack.
+    pub stored_len: u32,
+}
+
+impl EntryHeader {
+    /// Encodes the header.
+    pub fn encode(&self) -> [u8; ENTRY_HEADER_LEN] {
+        let mut h = [0u8; ENTRY_HEADER_LEN];
+        h[..ID_LEN].copy_from_slice(&self.id.0);
+        h[32] = self.kind as u8;
+        h[33] = self.codec as u8;
+        h[36..40].copy_from_slice(&self.raw_len.to_le_bytes());
+        h[40..44].copy_from_slice(&self.stored_len.to_le_bytes());
+        let check = blake3::hash(&h[..44]);
+        h[44..48].copy_from_slice(&check.as_bytes()[..4]);
+        h
+    }
+
+    /// Decodes and checks a header.
+    pub fn decode(h: &[u8; ENTRY_HEADER_LEN]) -> std::result::Result<EntryHeader, String> {
+        let check = blake3::hash(&h[..44]);
+        if h[44..48] != check.as_bytes()[..4] {
+            return Err("entry header checksum mismatch".into());
+        }
+        let kind = Kind::from_u8(h[32]).ok_or_else(|| format!("unknown entry kind {}", h[32]))?;
+        let codec = match h[33] {
+            0 => Codec::Raw,
+            1 => Codec::Zstd,
+            c => return Err(format!("unknown codec {c}")),
+        };
+        if h[34] != 0 || h[35] != 0 {
+            return Err("reserved header bytes are not zero".into());
+        }
+        let raw_len = u32::from_le_bytes(h[36..40].try_into().expect("4 bytes"));
+        let stored_len = u32::from_le_bytes(h[40..44].try_into().expect("4 bytes"));
+        if u64::from(raw_len) > MAX_ENTRY_LEN || (codec == Codec::Raw && raw_len != stored_len) {
+            return Err(format!(
+                "implausible lengths raw {raw_len} stored {stored_len}"
+            ));
+        }
+        Ok(EntryHeader {
+            id: Id::from_slice(&h[..ID_LEN]).expect("32 bytes"),
+            kind,
+            codec,
+            raw_len,
+            stored_len,
+        })
+    }
+}
+
+/// Compresses `raw` with zstd at `level` through a reusable compressor; returns the codec
+/// and the bytes to store (the raw bytes when compression does not shrink them).
+pub fn compress<'a>(
+    compressor: &mut zstd::bulk::Compressor<'static>,
+    raw: &'a [u8],
+) -> (Codec, std::borrow::Cow<'a, [u8]>) {
+    if raw.len() < 64 {
+        return (Codec::Raw, raw.into());
+    }
+    match compressor.compress(raw) {
+        Ok(c) if c.len() < raw.len() => (Codec::Zstd, c.into()),
+        _ => (Codec::Raw, raw.into()),
+    }
+}
+
+/// Verifies and decodes the stored bytes of an entry into its raw bytes.
+pub fn decode_entry(header: &EntryHeader, stored: Vec<u8>) -> std::result::Result<Vec<u8>, String> {
+    let raw = match header.codec {
+        Codec::Raw => stored,
+        Codec::Zstd => {
+            let raw = zstd::bulk::decompress(&stored, header.raw_len as usize)
+                .map_err(|e| format!("zstd frame does not decompress: {e}"))?;
+            if raw.len() != header.raw_len as usize {
+                return Err(format!(
+                    "decompressed to {} bytes, header says {}",
+                    raw.len(),
+                    header.raw_len
+                ));
+            }
+            raw
+        }
+    };
+    verify_content(header.kind, &header.id, &raw)?;
+    Ok(raw)
+}
+
+/// Checks raw bytes against their id: the BLAKE3 hash for every kind except a manifest,
+/// whose id is the hash of the file it describes and which carries its own checksum.
+pub fn verify_content(kind: Kind, id: &Id, raw: &[u8]) -> std::result::Result<(), String> {
+    match kind {
+        Kind::Manifest => crate::manifest::Manifest::decode(raw)
+            .map(|_| ())
+            .map_err(|e| e.to_string()),
+        _ => {
+            let actual = Id::hash(raw);
+            if actual != *id {
+                return Err(format!("content hashes to {}", actual.short(16)));
+            }
+            Ok(())
+        }
+    }
+}
+
+/// A pack being written in the repository's `tmp/` directory.
+pub struct PackWriter {
+    tmp_path: PathBuf,
+    out: BufWriter<File>,
+    offset: u64,
+    entries: Vec<FooterRow>,
+}
+
+/// One row of a pack's footer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct FooterRow {
+    /// The entry's id.
+    pub id: Id,
+    /// Offset of its header.
+    pub offset: u32,
+    /// Its kind.
+    pub kind: Kind,
+}
+
+impl PartialOrd for Kind {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Kind {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (*self as u8).cmp(&(*other as u8))
+    }
+}
+
+/// A finished, durable pack.
+#[derive(Debug, Clone)]
+pub struct PackInfo {
+    /// The pack's name (32 hex digits), its file being `packs/<name>.pack`.
+    pub name: String,
+    /// Entries sorted by id.
+    pub entries: Vec<FooterRow>,
+    /// Total file size.
+    pub size: u64,
+}
+
+impl PackWriter {
+    /// Starts a pack at `tmp_path` (created exclusively).
+    pub fn create(tmp_path: PathBuf) -> Result<PackWriter> {
+        let file = File::options()
+            .write(true)
+            .create_new(true)
+            .open(&tmp_path)
+            .io("creating", &tmp_path)?;
+        let mut out = BufWriter::with_capacity(1 << 20, file);
+        let mut header = [0u8; PACK_HEADER_LEN as usize];
+        header[..8].copy_from_slice(PACK_MAGIC);
+        header[8..12].copy_from_slice(&PACK_VERSION.to_le_bytes());
+        out.write_all(&header).io("writing", &tmp_path)?;
+        Ok(PackWriter {
+            tmp_path,
+            out,
+            offset: PACK_HEADER_LEN,
+            entries: Vec::new(),
+        })
+    }
+
+    /// Bytes written so far.
+    pub fn len(&self) -> u64 {
+        self.offset
+    }
+
+    /// Whether no entry was written.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Whether an entry of `stored_len` bytes still fits the 32-bit offsets.
+    pub fn fits(&self, stored_len: usize) -> bool {
+        self.offset + (ENTRY_HEADER_LEN + stored_len) as u64 + FOOTER_TRAILER_LEN
+            < u64::from(u32::MAX) / 2
+    }
+
+    /// Appends an entry; returns its offset.
+    pub fn append(&mut self, header: &EntryHeader, stored: &[u8]) -> Result<u32> {
+        debug_assert_eq!(header.stored_len as usize, stored.len());
+        let offset = u32::try_from(self.offset).map_err(|_| StoreError::TooLarge(self.offset))?;
+        self.out
+            .write_all(&header.encode())
+            .io("writing", &self.tmp_path)?;
+        self.out.write_all(stored).io("writing", &self.tmp_path)?;
+        self.offset += (ENTRY_HEADER_LEN + stored.len()) as u64;
+        self.entries.push(FooterRow {
+            id: header.id,
+            offset,
+            kind: header.kind,
+        });
+        Ok(offset)
+    }
+
+    /// Gives up the pack and removes its temporary file.
+    pub fn abandon(self) {
+        let PackWriter { tmp_path, out, .. } = self;
+        drop(out);
+        let _ = std::fs::remove_file(tmp_path);
+    }
+
+    /// Writes the footer, makes the pack durable and moves it to `packs_dir`.
+    pub fn finish(mut self, packs_dir: &Path) -> Result<PackInfo> {
+        self.entries.sort_unstable();
+        self.entries.dedup_by_key(|e| e.id);
+        let mut table = Vec::with_capacity(self.entries.len() * FOOTER_ROW_LEN);
+        for row in &self.entries {
+            table.extend_from_slice(&row.id.0);
+            table.extend_from_slice(&row.offset.to_le_bytes());
+            table.push(row.kind as u8);
+        }
+        let digest = blake3::hash(&table);
+        let mut trailer = Vec::with_capacity(FOOTER_TRAILER_LEN as usize);
+        trailer.extend_from_slice(&(self.entries.len() as u32).to_le_bytes());
+        trailer.extend_from_slice(&digest.as_bytes()[..16]);
+        trailer.extend_from_slice(FOOTER_MAGIC);
+        self.out.write_all(&table).io("writing", &self.tmp_path)?;
+        self.out.write_all(&trailer).io("writing", &self.tmp_path)?;
+        let size = self.offset + table.len() as u64 + FOOTER_TRAILER_LEN;
+        let file = self
+            .out
+            .into_inner()
+            .map_err(|e| e.into_error())
+            .io("writing", &self.tmp_path)?;
+        file.sync_all().io("syncing", &self.tmp_path)?;
+        drop(file);
+        let name = digest.to_hex()[..32].to_string();
+        let dest = packs_dir.join(format!("{name}.pack"));
+        std::fs::rename(&self.tmp_path, &dest).io("renaming into place", &dest)?;
+        Ok(PackInfo {
+            name,
+            entries: self.entries,
+            size,
+        })
+    }
+}
+
+/// Reads the header at `offset` of an open pack and checks it names `expect`.
+pub fn read_header(file: &File, path: &Path, offset: u64) -> Result<EntryHeader> {
+    let mut h = [0u8; ENTRY_HEADER_LEN];
+    read_exact_at(file, path, &mut h, offset)?;
+    EntryHeader::decode(&h).map_err(|reason| StoreError::DamagedFile {
+        file: path.into(),
+        reason: format!("entry at offset {offset}: {reason}"),
+    })
+}
+
+/// Reads `buf.len()` bytes at `offset`, reporting a short file as a truncated pack.
+pub fn read_exact_at(file: &File, path: &Path, buf: &mut [u8], offset: u64) -> Result<()> {
+    file.read_exact_at(buf, offset).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::UnexpectedEof {
+            StoreError::DamagedFile {
+                file: path.into(),
+                reason: format!(
+                    "truncated: {} bytes at offset {offset} are past its end",
+                    buf.len()
+                ),
+            }
+        } else {
+            StoreError::Io {
+                action: "reading",
+                path: path.into(),
+                source: e,
+            }
+        }
+    })
+}
+
+/// Reads and verifies one entry of a pack, which the index says is `id`.
+pub fn read_entry(
+    file: &File,
+    path: &Path,
+    pack: &str,
+    offset: u64,
+    id: &Id,
+) -> Result<(Kind, Vec<u8>)> {
+    let header = read_header(file, path, offset).map_err(|e| match e {
+        StoreError::DamagedFile { reason, .. } => StoreError::Corrupt {
+            id: *id,
+            pack: pack.into(),
+            reason,
+        },
+        other => other,
+    })?;
+    if header.id != *id {
+        return Err(StoreError::Corrupt {
+            id: *id,
+            pack: pack.into(),
+            reason: format!("offset {offset} holds {} instead", header.id.short(16)),
+        });
+    }
+    let mut stored = vec![0u8; header.stored_len as usize];
+    read_exact_at(file, path, &mut stored, offset + ENTRY_HEADER_LEN as u64).map_err(
+        |e| match e {
+            StoreError::DamagedFile { reason, .. } => StoreError::Corrupt {
+                id: *id,
+                pack: pack.into(),
+                reason,
+            },
+            other => other,
+        },
+    )?;
+    let raw = decode_entry(&header, stored).map_err(|reason| StoreError::Corrupt {
+        id: *id,
+        pack: pack.into(),
+        reason,
+    })?;
+    Ok((header.kind, raw))
+}
+
+/// Reads a pack's footer table; fails if the footer is missing or damaged.
+pub fn read_footer(file: &File, path: &Path) -> Result<Vec<FooterRow>> {
+    let damaged = |reason: String| StoreError::DamagedFile {
+        file: path.into(),
+        reason,
+    };
+    let len = file.metadata().io("reading", path)?.len();
+    if len < PACK_HEADER_LEN + FOOTER_TRAILER_LEN {
+        return Err(damaged(format!("truncated: only {len} bytes")));
+    }
+    let mut header = [0u8; PACK_HEADER_LEN as usize];
+    read_exact_at(file, path, &mut header, 0)?;
+    if &header[..8] != PACK_MAGIC {
+        return Err(damaged("not a lifeos pack (bad magic)".into()));
+    }
+    let version = u32::from_le_bytes(header[8..12].try_into().expect("4 bytes"));
+    if version != PACK_VERSION {
+        return Err(damaged(format!(
+            "pack format version {version} is not supported"
+        )));
+    }
+    let mut trailer = [0u8; FOOTER_TRAILER_LEN as usize];
+    read_exact_at(file, path, &mut trailer, len - FOOTER_TRAILER_LEN)?;
+    if &trailer[20..28] != FOOTER_MAGIC {
+        return Err(damaged(
+            "footer is missing (truncated or unfinished pack)".into(),
+        ));
+    }
+    let count = u32::from_le_bytes(trailer[..4].try_into().expect("4 bytes")) as u64;
+    let table_len = count * FOOTER_ROW_LEN as u64;
+    if table_len + FOOTER_TRAILER_LEN + PACK_HEADER_LEN > len {
+        return Err(damaged(format!(
+            "footer claims {count} entries, more than fit"
+        )));
+    }
+    let mut table = vec![0u8; table_len as usize];
+    read_exact_at(file, path, &mut table, len - FOOTER_TRAILER_LEN - table_len)?;
+    if blake3::hash(&table).as_bytes()[..16] != trailer[4..20] {
+        return Err(damaged("footer checksum mismatch".into()));
+    }
+    let entries_end = len - FOOTER_TRAILER_LEN - table_len;
+    let mut out = Vec::with_capacity(count as usize);
+    for row in table.chunks_exact(FOOTER_ROW_LEN) {
+        let id = Id::from_slice(&row[..ID_LEN]).expect("32 bytes");
+        let off = u32::from_le_bytes(row[ID_LEN..ID_LEN + 4].try_into().expect("4 bytes"));
+        if u64::from(off) < PACK_HEADER_LEN
+            || u64::from(off) + ENTRY_HEADER_LEN as u64 > entries_end
+        {
+            return Err(damaged(format!(
+                "footer offset {off} of {} is out of range",
+                id.short(16)
+            )));
+        }
+        let kind = Kind::from_u8(row[ID_LEN + 4]).ok_or_else(|| {
+            damaged(format!(
+                "footer kind {} of {}",
+                row[ID_LEN + 4],
+                id.short(16)
+            ))
+        })?;
+        out.push(FooterRow {
+            id,
+            offset: off,
+            kind,
+        });
+    }
+    Ok(out)
+}
+
+/// Walks the entry headers of a pack from the start, for salvage and checking. Stops at the
+/// footer or at the first unreadable header; returns the entries found and, if the walk
+/// stopped early, why.
+pub fn scan(file: &File, path: &Path) -> Result<(Vec<(EntryHeader, u64)>, Option<String>)> {
+    let len = file.metadata().io("reading", path)?.len();
+    let entries_end = match read_footer(file, path) {
+        Ok(t) => len - FOOTER_TRAILER_LEN - (t.len() * FOOTER_ROW_LEN) as u64,
+        Err(_) => len,
+    };
+    let mut out = Vec::new();
+    let mut off = PACK_HEADER_LEN;
+    while off < entries_end {
+        if off + ENTRY_HEADER_LEN as u64 > entries_end {
+            return Ok((out, Some(format!("truncated entry header at offset {off}"))));
+        }
+        let header = match read_header(file, path, off) {
+            Ok(h) => h,
+            Err(e) => return Ok((out, Some(e.to_string()))),
+        };
+        let next = off + ENTRY_HEADER_LEN as u64 + u64::from(header.stored_len);
+        if next > entries_end {
+            return Ok((
+                out,
+                Some(format!(
+                    "entry {} at offset {off} is truncated",
+                    header.id.short(16)
+                )),
+            ));
+        }
+        out.push((header, off));
+        off = next;
+    }
+    Ok((out, None))
+}
+
+/// Reads the header and stored (still compressed) bytes of the entry at `offset`.
+pub fn read_stored(file: &File, path: &Path, offset: u32) -> Result<(EntryHeader, Vec<u8>)> {
+    let h = read_header(file, path, u64::from(offset))?;
+    let mut stored = vec![0u8; h.stored_len as usize];
+    read_exact_at(
+        file,
+        path,
+        &mut stored,
+        u64::from(offset) + ENTRY_HEADER_LEN as u64,
+    )?;
+    Ok((h, stored))
+}

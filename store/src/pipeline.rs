@@ -1,0 +1,294 @@
+//! The snapshot pipeline: reads files, chunks, hashes and compresses them on every core and
+//! appends new chunks to the transaction's packs.
+//!
+//! Reader threads (one per core) read whole files and cut them into chunks while hashing
+//! the whole content; worker threads (one per core) hash each chunk, skip those already
+//! stored, and compress the rest; one writer thread appends to packs. Bounded channels
+//! between the stages apply back-pressure, so memory stays bounded (a few chunk buffers
+//! per thread) whatever the file sizes.
+
+use std::fs::{File, Metadata};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use crossbeam_channel::{bounded, unbounded, Sender};
+
+use crate::chunker::Chunker;
+use crate::config::Chunking;
+use crate::error::{IoContext, Result, StoreError};
+use crate::id::Id;
+use crate::manifest::{ChunkRef, Manifest};
+use crate::pack::{EntryHeader, Kind};
+use crate::store::{encode_entry, Transaction};
+
+/// How many times a file that changes while being read is read again.
+const READ_ATTEMPTS: usize = 3;
+
+/// A file stored by the pipeline.
+#[derive(Debug)]
+pub struct StoredFile {
+    /// BLAKE3 of the content that was stored.
+    pub id: Id,
+    /// Its length.
+    pub size: u64,
+    /// The file's metadata when it was opened; it was unchanged after reading.
+    pub metadata: Metadata,
+}
+
+struct ChunkJob {
+    seq: usize,
+    data: Vec<u8>,
+    result: Sender<(usize, Id, u32)>,
+}
+
+type Entry = (EntryHeader, Vec<u8>);
+
+fn same_version(a: &Metadata, b: &Metadata) -> bool {
+    a.len() == b.len()
+        && a.mtime() == b.mtime()
+        && a.mtime_nsec() == b.mtime_nsec()
+        && a.ctime() == b.ctime()
+        && a.ctime_nsec() == b.ctime_nsec()
+        && a.ino() == b.ino()
+}
+
+struct Shared<'a, 't> {
+    tx: &'a Claims<'t>,
+    chunking: Chunking,
+    level: i32,
+    chunks: Sender<ChunkJob>,
+    entries: Sender<Entry>,
+    progress: &'a (dyn Fn(u64) + Sync),
+}
+
+/// The parts of a transaction the pipeline's threads share.
+pub(crate) struct Claims<'t> {
+    pub(crate) store: &'t crate::Store,
+    pub(crate) claimed: &'t Mutex<std::collections::HashSet<Id>>,
+}
+
+impl Claims<'_> {
+    fn claim(&self, id: &Id) -> Result<bool> {
+        if self.claimed.lock().expect("claimed lock").contains(id) || self.store.contains(id)? {
+            return Ok(false);
+        }
+        Ok(self.claimed.lock().expect("claimed lock").insert(*id))
+    }
+}
+
+fn pipeline_broken() -> StoreError {
+    StoreError::Io {
+        action: "writing packs",
+        path: PathBuf::from("(pipeline)"),
+        source: std::io::Error::other("the pack writer stopped"),
+    }
+}
+
+impl Shared<'_, '_> {
+    /// Stores one file; retries if it changes while being read.
+    fn store_file(&self, path: &Path) -> Result<StoredFile> {
+        for _ in 0..READ_ATTEMPTS {
+            let file = File::open(path).io("opening", path)?;
+            let before = file.metadata().io("reading metadata of", path)?;
+            let (id, size) = if before.len() < u64::from(self.chunking.min_size) {
+                self.store_small(&file, path, &before)?
+            } else {
+                self.store_large(&file, path)?
+            };
+            let after = file.metadata().io("reading metadata of", path)?;
+            if same_version(&before, &after) && size == before.len() {
+                return Ok(StoredFile {
+                    id,
+                    size,
+                    metadata: before,
+                });
+            }
+        }
+        Err(StoreError::Unstable(path.into()))
+    }
+
+    /// A file smaller than the minimum chunk is one chunk, processed on this thread.
+    fn store_small(&self, file: &File, path: &Path, meta: &Metadata) -> Result<(Id, u64)> {
+        let mut data = Vec::with_capacity(meta.len() as usize);
+        std::io::Read::read_to_end(
+            &mut std::io::Read::take(file, u64::from(self.chunking.min_size) * 2),
+            &mut data,
+        )
+        .io("reading", path)?;
+        let id = Id::hash(&data);
+        (self.progress)(data.len() as u64);
+        if self.tx.claim(&id)? {
+            let mut c = zstd::bulk::Compressor::new(self.level).map_err(|e| StoreError::Io {
+                action: "starting zstd for",
+                path: path.into(),
+                source: e,
+            })?;
+            self.entries
+                .send(encode_entry(&mut c, id, Kind::Chunk, &data))
+                .map_err(|_| pipeline_broken())?;
+        }
+        Ok((id, data.len() as u64))
+    }
+
+    /// A larger file is cut here and its chunks hashed and compressed by the workers.
+    fn store_large(&self, file: &File, path: &Path) -> Result<(Id, u64)> {
+        let mut chunker = Chunker::new(file, self.chunking);
+        let (res_tx, res_rx) = unbounded();
+        let mut n = 0usize;
+        while let Some(chunk) = chunker.next_chunk().io("reading", path)? {
+            (self.progress)(chunk.len() as u64);
+            self.chunks
+                .send(ChunkJob {
+                    seq: n,
+                    data: chunk.to_vec(),
+                    result: res_tx.clone(),
+                })
+                .map_err(|_| pipeline_broken())?;
+            n += 1;
+        }
+        drop(res_tx);
+        let mut refs = vec![None; n];
+        for _ in 0..n {
+            let (seq, id, len) = res_rx.recv().map_err(|_| pipeline_broken())?;
+            refs[seq] = Some(ChunkRef { id, len });
+        }
+        let (file_id, size) = chunker.content_hash();
+        let chunks: Vec<ChunkRef> = refs
+            .into_iter()
+            .map(|r| r.expect("every chunk reported"))
+            .collect();
+        if chunks.len() > 1 && self.tx.claim(&file_id)? {
+            let raw = Manifest { chunks }.encode();
+            let header = EntryHeader {
+                id: file_id,
+                kind: Kind::Manifest,
+                codec: crate::pack::Codec::Raw,
+                raw_len: raw.len() as u32,
+                stored_len: raw.len() as u32,
+            };
+            self.entries
+                .send((header, raw))
+                .map_err(|_| pipeline_broken())?;
+        } else if chunks.len() == 1 && chunks[0].id != file_id {
+            // The file changed between the chunk read and the hash: read it again.
+            return Ok((file_id, u64::MAX));
+        }
+        Ok((file_id, size))
+    }
+}
+
+fn worker(
+    claims: &Claims<'_>,
+    level: i32,
+    jobs: crossbeam_channel::Receiver<ChunkJob>,
+    entries: Sender<Entry>,
+) -> Result<()> {
+    let mut compressor = zstd::bulk::Compressor::new(level).map_err(|e| StoreError::Io {
+        action: "starting zstd",
+        path: PathBuf::new(),
+        source: e,
+    })?;
+    for job in jobs {
+        let id = Id::hash(&job.data);
+        let fresh = claims.claim(&id)?;
+        let _ = job.result.send((job.seq, id, job.data.len() as u32));
+        if fresh
+            && entries
+                .send(encode_entry(&mut compressor, id, Kind::Chunk, &job.data))
+                .is_err()
+        {
+            return Err(pipeline_broken());
+        }
+    }
+    Ok(())
+}
+
+impl Transaction<'_> {
+    /// Stores the files at `paths` on every core; returns, for each path in order, the
+    /// stored file or why it could not be stored. `progress` receives byte counts as they
+    /// are read. A failure to write packs (a full disk) fails the whole call.
+    pub fn store_files(
+        &mut self,
+        paths: &[PathBuf],
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> Result<Vec<Result<StoredFile>>> {
+        let threads = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2);
+        let level = self.store().config().compression.zstd_level;
+        let chunking = self.store().config().chunking;
+        let claims = Claims {
+            store: self.store(),
+            claimed: &self.claimed,
+        };
+        let sink = &mut self.sink;
+        let results: Vec<Mutex<Option<Result<StoredFile>>>> =
+            paths.iter().map(|_| Mutex::new(None)).collect();
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let (chunk_tx, chunk_rx) = bounded::<ChunkJob>(threads * 4);
+        let (entry_tx, entry_rx) = bounded::<Entry>(threads * 4);
+        let write_result = std::thread::scope(|s| {
+            let writer = s.spawn(move || -> Result<()> {
+                for (header, stored) in entry_rx {
+                    sink.put(&header, &stored)?;
+                }
+                Ok(())
+            });
+            let mut workers = Vec::new();
+            for _ in 0..threads {
+                let rx = chunk_rx.clone();
+                let tx = entry_tx.clone();
+                let claims = &claims;
+                workers.push(s.spawn(move || worker(claims, level, rx, tx)));
+            }
+            drop(chunk_rx);
+            let shared = Shared {
+                tx: &claims,
+                chunking,
+                level,
+                chunks: chunk_tx,
+                entries: entry_tx,
+                progress,
+            };
+            std::thread::scope(|r| {
+                for _ in 0..threads {
+                    r.spawn(|| loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(path) = paths.get(i) else { break };
+                        let res = shared.store_file(path);
+                        let stop = matches!(res, Err(ref e) if is_pipeline_error(e));
+                        *results[i].lock().expect("result lock") = Some(res);
+                        if stop {
+                            break;
+                        }
+                    });
+                }
+            });
+            drop(shared);
+            let mut first_err = None;
+            for w in workers {
+                if let Err(e) = w.join().expect("pipeline worker does not panic") {
+                    first_err.get_or_insert(e);
+                }
+            }
+            match writer.join().expect("pack writer does not panic") {
+                Err(e) => Err(e),
+                Ok(()) => first_err.map_or(Ok(()), Err),
+            }
+        });
+        write_result?;
+        Ok(results
+            .into_iter()
+            .map(|m| {
+                m.into_inner()
+                    .expect("result lock")
+                    .unwrap_or_else(|| Err(pipeline_broken()))
+            })
+            .collect())
+    }
+}
+
+fn is_pipeline_error(e: &StoreError) -> bool {
+    matches!(e, StoreError::Io { path, .. } if path.as_os_str() == "(pipeline)")
+}

@@ -1,0 +1,966 @@
+//! The store: a repository's packs and index, read and written through transactions.
+
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+use std::thread::JoinHandle;
+
+use crate::config::StoreConfig;
+use crate::error::{IoContext, Result, StoreError};
+use crate::id::Id;
+use crate::index::{merged_rows, write_layer, Layer, Location};
+use crate::manifest::{ChunkRef, Manifest};
+use crate::pack::{self, EntryHeader, Kind, PackInfo, PackWriter};
+
+/// Directory names inside the repository directory.
+pub const PACKS_DIR: &str = "packs";
+/// Index layers.
+pub const INDEX_DIR: &str = "index";
+/// Temporary files of running (or killed) writers.
+pub const TMP_DIR: &str = "tmp";
+/// The repository lock: shared by writers, exclusive for `gc`.
+pub const LOCK_FILE: &str = "lock";
+/// The config file.
+pub const CONFIG_FILE: &str = "config";
+
+/// At most this many index layers before they are merged.
+const MAX_LAYERS: usize = 8;
+/// Consolidate once this many layers cover only small packs.
+const SMALL_LAYERS_TRIGGER: usize = 16;
+
+/// Random lowercase hex of `bytes` random bytes.
+pub fn random_hex(bytes: usize) -> String {
+    let mut buf = vec![0u8; bytes];
+    getrandom::fill(&mut buf).expect("the OS random source is available");
+    hex::encode(buf)
+}
+
+/// fsyncs a directory so that renames and creations inside it are durable.
+pub fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .io("syncing directory", dir)
+}
+
+/// Writes `bytes` to `path` atomically and durably (temp file, fsync, rename, fsync dir).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let tmp = dir.join(format!(
+        ".{}.{}.tmp",
+        path.file_name().and_then(|s| s.to_str()).unwrap_or("file"),
+        random_hex(6)
+    ));
+    let res = (|| {
+        let mut f = File::options()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .io("creating", &tmp)?;
+        f.write_all(bytes).io("writing", &tmp)?;
+        f.sync_all().io("syncing", &tmp)?;
+        std::fs::rename(&tmp, path).io("renaming into place", path)?;
+        sync_dir(dir)
+    })();
+    if res.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    res
+}
+
+struct IndexState {
+    layers: Vec<Layer>,
+    /// Packs not covered by any loaded layer, indexed from their footers.
+    loose: HashMap<Id, Location>,
+    warnings: Vec<String>,
+}
+
+/// An open store (the `.lifeos` directory of a repository).
+pub struct Store {
+    dir: PathBuf,
+    config: StoreConfig,
+    index: RwLock<IndexState>,
+    open_packs: Mutex<HashMap<Arc<str>, Arc<File>>>,
+    session: Mutex<Option<Session>>,
+}
+
+/// A writer's claim on its temporary files: a lock file held for the store's lifetime.
+struct Session {
+    prefix: String,
+    _lock: File,
+}
+
+/// Counts describing the store.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StoreStats {
+    /// Pack files.
+    pub packs: u64,
+    /// Bytes in pack files.
+    pub pack_bytes: u64,
+    /// Index layers.
+    pub index_layers: u64,
+    /// Bytes in index layers.
+    pub index_bytes: u64,
+    /// Distinct chunks.
+    pub chunks: u64,
+    /// Distinct other objects (manifests, trees, commits, operations, views).
+    pub objects: u64,
+}
+
+impl Store {
+    /// Creates a store in `dir` (which must not hold one).
+    pub fn init(dir: &Path, config: StoreConfig) -> Result<Store> {
+        config.validate().map_err(|reason| StoreError::BadConfig {
+            path: dir.join(CONFIG_FILE),
+            reason,
+        })?;
+        if dir.join(CONFIG_FILE).exists() {
+            return Err(StoreError::AlreadyExists(dir.into()));
+        }
+        for sub in [PACKS_DIR, INDEX_DIR, TMP_DIR] {
+            std::fs::create_dir_all(dir.join(sub)).io("creating", dir.join(sub))?;
+        }
+        File::create(dir.join(LOCK_FILE)).io("creating", dir.join(LOCK_FILE))?;
+        write_atomic(&dir.join(CONFIG_FILE), config.to_toml().as_bytes())?;
+        Self::open(dir)
+    }
+
+    /// Opens the store in `dir`.
+    pub fn open(dir: &Path) -> Result<Store> {
+        let cfg_path = dir.join(CONFIG_FILE);
+        if !cfg_path.is_file() {
+            return Err(StoreError::NotARepository(dir.into()));
+        }
+        let config = StoreConfig::load(&cfg_path)?;
+        let store = Store {
+            dir: dir.into(),
+            config,
+            index: RwLock::new(IndexState {
+                layers: Vec::new(),
+                loose: HashMap::new(),
+                warnings: Vec::new(),
+            }),
+            open_packs: Mutex::new(HashMap::new()),
+            session: Mutex::new(None),
+        };
+        store.reload_index()?;
+        Ok(store)
+    }
+
+    /// The repository directory (`.lifeos`).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The store config.
+    pub fn config(&self) -> &StoreConfig {
+        &self.config
+    }
+
+    /// Problems found while loading the index that did not stop the store from opening
+    /// (a damaged layer whose packs were indexed from their footers instead).
+    pub fn warnings(&self) -> Vec<String> {
+        self.index.read().expect("index lock").warnings.clone()
+    }
+
+    /// Re-reads the index directory: picks up layers written by other processes and drops
+    /// those they removed.
+    pub fn reload_index(&self) -> Result<()> {
+        let index_dir = self.dir.join(INDEX_DIR);
+        let mut names: Vec<PathBuf> = list_dir(&index_dir)?
+            .into_iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "idx"))
+            .collect();
+        names.sort();
+        let mut state = self.index.write().expect("index lock");
+        let mut old: HashMap<String, Layer> = state
+            .layers
+            .drain(..)
+            .map(|l| (l.name.clone(), l))
+            .collect();
+        let mut warnings = Vec::new();
+        let mut layers = Vec::new();
+        for path in names {
+            let name = path
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or_default()
+                .to_string();
+            if let Some(l) = old.remove(&name) {
+                layers.push(l);
+                continue;
+            }
+            match Layer::open(&path) {
+                Ok(l) => layers.push(l),
+                Err(StoreError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => warnings.push(format!("{e}; its packs are read from their footers (run `lifeos gc` to rebuild the index)")),
+            }
+        }
+        let covered: HashSet<&str> = layers
+            .iter()
+            .flat_map(|l| l.packs.iter().map(|p| &**p))
+            .collect();
+        let mut loose = HashMap::new();
+        for pack_path in list_dir(&self.dir.join(PACKS_DIR))? {
+            let Some(name) = pack_name(&pack_path) else {
+                continue;
+            };
+            if covered.contains(name.as_str()) {
+                continue;
+            }
+            let file = match File::open(&pack_path) {
+                Ok(f) => f,
+                Err(_) => continue,
+            };
+            match pack::read_footer(&file, &pack_path) {
+                Ok(rows) => {
+                    let name: Arc<str> = name.into();
+                    for r in rows {
+                        loose.insert(
+                            r.id,
+                            Location {
+                                pack: name.clone(),
+                                offset: r.offset,
+                                kind: r.kind,
+                            },
+                        );
+                    }
+                }
+                Err(e) => warnings.push(e.to_string()),
+            }
+        }
+        *state = IndexState {
+            layers,
+            loose,
+            warnings,
+        };
+        Ok(())
+    }
+
+    /// Where `id` is stored, if anywhere (without reloading the index).
+    pub fn locate(&self, id: &Id) -> Result<Option<Location>> {
+        let state = self.index.read().expect("index lock");
+        if let Some(l) = state.loose.get(id) {
+            return Ok(Some(l.clone()));
+        }
+        for layer in state.layers.iter().rev() {
+            if let Some(l) = layer.lookup(id)? {
+                return Ok(Some(l));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Whether `id` is stored.
+    pub fn contains(&self, id: &Id) -> Result<bool> {
+        Ok(self.locate(id)?.is_some())
+    }
+
+    fn pack_path(&self, name: &str) -> PathBuf {
+        self.dir.join(PACKS_DIR).join(format!("{name}.pack"))
+    }
+
+    fn pack_file(&self, name: &Arc<str>, id: &Id) -> Result<Arc<File>> {
+        let mut open = self.open_packs.lock().expect("pack cache lock");
+        if let Some(f) = open.get(name) {
+            return Ok(f.clone());
+        }
+        let path = self.pack_path(name);
+        let f = match File::open(&path) {
+            Ok(f) => Arc::new(f),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(StoreError::PackMissing {
+                    pack: name.to_string(),
+                    id: *id,
+                })
+            }
+            Err(e) => return Err(e).io("opening", path),
+        };
+        if open.len() > 256 {
+            open.clear();
+        }
+        open.insert(name.clone(), f.clone());
+        Ok(f)
+    }
+
+    fn read_at(&self, id: &Id, loc: &Location) -> Result<(Kind, Vec<u8>)> {
+        let file = self.pack_file(&loc.pack, id)?;
+        pack::read_entry(
+            &file,
+            &self.pack_path(&loc.pack),
+            &loc.pack,
+            u64::from(loc.offset),
+            id,
+        )
+    }
+
+    /// Reads and verifies an entry. If it is not found, or its pack is gone (another
+    /// process may have consolidated packs), the index is reloaded once and the read retried.
+    pub fn read_entry(&self, id: &Id) -> Result<(Kind, Vec<u8>)> {
+        if let Some(loc) = self.locate(id)? {
+            match self.read_at(id, &loc) {
+                Err(StoreError::PackMissing { .. }) => {}
+                other => return other,
+            }
+        }
+        self.open_packs.lock().expect("pack cache lock").clear();
+        self.reload_index()?;
+        match self.locate(id)? {
+            Some(loc) => self.read_at(id, &loc),
+            None => Err(StoreError::Missing(*id)),
+        }
+    }
+
+    /// Reads an object and checks its kind.
+    pub fn read_object(&self, id: &Id, kind: Kind) -> Result<Vec<u8>> {
+        let (found, raw) = self.read_entry(id)?;
+        if found != kind {
+            return Err(StoreError::WrongKind {
+                id: *id,
+                found: found.name(),
+                expected: kind.name(),
+            });
+        }
+        Ok(raw)
+    }
+
+    /// The chunks of file `id`: its manifest, or the file itself as its only chunk.
+    pub fn file_chunks(&self, id: &Id) -> Result<Manifest> {
+        let loc = match self.locate(id)? {
+            Some(l) => l,
+            None => {
+                self.reload_index()?;
+                self.locate(id)?.ok_or(StoreError::Missing(*id))?
+            }
+        };
+        match loc.kind {
+            Kind::Chunk => {
+                let file = self.pack_file(&loc.pack, id)?;
+                let h = pack::read_header(&file, &self.pack_path(&loc.pack), u64::from(loc.offset))
+                    .map_err(|e| StoreError::Corrupt {
+                        id: *id,
+                        pack: loc.pack.to_string(),
+                        reason: e.to_string(),
+                    })?;
+                if h.id != *id {
+                    return Err(StoreError::Corrupt {
+                        id: *id,
+                        pack: loc.pack.to_string(),
+                        reason: format!("offset {} holds {} instead", loc.offset, h.id.short(16)),
+                    });
+                }
+                Ok(Manifest {
+                    chunks: vec![ChunkRef {
+                        id: *id,
+                        len: h.raw_len,
+                    }],
+                })
+            }
+            Kind::Manifest => {
+                let raw = self.read_object(id, Kind::Manifest)?;
+                Manifest::decode(&raw).map_err(|source| StoreError::Decode { id: *id, source })
+            }
+            other => Err(StoreError::WrongKind {
+                id: *id,
+                found: other.name(),
+                expected: "file",
+            }),
+        }
+    }
+
+    /// Streams the verified bytes of file `id` into `out`; returns the byte count. Every
+    /// chunk is checked against its hash before any of its bytes are written, so a damaged
+    /// store fails with an error naming the chunk and pack instead of producing wrong bytes.
+    pub fn read_file(&self, id: &Id, out: &mut dyn Write) -> Result<u64> {
+        let manifest = self.file_chunks(id)?;
+        let mut total = 0u64;
+        for c in &manifest.chunks {
+            let raw = self.read_object(&c.id, Kind::Chunk)?;
+            if raw.len() != c.len as usize {
+                return Err(StoreError::Corrupt {
+                    id: c.id,
+                    pack: self
+                        .locate(&c.id)?
+                        .map(|l| l.pack.to_string())
+                        .unwrap_or_default(),
+                    reason: format!(
+                        "chunk is {} bytes, manifest of {} says {}",
+                        raw.len(),
+                        id.short(16),
+                        c.len
+                    ),
+                });
+            }
+            out.write_all(&raw).map_err(|source| StoreError::Io {
+                action: "writing the content of",
+                path: PathBuf::from(id.to_hex()),
+                source,
+            })?;
+            total += raw.len() as u64;
+        }
+        Ok(total)
+    }
+
+    /// Starts a write transaction (takes the repository lock shared).
+    pub fn transaction(&self) -> Result<Transaction<'_>> {
+        let lock_path = self.dir.join(LOCK_FILE);
+        let lock = File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&lock_path)
+            .io("opening", &lock_path)?;
+        lock.lock_shared().io("locking", &lock_path)?;
+        self.clean_tmp()?;
+        self.new_transaction(Some(lock))
+    }
+
+    /// A transaction for a caller that already holds the lock exclusively (`gc`).
+    pub(crate) fn transaction_locked(&self) -> Result<Transaction<'_>> {
+        self.new_transaction(None)
+    }
+
+    fn new_transaction(&self, lock: Option<File>) -> Result<Transaction<'_>> {
+        let prefix = self.session_prefix()?;
+        Ok(Transaction {
+            store: self,
+            _lock: lock,
+            sink: PackSink {
+                tmp_dir: self.dir.join(TMP_DIR),
+                packs_dir: self.dir.join(PACKS_DIR),
+                prefix,
+                target: self.config.packs.target_size,
+                current: None,
+                finishing: Vec::new(),
+                seq: 0,
+            },
+            claimed: Mutex::new(HashSet::new()),
+            pending: HashMap::new(),
+            compressor: zstd::bulk::Compressor::new(self.config.compression.zstd_level).map_err(
+                |e| StoreError::BadConfig {
+                    path: self.dir.join(CONFIG_FILE),
+                    reason: e.to_string(),
+                },
+            )?,
+        })
+    }
+
+    /// Takes the repository lock exclusively (for `gc`), waiting for writers to finish.
+    pub fn lock_exclusive(&self) -> Result<File> {
+        let lock_path = self.dir.join(LOCK_FILE);
+        let lock = File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&lock_path)
+            .io("opening", &lock_path)?;
+        lock.lock().io("locking", &lock_path)?;
+        Ok(lock)
+    }
+
+    fn session_prefix(&self) -> Result<String> {
+        let mut s = self.session.lock().expect("session lock");
+        if let Some(s) = &*s {
+            return Ok(s.prefix.clone());
+        }
+        let prefix = format!("s{}", random_hex(8));
+        let path = self.dir.join(TMP_DIR).join(format!("{prefix}.lock"));
+        let f = File::options()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .io("creating", &path)?;
+        f.lock().io("locking", &path)?;
+        *s = Some(Session {
+            prefix: prefix.clone(),
+            _lock: f,
+        });
+        Ok(prefix)
+    }
+
+    /// Removes temporary files left by writers that died (their session lock is free).
+    /// Returns how many files were removed.
+    pub fn clean_tmp(&self) -> Result<u64> {
+        let tmp = self.dir.join(TMP_DIR);
+        let mine = self
+            .session
+            .lock()
+            .expect("session lock")
+            .as_ref()
+            .map(|s| s.prefix.clone());
+        let mut removed = 0;
+        let entries = list_dir(&tmp)?;
+        let mut dead = HashSet::new();
+        let mut live = HashSet::new();
+        for p in &entries {
+            let Some(name) = p.file_name().and_then(|n| n.to_str()) else {
+                continue;
+            };
+            let Some(prefix) = name.strip_suffix(".lock") else {
+                continue;
+            };
+            if Some(prefix) == mine.as_deref() {
+                live.insert(prefix.to_string());
+                continue;
+            }
+            match File::options().write(true).open(p) {
+                Ok(f) => match f.try_lock() {
+                    Ok(()) => {
+                        dead.insert(prefix.to_string());
+                    }
+                    Err(_) => {
+                        live.insert(prefix.to_string());
+                    }
+                },
+                Err(_) => continue,
+            }
+        }
+        for p in &entries {
+            let Some(name) = p.file_name().and_then(|n| n.to_str()) else {
+                continue;
+            };
+            let owner = name.split(['-', '.']).next().unwrap_or_default();
+            if live.contains(owner) {
+                continue;
+            }
+            // Files of a dead session, and files of no session (interrupted before one
+            // was registered), are orphans; remove the data files before the lock file.
+            if dead.contains(owner) && name.ends_with(".lock") {
+                continue;
+            }
+            if std::fs::remove_file(p).is_ok() {
+                removed += 1;
+            }
+        }
+        for prefix in dead {
+            if std::fs::remove_file(tmp.join(format!("{prefix}.lock"))).is_ok() {
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
+
+    /// Counts packs, layers, chunks and objects from the index.
+    pub fn stats(&self) -> Result<StoreStats> {
+        let mut st = StoreStats::default();
+        for p in list_dir(&self.dir.join(PACKS_DIR))? {
+            if pack_name(&p).is_some() {
+                st.packs += 1;
+                st.pack_bytes += p.metadata().map(|m| m.len()).unwrap_or(0);
+            }
+        }
+        let state = self.index.read().expect("index lock");
+        for l in &state.layers {
+            st.index_layers += 1;
+            st.index_bytes += l.path.metadata().map(|m| m.len()).unwrap_or(0);
+        }
+        let layers: Vec<&Layer> = state.layers.iter().collect();
+        let mut last = None;
+        let mut count = |id: Id, kind: Kind| {
+            if last == Some(id) {
+                return;
+            }
+            last = Some(id);
+            if kind == Kind::Chunk {
+                st.chunks += 1;
+            } else {
+                st.objects += 1;
+            }
+        };
+        let mut loose: Vec<_> = state.loose.iter().map(|(id, l)| (*id, l.kind)).collect();
+        loose.sort();
+        let mut rows = merged_rows(&layers)?.peekable();
+        let mut li = loose.into_iter().peekable();
+        loop {
+            let take_row = match (rows.peek(), li.peek()) {
+                (None, None) => break,
+                (Some(Ok((a, _))), Some((b, _))) => a <= b,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (Some(Err(_)), _) => true,
+            };
+            if take_row {
+                let (id, loc) = rows.next().expect("peeked")?;
+                count(id, loc.kind);
+            } else {
+                let (id, kind) = li.next().expect("peeked");
+                count(id, kind);
+            }
+        }
+        Ok(st)
+    }
+
+    /// Writes one index layer covering the given packs, from their footers.
+    pub(crate) fn write_layer_for(&self, infos: &[PackInfo]) -> Result<String> {
+        let packs: Vec<Arc<str>> = infos
+            .iter()
+            .map(|i| Arc::<str>::from(i.name.as_str()))
+            .collect();
+        let mut rows: Vec<(Id, Location)> = infos
+            .iter()
+            .zip(&packs)
+            .flat_map(|(info, pack)| {
+                info.entries.iter().map(|r| {
+                    (
+                        r.id,
+                        Location {
+                            pack: pack.clone(),
+                            offset: r.offset,
+                            kind: r.kind,
+                        },
+                    )
+                })
+            })
+            .collect();
+        rows.sort_by(|a, b| a.0.cmp(&b.0));
+        write_layer(
+            &self.dir.join(INDEX_DIR),
+            &self.dir.join(TMP_DIR),
+            &packs,
+            rows.len() as u64,
+            rows.into_iter().map(Ok),
+        )
+    }
+
+    /// The names of all pack files present.
+    pub fn pack_names(&self) -> Result<Vec<String>> {
+        let mut v: Vec<String> = list_dir(&self.dir.join(PACKS_DIR))?
+            .iter()
+            .filter_map(|p| pack_name(p))
+            .collect();
+        v.sort();
+        Ok(v)
+    }
+
+    /// The path of pack `name`.
+    pub fn pack_file_path(&self, name: &str) -> PathBuf {
+        self.pack_path(name)
+    }
+
+    /// Runs index maintenance: consolidates small packs written by many small transactions
+    /// and merges index layers so lookups touch few files. Safe to run concurrently with
+    /// readers and writers; data is copied before anything is removed.
+    pub fn maintain(&self) -> Result<()> {
+        self.consolidate_small_packs()?;
+        self.merge_layers()?;
+        Ok(())
+    }
+
+    fn consolidate_small_packs(&self) -> Result<()> {
+        let small_limit = self.config.packs.target_size / 8;
+        let candidates: Vec<(String, Vec<Arc<str>>)> = {
+            let state = self.index.read().expect("index lock");
+            state
+                .layers
+                .iter()
+                .filter(|l| {
+                    l.packs.iter().all(|p| {
+                        self.pack_path(p)
+                            .metadata()
+                            .map(|m| m.len() < small_limit)
+                            .unwrap_or(false)
+                    })
+                })
+                .map(|l| (l.name.clone(), l.packs.clone()))
+                .collect()
+        };
+        if candidates.len() < SMALL_LAYERS_TRIGGER {
+            return Ok(());
+        }
+        let mut tx = self.transaction()?;
+        let mut seen = HashSet::new();
+        for (_, packs) in &candidates {
+            for p in packs {
+                if !seen.insert(p.clone()) {
+                    continue;
+                }
+                let path = self.pack_path(p);
+                let file = File::open(&path).io("opening", &path)?;
+                for row in pack::read_footer(&file, &path)? {
+                    let (h, stored) = pack::read_stored(&file, &path, row.offset)?;
+                    tx.sink.put(&h, &stored)?;
+                    tx.claimed.get_mut().expect("claimed lock").insert(row.id);
+                }
+            }
+        }
+        let new_layer = tx.commit()?;
+        if new_layer.is_some() {
+            for (name, _) in &candidates {
+                let _ = std::fs::remove_file(self.dir.join(INDEX_DIR).join(format!("{name}.idx")));
+            }
+            sync_dir(&self.dir.join(INDEX_DIR))?;
+            for p in seen {
+                let _ = std::fs::remove_file(self.pack_path(&p));
+            }
+            sync_dir(&self.dir.join(PACKS_DIR))?;
+            self.reload_index()?;
+        }
+        Ok(())
+    }
+
+    fn merge_layers(&self) -> Result<()> {
+        let (name, removed) = {
+            let state = self.index.read().expect("index lock");
+            if state.layers.len() <= MAX_LAYERS {
+                return Ok(());
+            }
+            let mut by_size: Vec<&Layer> = state.layers.iter().collect();
+            by_size.sort_by_key(|l| l.count);
+            let mut take = Vec::new();
+            let mut acc = 0u64;
+            for l in by_size {
+                if take.len() >= 2 && l.count > 2 * acc {
+                    break;
+                }
+                acc += l.count;
+                take.push(l);
+            }
+            let mut packs: Vec<Arc<str>> =
+                take.iter().flat_map(|l| l.packs.iter().cloned()).collect();
+            packs.sort();
+            packs.dedup();
+            let name = write_layer(
+                &self.dir.join(INDEX_DIR),
+                &self.dir.join(TMP_DIR),
+                &packs,
+                acc,
+                merged_rows(&take)?,
+            )?;
+            (
+                name,
+                take.iter().map(|l| l.name.clone()).collect::<Vec<_>>(),
+            )
+        };
+        for old in removed {
+            if old != name {
+                let _ = std::fs::remove_file(self.dir.join(INDEX_DIR).join(format!("{old}.idx")));
+            }
+        }
+        sync_dir(&self.dir.join(INDEX_DIR))?;
+        self.reload_index()
+    }
+}
+
+/// The pack name of a `packs/<name>.pack` path.
+fn pack_name(p: &Path) -> Option<String> {
+    let name = p.file_name()?.to_str()?.strip_suffix(".pack")?;
+    (name.len() == 32 && name.bytes().all(|b| b.is_ascii_hexdigit())).then(|| name.to_string())
+}
+
+/// Lists a directory's entries (full paths); a missing directory is empty.
+pub(crate) fn list_dir(dir: &Path) -> Result<Vec<PathBuf>> {
+    match std::fs::read_dir(dir) {
+        Ok(rd) => rd
+            .map(|e| e.map(|e| e.path()))
+            .collect::<std::io::Result<_>>()
+            .io("listing", dir),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(e).io("listing", dir),
+    }
+}
+
+/// Appends entries to packs, closing each at the target size. Closed packs are made
+/// durable on background threads while writing goes on.
+pub struct PackSink {
+    tmp_dir: PathBuf,
+    packs_dir: PathBuf,
+    prefix: String,
+    target: u64,
+    current: Option<PackWriter>,
+    finishing: Vec<JoinHandle<Result<PackInfo>>>,
+    seq: u64,
+}
+
+impl PackSink {
+    /// Appends one entry.
+    pub fn put(&mut self, header: &EntryHeader, stored: &[u8]) -> Result<()> {
+        if self
+            .current
+            .as_ref()
+            .is_some_and(|p| p.len() >= self.target || !p.fits(stored.len()))
+        {
+            self.close_current();
+        }
+        if self.current.is_none() {
+            self.seq += 1;
+            let path = self
+                .tmp_dir
+                .join(format!("{}-pack{}.tmp", self.prefix, self.seq));
+            self.current = Some(PackWriter::create(path)?);
+        }
+        self.current
+            .as_mut()
+            .expect("current pack")
+            .append(header, stored)?;
+        Ok(())
+    }
+
+    fn close_current(&mut self) {
+        if let Some(p) = self.current.take() {
+            let dir = self.packs_dir.clone();
+            self.finishing
+                .push(std::thread::spawn(move || p.finish(&dir)));
+        }
+    }
+
+    /// Closes the current pack and waits until every pack is durable.
+    fn finish(&mut self) -> Result<Vec<PackInfo>> {
+        self.close_current();
+        let mut infos = Vec::new();
+        let mut first_err = None;
+        for h in self.finishing.drain(..) {
+            match h.join().expect("pack finisher does not panic") {
+                Ok(i) => infos.push(i),
+                Err(e) => {
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(infos),
+        }
+    }
+}
+
+/// A write transaction: new chunks and objects go to new packs, which become visible (with
+/// their index layer) only at [`Transaction::commit`]. Nothing refers to them before that,
+/// so a transaction that is dropped or killed leaves only temporary data behind.
+pub struct Transaction<'s> {
+    store: &'s Store,
+    _lock: Option<File>,
+    pub(crate) sink: PackSink,
+    /// Ids already present or being written in this transaction.
+    pub(crate) claimed: Mutex<HashSet<Id>>,
+    pending: HashMap<Id, (Kind, Vec<u8>)>,
+    compressor: zstd::bulk::Compressor<'static>,
+}
+
+impl<'s> Transaction<'s> {
+    /// The store this transaction writes to.
+    pub fn store(&self) -> &'s Store {
+        self.store
+    }
+
+    /// Whether `id` is stored or already written by this transaction.
+    pub fn contains(&self, id: &Id) -> Result<bool> {
+        if self.claimed.lock().expect("claimed lock").contains(id) {
+            return Ok(true);
+        }
+        self.store.contains(id)
+    }
+
+    /// Claims `id` for writing: true if the caller must write it (it is neither stored nor
+    /// claimed by another writer of this transaction).
+    pub(crate) fn claim(&self, id: &Id) -> Result<bool> {
+        if self.claimed.lock().expect("claimed lock").contains(id) || self.store.contains(id)? {
+            return Ok(false);
+        }
+        Ok(self.claimed.lock().expect("claimed lock").insert(*id))
+    }
+
+    /// Stores an object whose id is the hash of its bytes (trees, commits, operations,
+    /// views, and single-chunk files). Returns the id.
+    pub fn write_object(&mut self, kind: Kind, raw: &[u8]) -> Result<Id> {
+        let id = Id::hash(raw);
+        self.write_entry(id, kind, raw)?;
+        Ok(id)
+    }
+
+    /// Stores an entry under a given id (a manifest is stored under its file's id).
+    pub fn write_entry(&mut self, id: Id, kind: Kind, raw: &[u8]) -> Result<()> {
+        if !self.claim(&id)? {
+            return Ok(());
+        }
+        if raw.len() as u64 > pack::MAX_ENTRY_LEN {
+            return Err(StoreError::TooLarge(raw.len() as u64));
+        }
+        let (codec, stored) = pack::compress(&mut self.compressor, raw);
+        let header = EntryHeader {
+            id,
+            kind,
+            codec,
+            raw_len: raw.len() as u32,
+            stored_len: stored.len() as u32,
+        };
+        self.sink.put(&header, &stored)?;
+        if kind != Kind::Chunk {
+            self.pending.insert(id, (kind, raw.to_vec()));
+        }
+        Ok(())
+    }
+
+    /// Reads an object written by this transaction or already stored.
+    pub fn read_object(&self, id: &Id, kind: Kind) -> Result<Vec<u8>> {
+        if let Some((k, raw)) = self.pending.get(id) {
+            if *k != kind {
+                return Err(StoreError::WrongKind {
+                    id: *id,
+                    found: k.name(),
+                    expected: kind.name(),
+                });
+            }
+            return Ok(raw.clone());
+        }
+        self.store.read_object(id, kind)
+    }
+
+    /// Makes everything written durable and visible: packs are fsync'd and renamed, then
+    /// one index layer covering them is written and fsync'd. Returns the layer's name, or
+    /// `None` if nothing was written. The caller publishes what refers to the new objects
+    /// (the operation) only after this returns.
+    pub fn commit(mut self) -> Result<Option<String>> {
+        let infos = self.sink.finish()?;
+        if infos.is_empty() {
+            return Ok(None);
+        }
+        sync_dir(&self.store.dir.join(PACKS_DIR))?;
+        let name = self.store.write_layer_for(&infos)?;
+        self.store.reload_index()?;
+        Ok(Some(name))
+    }
+
+    /// Closes and makes durable every pack written, without indexing them.
+    pub(crate) fn sink_finish(&mut self) -> Result<Vec<PackInfo>> {
+        self.sink.finish()
+    }
+}
+
+impl Drop for Transaction<'_> {
+    fn drop(&mut self) {
+        // An uncommitted transaction's packs are abandoned: wait for background writers so
+        // their temporary files can be removed.
+        if let Some(p) = self.sink.current.take() {
+            p.abandon();
+        }
+        for h in self.sink.finishing.drain(..) {
+            if let Ok(Ok(info)) = h.join() {
+                let _ = std::fs::remove_file(self.store.pack_path(&info.name));
+            }
+        }
+    }
+}
+
+/// Builds the stored form of a raw entry with `compressor`.
+pub fn encode_entry(
+    compressor: &mut zstd::bulk::Compressor<'static>,
+    id: Id,
+    kind: Kind,
+    raw: &[u8],
+) -> (EntryHeader, Vec<u8>) {
+    let (codec, stored) = pack::compress(compressor, raw);
+    let stored = stored.into_owned();
+    (
+        EntryHeader {
+            id,
+            kind,
+            codec,
+            raw_len: raw.len() as u32,
+            stored_len: stored.len() as u32,
+        },
+        stored,
+    )
+}

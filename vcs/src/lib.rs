@@ -1,1 +1,21 @@
-//! x
+//! lifeos-vcs: the history layer of lifeos.
+//!
+//! Trees, commits, operations and views are immutable objects in the store; the operation
+//! log is the history of the repository, and its heads are published lock-free (one file
+//! per head) after everything they refer to is durable. The working folder is recorded
+//! through a stat cache so unchanged files are never read again.
+
+#![warn(missing_docs)]
+
+pub mod check;
+pub mod commit;
+pub mod error;
+pub mod object;
+pub mod repo;
+pub mod restore;
+pub mod rev;
+pub mod working_copy;
+
+pub use error::{Result, VcsError};
+pub use object::{Commit, EntryKind, Event, Operation, Tree, TreeEntry, View};
+pub use repo::{OpState, Repo};

@@ -1,0 +1,483 @@
+//! The verbs.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use lifeos_store::StoreConfig;
+use lifeos_vcs::object::change_id_str;
+use lifeos_vcs::working_copy::SnapshotProgress;
+use lifeos_vcs::{EntryKind, Repo};
+use serde_json::json;
+
+use crate::error::{CliError, CliResult};
+use crate::output::{bar, human_bytes, local_time, print_json, Style};
+use crate::{Cli, Command};
+
+fn cwd(cli_dir: &Option<PathBuf>) -> CliResult<PathBuf> {
+    let here = std::env::current_dir()
+        .map_err(|e| CliError::new(format!("cannot read the current folder: {e}")))?;
+    Ok(match cli_dir {
+        Some(d) => here.join(d),
+        None => here,
+    })
+}
+
+fn open(dir: &Path) -> CliResult<Repo> {
+    let repo = Repo::discover(dir)?;
+    for w in repo.store().warnings() {
+        eprintln!("warning: {w}");
+    }
+    Ok(repo)
+}
+
+/// Runs one command; returns the exit code.
+pub fn run(cli: Cli, style: Style) -> CliResult<u8> {
+    let here = cwd(&cli.dir)?;
+    match cli.command {
+        Command::Init { dir } => {
+            let target = dir.map(|d| here.join(d)).unwrap_or(here);
+            let repo = Repo::init(&target, StoreConfig::default())?;
+            println!(
+                "Initialized an empty lifeos repository in {}",
+                repo.dot_dir().display()
+            );
+            Ok(0)
+        }
+        Command::Commit {
+            message,
+            allow_empty,
+            json,
+        } => commit(&open(&here)?, &message, allow_empty, json, style),
+        Command::Ls {
+            path,
+            revision,
+            json,
+        } => ls(&open(&here)?, path.as_deref(), &revision, json),
+        Command::Cat { path, revision } => cat(&open(&here)?, &path, &revision),
+        Command::Restore { to, revision, json } => {
+            restore(&open(&here)?, &here.join(to), &revision, json)
+        }
+        Command::Log { revision, json } => log(&open(&here)?, &revision, json, style),
+        Command::Stats { json } => stats(&open(&here)?, json),
+        Command::Fsck { json } => fsck(&open(&here)?, json, style),
+        Command::Gc { json } => gc(&open(&here)?, json),
+    }
+}
+
+struct BarProgress(indicatif::ProgressBar);
+
+impl SnapshotProgress for BarProgress {
+    fn scanned(&self, _files: u64, _bytes: u64, _to_read: u64, bytes_to_read: u64) {
+        self.0.set_length(bytes_to_read);
+    }
+    fn read(&self, n: u64) {
+        self.0.inc(n);
+    }
+}
+
+fn commit(
+    repo: &Repo,
+    message: &str,
+    allow_empty: bool,
+    json: bool,
+    style: Style,
+) -> CliResult<u8> {
+    let pb = BarProgress(bar(0, "reading"));
+    let out = repo.commit_working_copy(message.as_bytes(), allow_empty, &pb)?;
+    pb.0.finish_and_clear();
+    let s = &out.snapshot;
+    for sk in &s.skipped {
+        eprintln!("warning: not recorded: {}: {}", sk.path, sk.reason);
+    }
+    if json {
+        print_json(
+            "lifeos.commit.v1",
+            json!({
+                "commit": out.commit.map(|c| c.to_hex()),
+                "operation": out.op.map(|o| o.to_hex()),
+                "parent": out.parent.map(|p| p.to_hex()),
+                "branch": out.branch,
+                "tree": s.tree.to_hex(),
+                "changed": out.commit.is_some(),
+                "files": s.files,
+                "bytes": s.bytes,
+                "files_read": s.files_read,
+                "bytes_read": s.bytes_read,
+                "skipped": s.skipped.iter().map(|k| json!({"path": k.path, "reason": k.reason})).collect::<Vec<_>>(),
+            }),
+        );
+        return Ok(0);
+    }
+    match out.commit {
+        Some(c) => {
+            let on = out
+                .branch
+                .map(|b| format!(" on {}", style.name(&b)))
+                .unwrap_or_default();
+            println!(
+                "Committed {}{on}: {}",
+                style.id(&c.short(12)),
+                message.lines().next().unwrap_or("")
+            );
+        }
+        None => println!(
+            "Nothing changed since {}; no commit made",
+            out.parent
+                .map(|p| style.id(&p.short(12)))
+                .unwrap_or_default()
+        ),
+    }
+    println!(
+        "  {} files, {} ({} files read, {})",
+        s.files,
+        human_bytes(s.bytes),
+        s.files_read,
+        human_bytes(s.bytes_read)
+    );
+    Ok(0)
+}
+
+fn resolve(repo: &Repo, rev: &str) -> CliResult<(lifeos_store::Id, lifeos_vcs::Commit)> {
+    let head = repo.head()?;
+    let id = repo.resolve_rev(&head.view, rev)?;
+    let c = repo.commit(&id)?;
+    Ok((id, c))
+}
+
+/// Walks a tree depth-first, calling `f` with each entry's path.
+fn walk(
+    repo: &Repo,
+    tree: &lifeos_store::Id,
+    prefix: &str,
+    f: &mut dyn FnMut(&str, &lifeos_vcs::TreeEntry),
+) -> CliResult<()> {
+    for e in repo.tree(tree)?.entries {
+        let name = String::from_utf8_lossy(&e.name);
+        let path = if prefix.is_empty() {
+            name.into_owned()
+        } else {
+            format!("{prefix}/{name}")
+        };
+        if e.kind == EntryKind::Dir {
+            walk(repo, &e.id, &path, f)?;
+        } else {
+            f(&path, &e);
+        }
+    }
+    Ok(())
+}
+
+fn ls(repo: &Repo, path: Option<&str>, rev: &str, json: bool) -> CliResult<u8> {
+    let (id, c) = resolve(repo, rev)?;
+    let mut rows = Vec::new();
+    let mut collect =
+        |p: &str, e: &lifeos_vcs::TreeEntry| rows.push((p.to_string(), e.kind, e.size, e.id));
+    match path.filter(|p| !p.trim_matches('/').is_empty() && *p != ".") {
+        None => walk(repo, &c.tree, "", &mut collect)?,
+        Some(p) => {
+            let clean = lifeos_vcs::repo::split_path(p)?.join("/");
+            match repo.lookup_path(&c.tree, &clean)? {
+                None => {
+                    return Err(lifeos_vcs::VcsError::PathNotFound {
+                        path: clean,
+                        rev: rev.into(),
+                    }
+                    .into())
+                }
+                Some(e) if e.kind == EntryKind::Dir => walk(repo, &e.id, &clean, &mut collect)?,
+                Some(e) => collect(&clean, &e),
+            }
+        }
+    }
+    if json {
+        print_json(
+            "lifeos.ls.v1",
+            json!({
+                "commit": id.to_hex(),
+                "entries": rows.iter().map(|(p, k, s, i)| json!({"path": p, "kind": k.name(), "size": s, "id": i.to_hex()})).collect::<Vec<_>>(),
+            }),
+        );
+    } else {
+        let mut out = std::io::stdout().lock();
+        for (p, k, s, _) in &rows {
+            let mark = match k {
+                EntryKind::Executable => "*",
+                EntryKind::Symlink => "@",
+                _ => "",
+            };
+            let _ = writeln!(out, "{:>12}  {p}{mark}", human_bytes(*s));
+        }
+    }
+    Ok(0)
+}
+
+fn cat(repo: &Repo, path: &str, rev: &str) -> CliResult<u8> {
+    let (_, c) = resolve(repo, rev)?;
+    let clean = lifeos_vcs::repo::split_path(path)?.join("/");
+    let entry =
+        repo.lookup_path(&c.tree, &clean)?
+            .ok_or_else(|| lifeos_vcs::VcsError::PathNotFound {
+                path: clean.clone(),
+                rev: rev.into(),
+            })?;
+    if entry.kind == EntryKind::Dir {
+        return Err(CliError::from(lifeos_vcs::VcsError::NotAFile {
+            path: clean,
+            found: "directory",
+            expected: "file",
+        })
+        .hint(format!("`lifeos ls {path} -r {rev}` lists it")));
+    }
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    match repo.store().read_file(&entry.id, &mut out) {
+        Ok(_) => {}
+        Err(lifeos_store::StoreError::Io { source, .. })
+            if source.kind() == std::io::ErrorKind::BrokenPipe =>
+        {
+            return Ok(0)
+        }
+        Err(e) => return Err(e.into()),
+    }
+    out.flush()
+        .map_err(|e| CliError::new(format!("writing to stdout: {e}")))?;
+    Ok(0)
+}
+
+fn restore(repo: &Repo, to: &Path, rev: &str, json: bool) -> CliResult<u8> {
+    let (id, c) = resolve(repo, rev)?;
+    let total = repo.tree(&c.tree)?.total_size();
+    let pb = bar(total, "restoring");
+    let st = repo.restore_tree_to(&c.tree, to, &|n| pb.inc(n))?;
+    pb.finish_and_clear();
+    if json {
+        print_json(
+            "lifeos.restore.v1",
+            json!({"commit": id.to_hex(), "target": to.display().to_string(), "files": st.files, "dirs": st.dirs, "bytes": st.bytes}),
+        );
+    } else {
+        println!(
+            "Restored {} ({} files, {}) into {}",
+            id.short(12),
+            st.files,
+            human_bytes(st.bytes),
+            to.display()
+        );
+    }
+    Ok(0)
+}
+
+fn log(repo: &Repo, rev: &str, json: bool, style: Style) -> CliResult<u8> {
+    let (mut id, mut c) = resolve(repo, rev)?;
+    let mut rows = Vec::new();
+    loop {
+        rows.push((id, c.clone()));
+        let Some(p) = c.parents.first().copied() else {
+            break;
+        };
+        id = p;
+        c = repo.commit(&id)?;
+    }
+    if json {
+        print_json(
+            "lifeos.log.v1",
+            json!({"commits": rows.iter().map(|(id, c)| json!({
+                "commit": id.to_hex(),
+                "change_id": change_id_str(&c.change_id),
+                "parents": c.parents.iter().map(|p| p.to_hex()).collect::<Vec<_>>(),
+                "tree": c.tree.to_hex(),
+                "author": {"name": c.author.name, "email": c.author.email, "time": c.author.time, "tz_offset_min": c.author.tz_offset_min},
+                "message": String::from_utf8_lossy(&c.message),
+            })).collect::<Vec<_>>()}),
+        );
+        return Ok(0);
+    }
+    let mut out = std::io::stdout().lock();
+    for (id, c) in rows {
+        let _ = writeln!(
+            out,
+            "{} {} {} {}\n    {}",
+            style.change(&change_id_str(&c.change_id)[..12]),
+            style.id(&id.short(12)),
+            c.author.name,
+            style.dim(&local_time(c.author.time * 1000)),
+            c.summary()
+        );
+    }
+    Ok(0)
+}
+
+fn stats(repo: &Repo, json: bool) -> CliResult<u8> {
+    let s = repo.stats()?;
+    let stored = s.store.pack_bytes + s.store.index_bytes;
+    let ratio = if stored == 0 {
+        0.0
+    } else {
+        s.history_bytes as f64 / stored as f64
+    };
+    if json {
+        print_json(
+            "lifeos.stats.v1",
+            json!({
+                "current_commit": s.current_commit.map(|c| c.to_hex()),
+                "current_bytes": s.current_bytes,
+                "commits": s.commits,
+                "operations": s.operations,
+                "logical_bytes": s.history_bytes,
+                "unique_file_bytes": s.unique_file_bytes,
+                "unique_files": s.unique_files,
+                "stored_bytes": stored,
+                "pack_bytes": s.store.pack_bytes,
+                "index_bytes": s.store.index_bytes,
+                "dedup_ratio": ratio,
+                "chunks": s.store.chunks,
+                "objects": s.store.objects,
+                "packs": s.store.packs,
+                "index_layers": s.store.index_layers,
+            }),
+        );
+        return Ok(0);
+    }
+    println!(
+        "current commit   {} ({})",
+        s.current_commit
+            .map(|c| c.short(12))
+            .unwrap_or_else(|| "none".into()),
+        human_bytes(s.current_bytes)
+    );
+    println!("commits          {}", s.commits);
+    println!("operations       {}", s.operations);
+    println!(
+        "logical bytes    {} (every file of every commit)",
+        human_bytes(s.history_bytes)
+    );
+    println!(
+        "unique content   {} in {} distinct files",
+        human_bytes(s.unique_file_bytes),
+        s.unique_files
+    );
+    println!(
+        "stored bytes     {} ({} packs, {} index)",
+        human_bytes(stored),
+        human_bytes(s.store.pack_bytes),
+        human_bytes(s.store.index_bytes)
+    );
+    println!("dedup ratio      {ratio:.2}x");
+    println!("chunks           {}", s.store.chunks);
+    println!("other objects    {}", s.store.objects);
+    println!(
+        "packs            {} ({} index layers)",
+        s.store.packs, s.store.index_layers
+    );
+    Ok(0)
+}
+
+fn problem_json(p: &lifeos_store::fsck::Problem) -> serde_json::Value {
+    json!({
+        "code": p.code,
+        "object": p.object.map(|o| o.to_hex()),
+        "pack": p.pack,
+        "file": p.file.as_ref().map(|f| f.display().to_string()),
+        "detail": p.detail,
+    })
+}
+
+fn fsck(repo: &Repo, json: bool, style: Style) -> CliResult<u8> {
+    let total = repo.store().stats()?.pack_bytes;
+    let pb = bar(total, "verifying");
+    let r = repo.fsck(&|n| pb.inc(n))?;
+    pb.finish_and_clear();
+    let code = u8::from(!r.problems.is_empty());
+    if json {
+        print_json(
+            "lifeos.fsck.v1",
+            json!({
+                "ok": r.problems.is_empty(),
+                "packs": r.packs, "entries": r.entries, "bytes": r.bytes,
+                "operations": r.operations, "commits": r.commits, "trees": r.trees, "files": r.files,
+                "unreachable": r.unreachable,
+                "problems": r.problems.iter().map(problem_json).collect::<Vec<_>>(),
+            }),
+        );
+        return Ok(code);
+    }
+    println!(
+        "checked {} packs, {} entries ({}); {} operations, {} commits, {} trees, {} files",
+        r.packs,
+        r.entries,
+        human_bytes(r.bytes),
+        r.operations,
+        r.commits,
+        r.trees,
+        r.files
+    );
+    if r.unreachable > 0 {
+        println!(
+            "{} unreachable entries (left by interrupted commands; `lifeos gc` removes them)",
+            r.unreachable
+        );
+    }
+    if r.problems.is_empty() {
+        println!("no problems found");
+    } else {
+        for p in &r.problems {
+            let mut line = format!("{}: ", style.bad(p.code));
+            if let Some(o) = p.object {
+                line += &format!("object {} ", o);
+            }
+            if let Some(pk) = &p.pack {
+                line += &format!("in pack {pk} ");
+            }
+            line += &format!("- {}", p.detail);
+            println!("{line}");
+        }
+        eprintln!("error: {} problems found", r.problems.len());
+    }
+    Ok(code)
+}
+
+fn gc(repo: &Repo, json: bool) -> CliResult<u8> {
+    let pb = bar(0, "collecting");
+    let r = repo.gc(&|n| pb.inc(n))?;
+    pb.finish_and_clear();
+    let r = match r {
+        Ok(r) => r,
+        Err(problems) => {
+            for p in &problems {
+                eprintln!("{}: {}", p.code, p.detail);
+            }
+            return Err(CliError::new(format!("gc refused: the history walk found {} problems", problems.len()))
+                .hint("run `lifeos fsck` and repair the repository first; gc removes nothing from a damaged repository"));
+        }
+    };
+    if json {
+        print_json(
+            "lifeos.gc.v1",
+            json!({
+                "packs_before": r.packs_before, "packs_after": r.packs_after,
+                "bytes_before": r.bytes_before, "bytes_after": r.bytes_after,
+                "objects_removed": r.objects_removed, "objects_kept_unreachable": r.objects_kept_unreachable,
+                "packs_rewritten": r.packs_rewritten, "packs_deleted": r.packs_deleted,
+                "packs_damaged": r.packs_damaged, "tmp_removed": r.tmp_removed,
+            }),
+        );
+    } else {
+        println!(
+            "removed {} unreachable entries; packs {} -> {}, {} -> {} ({} rewritten, {} deleted, {} temporary files removed)",
+            r.objects_removed,
+            r.packs_before,
+            r.packs_after,
+            human_bytes(r.bytes_before),
+            human_bytes(r.bytes_after),
+            r.packs_rewritten,
+            r.packs_deleted,
+            r.tmp_removed
+        );
+        if r.objects_kept_unreachable > 0 {
+            println!(
+                "{} unreachable entries kept in packs below the rewrite threshold",
+                r.objects_kept_unreachable
+            );
+        }
+    }
+    Ok(0)
+}

@@ -1,0 +1,81 @@
+//! Errors as the user sees them: what failed, and what to do about it.
+
+use lifeos_store::StoreError;
+use lifeos_vcs::VcsError;
+
+/// A command failure with an optional hint and an exit code.
+#[derive(Debug)]
+pub struct CliError {
+    /// What failed.
+    pub message: String,
+    /// What to do about it.
+    pub hint: Option<String>,
+    /// Process exit code.
+    pub code: u8,
+}
+
+impl CliError {
+    /// A failure with a message.
+    pub fn new(message: impl Into<String>) -> Self {
+        CliError {
+            message: message.into(),
+            hint: None,
+            code: 1,
+        }
+    }
+
+    /// Adds a hint.
+    pub fn hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+}
+
+fn store_hint(e: &StoreError) -> Option<String> {
+    Some(match e {
+        StoreError::Corrupt { .. } | StoreError::DamagedFile { .. } => {
+            "the repository is damaged; run `lifeos fsck` to list every damaged object, and restore the named pack from a backup".into()
+        }
+        StoreError::PackMissing { .. } => "a pack file was deleted or moved; restore it from a backup, then run `lifeos fsck`".into(),
+        StoreError::Missing(_) => "run `lifeos fsck` to see what else is missing".into(),
+        StoreError::NotARepository(_) => "run `lifeos init` to create one".into(),
+        StoreError::Io { .. } if e.is_disk_full() => {
+            "the disk is full; nothing was recorded and the repository is unchanged. Free some space and try again".into()
+        }
+        StoreError::Unstable(_) => "the file is being written to; try again when it is finished, or ignore it in .lifeosignore".into(),
+        _ => return None,
+    })
+}
+
+impl From<VcsError> for CliError {
+    fn from(e: VcsError) -> Self {
+        let hint = match &e {
+            VcsError::Store(s) => store_hint(s),
+            VcsError::NotARepository(_) => Some("run `lifeos init` here, or pass -C DIR to name the repository".into()),
+            VcsError::UnknownRevision { .. } => Some("`lifeos log` lists commits; `@` is the newest commit, `@-` its parent".into()),
+            VcsError::AmbiguousRevision { .. } => Some("type more characters of the id".into()),
+            VcsError::NoCommits(_) => Some("record the folder first with `lifeos commit -m MESSAGE`".into()),
+            VcsError::PathNotFound { .. } => Some("`lifeos ls -r REV` lists the files of a revision".into()),
+            VcsError::TargetNotEmpty(_) => Some("choose a folder that does not exist yet".into()),
+            VcsError::UnsafePath { .. } => Some("the tree holds a path that would escape the target; nothing was written outside it".into()),
+            e if e.is_disk_full() => {
+                Some("the disk is full; nothing was recorded and the repository is unchanged. Free some space and try again".into())
+            }
+            _ => None,
+        };
+        CliError {
+            message: e.to_string(),
+            hint,
+            code: 1,
+        }
+    }
+}
+
+impl From<StoreError> for CliError {
+    fn from(e: StoreError) -> Self {
+        CliError::from(VcsError::Store(e))
+    }
+}
+
+/// Result alias for commands.
+pub type CliResult<T = ()> = Result<T, CliError>;

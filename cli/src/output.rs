@@ -1,0 +1,111 @@
+//! Output helpers: sizes, colour, JSON documents with a schema name.
+
+use std::io::{IsTerminal, Write};
+
+/// Formats a byte count for people (KiB, MiB, ... with one decimal).
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+/// Colour settings.
+#[derive(Debug, Clone, Copy)]
+pub struct Style {
+    /// Whether to emit ANSI colour codes on stdout.
+    pub color: bool,
+}
+
+impl Style {
+    /// Colour when stdout is a terminal and `NO_COLOR` is unset, unless overridden.
+    pub fn detect(choice: crate::ColorChoice) -> Style {
+        let color = match choice {
+            crate::ColorChoice::Always => true,
+            crate::ColorChoice::Never => false,
+            crate::ColorChoice::Auto => {
+                std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+            }
+        };
+        Style { color }
+    }
+
+    fn paint(&self, code: &str, s: &str) -> String {
+        if self.color {
+            format!("\x1b[{code}m{s}\x1b[0m")
+        } else {
+            s.to_string()
+        }
+    }
+
+    /// A commit or operation id.
+    pub fn id(&self, s: &str) -> String {
+        self.paint("1;34", s)
+    }
+
+    /// A change id.
+    pub fn change(&self, s: &str) -> String {
+        self.paint("1;35", s)
+    }
+
+    /// A branch or tag name.
+    pub fn name(&self, s: &str) -> String {
+        self.paint("1;32", s)
+    }
+
+    /// A problem.
+    pub fn bad(&self, s: &str) -> String {
+        self.paint("1;31", s)
+    }
+
+    /// Secondary text.
+    pub fn dim(&self, s: &str) -> String {
+        self.paint("2", s)
+    }
+}
+
+/// Prints a JSON document tagged with its schema name on stdout.
+pub fn print_json(schema: &str, mut value: serde_json::Value) {
+    if let serde_json::Value::Object(map) = &mut value {
+        map.insert("schema".into(), schema.into());
+    }
+    let mut out = std::io::stdout().lock();
+    let _ = serde_json::to_writer_pretty(&mut out, &value);
+    let _ = writeln!(out);
+}
+
+/// A progress bar on stderr, drawn only when stderr is a terminal.
+pub fn bar(len: u64, what: &str) -> indicatif::ProgressBar {
+    let pb = indicatif::ProgressBar::with_draw_target(
+        Some(len),
+        indicatif::ProgressDrawTarget::stderr(),
+    );
+    pb.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{msg:>10} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
+    );
+    pb.set_message(what.to_string());
+    pb
+}
+
+/// Formats milliseconds since the epoch as local `YYYY-MM-DD HH:MM:SS±ZZ:ZZ`.
+pub fn local_time(ms: i64) -> String {
+    match jiff::Timestamp::from_millisecond(ms) {
+        Ok(ts) => ts
+            .to_zoned(jiff::tz::TimeZone::system())
+            .strftime("%Y-%m-%d %H:%M:%S%:z")
+            .to_string(),
+        Err(_) => format!("@{ms}ms"),
+    }
+}

@@ -1,0 +1,292 @@
+//! Whole-repository checks and maintenance: fsck, gc and stats, walking everything the
+//! operation log can reach.
+
+use std::collections::{HashMap, HashSet};
+
+use lifeos_store::fsck::Problem;
+use lifeos_store::gc::GcReport;
+use lifeos_store::{Id, StoreStats};
+
+use crate::error::Result;
+use crate::object::EntryKind;
+use crate::repo::Repo;
+
+/// What `fsck` found.
+#[derive(Debug, Default)]
+pub struct FsckReport {
+    /// Packs checked.
+    pub packs: u64,
+    /// Pack entries verified.
+    pub entries: u64,
+    /// Bytes verified.
+    pub bytes: u64,
+    /// Operations reachable.
+    pub operations: u64,
+    /// Commits reachable.
+    pub commits: u64,
+    /// Trees reachable.
+    pub trees: u64,
+    /// Files reachable.
+    pub files: u64,
+    /// Stored entries nothing reachable refers to (left by interrupted writers or
+    /// rewrites; `gc` removes them).
+    pub unreachable: u64,
+    /// Problems; empty means the repository is healthy.
+    pub problems: Vec<Problem>,
+}
+
+/// Everything reachable from the operation log.
+#[derive(Debug, Default)]
+pub struct Reachable {
+    /// Operations.
+    pub ops: Vec<Id>,
+    /// Every reachable id (operations, views, commits, trees, files, chunks).
+    pub ids: HashSet<Id>,
+    /// Commits.
+    pub commits: u64,
+    /// Trees.
+    pub trees: u64,
+    /// Distinct file contents, with their sizes.
+    pub files: HashMap<Id, u64>,
+}
+
+fn problem(code: &'static str, object: Id, detail: String) -> Problem {
+    Problem {
+        code,
+        object: Some(object),
+        pack: None,
+        file: None,
+        detail,
+    }
+}
+
+fn store_problem(e: &crate::VcsError, id: Id, context: &str) -> Problem {
+    let pack = match e {
+        crate::VcsError::Store(lifeos_store::StoreError::Corrupt { pack, .. }) => {
+            Some(pack.clone())
+        }
+        crate::VcsError::Store(lifeos_store::StoreError::PackMissing { pack, .. }) => {
+            Some(pack.clone())
+        }
+        _ => None,
+    };
+    let code = match e {
+        crate::VcsError::Store(lifeos_store::StoreError::Missing(_)) => "missing-object",
+        crate::VcsError::Store(lifeos_store::StoreError::PackMissing { .. }) => "missing-pack",
+        crate::VcsError::Store(lifeos_store::StoreError::Corrupt { .. }) => "corrupt-object",
+        _ => "bad-object",
+    };
+    Problem {
+        code,
+        object: Some(id),
+        pack,
+        file: None,
+        detail: format!("{context}: {e}"),
+    }
+}
+
+impl Repo {
+    /// Walks the operation log and everything it reaches. With `chunks`, also reads file
+    /// manifests to include chunk ids. Problems are collected instead of stopping the walk.
+    pub fn reachable(&self, chunks: bool, problems: &mut Vec<Problem>) -> Result<Reachable> {
+        let mut r = Reachable::default();
+        let mut ops: Vec<Id> = self.op_heads()?;
+        let mut commits = Vec::new();
+        while let Some(op_id) = ops.pop() {
+            if !r.ids.insert(op_id) {
+                continue;
+            }
+            r.ops.push(op_id);
+            let op = match self.operation(&op_id) {
+                Ok(op) => op,
+                Err(e) => {
+                    problems.push(store_problem(&e, op_id, "operation"));
+                    continue;
+                }
+            };
+            ops.extend(op.parents.iter().copied());
+            if !r.ids.insert(op.view) {
+                continue;
+            }
+            match self.view(&op.view) {
+                Ok(v) => commits.extend(v.referenced_commits()),
+                Err(e) => problems.push(store_problem(
+                    &e,
+                    op.view,
+                    &format!("view of operation {}", op_id.short(12)),
+                )),
+            }
+        }
+        let mut trees = Vec::new();
+        while let Some(c) = commits.pop() {
+            if !r.ids.insert(c) {
+                continue;
+            }
+            match self.commit(&c) {
+                Ok(commit) => {
+                    r.commits += 1;
+                    commits.extend(commit.parents.iter().copied());
+                    trees.push((commit.tree, format!("commit {}", c.short(12))));
+                }
+                Err(e) => problems.push(store_problem(&e, c, "commit")),
+            }
+        }
+        while let Some((t, context)) = trees.pop() {
+            if !r.ids.insert(t) {
+                continue;
+            }
+            let tree = match self.tree(&t) {
+                Ok(tree) => tree,
+                Err(e) => {
+                    problems.push(store_problem(&e, t, &format!("tree of {context}")));
+                    continue;
+                }
+            };
+            r.trees += 1;
+            for e in &tree.entries {
+                let path = format!("{context}:{}", String::from_utf8_lossy(&e.name));
+                match e.kind {
+                    EntryKind::Dir => trees.push((e.id, path)),
+                    _ => {
+                        if r.files.insert(e.id, e.size).is_some() {
+                            continue;
+                        }
+                        r.ids.insert(e.id);
+                        if chunks {
+                            match self.store().file_chunks(&e.id) {
+                                Ok(m) => {
+                                    if m.size() != e.size {
+                                        problems.push(problem(
+                                            "bad-object",
+                                            e.id,
+                                            format!(
+                                                "{path}: manifest says {} bytes, tree says {}",
+                                                m.size(),
+                                                e.size
+                                            ),
+                                        ));
+                                    }
+                                    for c in m.chunks {
+                                        if r.ids.insert(c.id) && !self.store().contains(&c.id)? {
+                                            problems.push(problem(
+                                                "missing-object",
+                                                c.id,
+                                                format!("chunk of {path} is missing"),
+                                            ));
+                                        }
+                                    }
+                                }
+                                Err(err) => problems.push(store_problem(&err.into(), e.id, &path)),
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(r)
+    }
+
+    /// Checks every pack, chunk and object, then everything reachable from the op log.
+    pub fn fsck(&self, progress: &(dyn Fn(u64) + Sync)) -> Result<FsckReport> {
+        let packs = self.store().check_packs(progress)?;
+        let mut problems = packs.problems;
+        let reach = self.reachable(true, &mut problems)?;
+        let stats = self.store().stats()?;
+        let stored = stats.chunks + stats.objects;
+        problems.sort_by(|a, b| (a.code, a.object, &a.pack).cmp(&(b.code, b.object, &b.pack)));
+        problems.dedup();
+        Ok(FsckReport {
+            packs: packs.packs,
+            entries: packs.entries,
+            bytes: packs.bytes,
+            operations: reach.ops.len() as u64,
+            commits: reach.commits,
+            trees: reach.trees,
+            files: reach.files.len() as u64,
+            unreachable: stored.saturating_sub(reach.ids.len() as u64),
+            problems,
+        })
+    }
+
+    /// Removes everything the operation log cannot reach. Refuses to run if the walk
+    /// finds problems (removing data from a damaged repository could lose what is left).
+    pub fn gc(
+        &self,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> Result<std::result::Result<GcReport, Vec<Problem>>> {
+        let lock = self.store().gc_lock()?;
+        self.store().reload_index()?;
+        let mut problems = Vec::new();
+        let reach = self.reachable(true, &mut problems)?;
+        if !problems.is_empty() {
+            return Ok(Err(problems));
+        }
+        Ok(Ok(self.store().gc(&lock, &reach.ids, progress)?))
+    }
+
+    /// Sizes of the current commit, of all history, and of the store.
+    pub fn stats(&self) -> Result<RepoStats> {
+        let head = self.head()?;
+        let mut problems = Vec::new();
+        let current = match head
+            .view
+            .current_branch
+            .as_ref()
+            .and_then(|b| head.view.branch(b))
+            .or(head.view.wc_commit)
+        {
+            Some(c) => {
+                let commit = self.commit(&c)?;
+                let tree = self.tree(&commit.tree)?;
+                Some((c, tree.total_size()))
+            }
+            None => None,
+        };
+        let mut history_bytes = 0u64;
+        let mut versions = 0u64;
+        let mut seen = HashSet::new();
+        let mut stack = head.view.referenced_commits();
+        while let Some(c) = stack.pop() {
+            if !seen.insert(c) {
+                continue;
+            }
+            let commit = self.commit(&c)?;
+            history_bytes += self.tree(&commit.tree)?.total_size();
+            versions += 1;
+            stack.extend(commit.parents);
+        }
+        let reach = self.reachable(false, &mut problems)?;
+        Ok(RepoStats {
+            current_commit: current.map(|c| c.0),
+            current_bytes: current.map_or(0, |c| c.1),
+            commits: versions,
+            history_bytes,
+            unique_file_bytes: reach.files.values().sum(),
+            unique_files: reach.files.len() as u64,
+            operations: reach.ops.len() as u64,
+            store: self.store().stats()?,
+        })
+    }
+}
+
+/// Sizes reported by `stats`.
+#[derive(Debug, Clone)]
+pub struct RepoStats {
+    /// The current commit.
+    pub current_commit: Option<Id>,
+    /// Bytes of the files in it.
+    pub current_bytes: u64,
+    /// Commits in the visible history.
+    pub commits: u64,
+    /// Sum over every visible commit of its files' bytes (what storing each version in
+    /// full would take).
+    pub history_bytes: u64,
+    /// Bytes of the distinct file contents in all history.
+    pub unique_file_bytes: u64,
+    /// Distinct file contents.
+    pub unique_files: u64,
+    /// Operations in the log.
+    pub operations: u64,
+    /// Store counts.
+    pub store: StoreStats,
+}

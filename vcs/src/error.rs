@@ -1,0 +1,147 @@
+//! Typed errors of the history layer.
+
+use std::path::PathBuf;
+
+use lifeos_store::enc::DecodeError;
+use lifeos_store::{Id, StoreError};
+
+/// Everything that can go wrong in lifeos-vcs.
+#[derive(Debug, thiserror::Error)]
+pub enum VcsError {
+    /// From the store.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// An object did not decode.
+    #[error("{kind} {id} cannot be decoded: {source}")]
+    Decode {
+        /// What it should have been.
+        kind: &'static str,
+        /// The object.
+        id: Id,
+        /// Why.
+        #[source]
+        source: DecodeError,
+    },
+    /// No repository found.
+    #[error("no lifeos repository at {0} or any folder above it")]
+    NotARepository(PathBuf),
+    /// A repository already exists.
+    #[error("a lifeos repository already exists at {0}")]
+    AlreadyInitialized(PathBuf),
+    /// An I/O error on a named path.
+    #[error("{action} {path}: {source}")]
+    Io {
+        /// What was being done.
+        action: &'static str,
+        /// The path.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A revision did not resolve.
+    #[error("revision {rev:?} not found{}", suggest(.candidates))]
+    UnknownRevision {
+        /// What the user typed.
+        rev: String,
+        /// Names that are close.
+        candidates: Vec<String>,
+    },
+    /// A revision prefix matches several commits.
+    #[error("revision {rev:?} is ambiguous; it matches: {}", .candidates.join(", "))]
+    AmbiguousRevision {
+        /// What the user typed.
+        rev: String,
+        /// What it matches.
+        candidates: Vec<String>,
+    },
+    /// A revision expression did not parse.
+    #[error("cannot parse revision {rev:?}: {reason} (at column {column})")]
+    BadRevision {
+        /// The expression.
+        rev: String,
+        /// 1-based column of the bad token.
+        column: usize,
+        /// Why.
+        reason: String,
+    },
+    /// The branch has no commit yet.
+    #[error("{0} has no commits yet")]
+    NoCommits(String),
+    /// A path is not in a tree.
+    #[error("{path} does not exist in {rev}")]
+    PathNotFound {
+        /// The path.
+        path: String,
+        /// The revision.
+        rev: String,
+    },
+    /// A path names a directory or symlink where a file was needed, or similar.
+    #[error("{path} is a {found}, not a {expected}")]
+    NotAFile {
+        /// The path.
+        path: String,
+        /// What it is.
+        found: &'static str,
+        /// What was needed.
+        expected: &'static str,
+    },
+    /// Restoring would write outside the target or through a link.
+    #[error("refusing to write {path}: {reason}")]
+    UnsafePath {
+        /// The path.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+    /// The restore target has files in it.
+    #[error("{0} is not empty; restore into a new or empty folder")]
+    TargetNotEmpty(PathBuf),
+    /// A path given by the user is not usable.
+    #[error("bad path {path:?}: {reason}")]
+    BadPath {
+        /// The path.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+    /// The repository's history objects are inconsistent.
+    #[error("repository is inconsistent: {0}")]
+    Inconsistent(String),
+}
+
+fn suggest(c: &[String]) -> String {
+    if c.is_empty() {
+        String::new()
+    } else {
+        format!("; did you mean {}?", c.join(", "))
+    }
+}
+
+/// Result alias.
+pub type Result<T, E = VcsError> = std::result::Result<T, E>;
+
+pub(crate) trait IoContext<T> {
+    fn io(self, action: &'static str, path: impl Into<PathBuf>) -> Result<T>;
+}
+
+impl<T> IoContext<T> for std::io::Result<T> {
+    fn io(self, action: &'static str, path: impl Into<PathBuf>) -> Result<T> {
+        self.map_err(|source| VcsError::Io {
+            action,
+            path: path.into(),
+            source,
+        })
+    }
+}
+
+impl VcsError {
+    /// Whether the root cause is a full disk.
+    pub fn is_disk_full(&self) -> bool {
+        match self {
+            VcsError::Store(e) => e.is_disk_full(),
+            VcsError::Io { source, .. } => matches!(source.raw_os_error(), Some(28) | Some(122)),
+            _ => false,
+        }
+    }
+}

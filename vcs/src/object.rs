@@ -1,0 +1,759 @@
+//! The history objects: trees, commits, views and operations, with their canonical
+//! encodings (see `docs/FORMAT.md`). Decoders validate everything they accept, so a
+//! hostile object (a tree entry named `..`, say) is refused when read.
+
+use lifeos_store::enc::{DecodeError, Reader, Writer};
+use lifeos_store::{Id, Kind};
+
+/// Tree format version.
+pub const TREE_VERSION: u8 = 1;
+/// Commit format version.
+pub const COMMIT_VERSION: u8 = 1;
+/// View format version.
+pub const VIEW_VERSION: u8 = 1;
+/// Operation format version.
+pub const OPERATION_VERSION: u8 = 1;
+
+/// What a tree entry is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EntryKind {
+    /// A regular file.
+    File,
+    /// A regular file with the executable bit.
+    Executable,
+    /// A symbolic link; the id names its target bytes.
+    Symlink,
+    /// A directory; the id names its tree.
+    Dir,
+}
+
+impl EntryKind {
+    fn to_u8(self) -> u8 {
+        match self {
+            EntryKind::File => 1,
+            EntryKind::Executable => 2,
+            EntryKind::Symlink => 3,
+            EntryKind::Dir => 4,
+        }
+    }
+
+    fn from_u8(b: u8) -> Option<Self> {
+        Some(match b {
+            1 => EntryKind::File,
+            2 => EntryKind::Executable,
+            3 => EntryKind::Symlink,
+            4 => EntryKind::Dir,
+            _ => return None,
+        })
+    }
+
+    /// A short name for output.
+    pub fn name(self) -> &'static str {
+        match self {
+            EntryKind::File => "file",
+            EntryKind::Executable => "executable",
+            EntryKind::Symlink => "symlink",
+            EntryKind::Dir => "dir",
+        }
+    }
+}
+
+/// One entry of a tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TreeEntry {
+    /// The name: one path component, never empty, `.`, `..`, nor containing `/` or NUL.
+    pub name: Vec<u8>,
+    /// What it is.
+    pub kind: EntryKind,
+    /// File id, symlink target id, or subtree id.
+    pub id: Id,
+    /// File size, symlink target length, or total size of the files below a directory.
+    pub size: u64,
+}
+
+/// A directory listing, sorted by name.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Tree {
+    /// Entries in strictly increasing name order.
+    pub entries: Vec<TreeEntry>,
+}
+
+/// Checks that `name` is a safe single path component.
+pub fn valid_name(name: &[u8]) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("empty name".into());
+    }
+    if name == b"." || name == b".." {
+        return Err(format!(
+            "name {:?} is not allowed",
+            String::from_utf8_lossy(name)
+        ));
+    }
+    if name.contains(&b'/') || name.contains(&0) {
+        return Err(format!(
+            "name {:?} contains '/' or NUL",
+            String::from_utf8_lossy(name)
+        ));
+    }
+    Ok(())
+}
+
+impl Tree {
+    /// The canonical encoding.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::with_header(Kind::Tree as u8, TREE_VERSION);
+        w.uint(self.entries.len() as u64);
+        for e in &self.entries {
+            w.bytes(&e.name).u8(e.kind.to_u8()).id(&e.id).uint(e.size);
+        }
+        w.finish()
+    }
+
+    /// Decodes and validates a tree.
+    pub fn decode(bytes: &[u8]) -> Result<Tree, DecodeError> {
+        const W: &str = "tree";
+        let mut r = Reader::new(bytes);
+        r.header(W, Kind::Tree as u8, TREE_VERSION)?;
+        let n = r.count(W)?;
+        let mut entries: Vec<TreeEntry> = Vec::with_capacity(n);
+        for _ in 0..n {
+            let name = r.bytes(W)?.to_vec();
+            valid_name(&name).map_err(|e| DecodeError::new(W, e))?;
+            if let Some(prev) = entries.last() {
+                if prev.name >= name {
+                    return Err(DecodeError::new(
+                        W,
+                        format!(
+                            "entry {:?} is out of order or duplicated",
+                            String::from_utf8_lossy(&name)
+                        ),
+                    ));
+                }
+            }
+            let k = r.u8(W)?;
+            let kind = EntryKind::from_u8(k)
+                .ok_or_else(|| DecodeError::new(W, format!("unknown entry kind {k}")))?;
+            let id = r.id(W)?;
+            let size = r.uint(W)?;
+            entries.push(TreeEntry {
+                name,
+                kind,
+                id,
+                size,
+            });
+        }
+        r.finish(W)?;
+        Ok(Tree { entries })
+    }
+
+    /// Total size of the files below this tree.
+    pub fn total_size(&self) -> u64 {
+        self.entries
+            .iter()
+            .filter(|e| e.kind != EntryKind::Symlink)
+            .map(|e| e.size)
+            .sum()
+    }
+
+    /// The entry named `name`.
+    pub fn get(&self, name: &[u8]) -> Option<&TreeEntry> {
+        self.entries
+            .binary_search_by(|e| e.name.as_slice().cmp(name))
+            .ok()
+            .map(|i| &self.entries[i])
+    }
+}
+
+/// Who made a commit, and when.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Signature {
+    /// Name.
+    pub name: String,
+    /// Email.
+    pub email: String,
+    /// Seconds since the Unix epoch.
+    pub time: i64,
+    /// Offset of the local time zone from UTC, in minutes.
+    pub tz_offset_min: i32,
+}
+
+/// A commit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Commit {
+    /// The root tree.
+    pub tree: Id,
+    /// Parent commits (none for a root commit, two or more for a merge).
+    pub parents: Vec<Id>,
+    /// Stable across rewrites of the same change (16 random bytes).
+    pub change_id: [u8; 16],
+    /// Author.
+    pub author: Signature,
+    /// Committer.
+    pub committer: Signature,
+    /// The message, as given (not necessarily UTF-8).
+    pub message: Vec<u8>,
+    /// Extra git headers (name, value) kept so a git commit can be re-created byte for byte.
+    pub extra_headers: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+fn write_sig(w: &mut Writer, s: &Signature) {
+    w.bytes(s.name.as_bytes())
+        .bytes(s.email.as_bytes())
+        .int(s.time)
+        .int(i64::from(s.tz_offset_min));
+}
+
+fn read_sig(r: &mut Reader<'_>, what: &'static str) -> Result<Signature, DecodeError> {
+    Ok(Signature {
+        name: r.str(what)?.to_string(),
+        email: r.str(what)?.to_string(),
+        time: r.int(what)?,
+        tz_offset_min: i32::try_from(r.int(what)?)
+            .map_err(|_| DecodeError::new(what, "time zone offset out of range"))?,
+    })
+}
+
+fn read_ids(r: &mut Reader<'_>, what: &'static str) -> Result<Vec<Id>, DecodeError> {
+    let n = r.count(what)?;
+    (0..n).map(|_| r.id(what)).collect()
+}
+
+fn write_ids(w: &mut Writer, ids: &[Id]) {
+    w.uint(ids.len() as u64);
+    for id in ids {
+        w.id(id);
+    }
+}
+
+impl Commit {
+    /// The canonical encoding.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::with_header(Kind::Commit as u8, COMMIT_VERSION);
+        w.id(&self.tree);
+        write_ids(&mut w, &self.parents);
+        w.raw(&self.change_id);
+        write_sig(&mut w, &self.author);
+        write_sig(&mut w, &self.committer);
+        w.bytes(&self.message);
+        w.uint(self.extra_headers.len() as u64);
+        for (k, v) in &self.extra_headers {
+            w.bytes(k).bytes(v);
+        }
+        w.finish()
+    }
+
+    /// Decodes a commit.
+    pub fn decode(bytes: &[u8]) -> Result<Commit, DecodeError> {
+        const W: &str = "commit";
+        let mut r = Reader::new(bytes);
+        r.header(W, Kind::Commit as u8, COMMIT_VERSION)?;
+        let tree = r.id(W)?;
+        let parents = read_ids(&mut r, W)?;
+        let change_id: [u8; 16] = r.raw(W, 16)?.try_into().expect("16 bytes");
+        let author = read_sig(&mut r, W)?;
+        let committer = read_sig(&mut r, W)?;
+        let message = r.bytes(W)?.to_vec();
+        let n = r.count(W)?;
+        let mut extra_headers = Vec::with_capacity(n);
+        for _ in 0..n {
+            extra_headers.push((r.bytes(W)?.to_vec(), r.bytes(W)?.to_vec()));
+        }
+        r.finish(W)?;
+        Ok(Commit {
+            tree,
+            parents,
+            change_id,
+            author,
+            committer,
+            message,
+            extra_headers,
+        })
+    }
+
+    /// The first line of the message.
+    pub fn summary(&self) -> String {
+        let text = String::from_utf8_lossy(&self.message);
+        text.lines().next().unwrap_or("").to_string()
+    }
+}
+
+/// Renders a change id in the `k`–`z` alphabet (so it never looks like a commit id).
+pub fn change_id_str(id: &[u8; 16]) -> String {
+    id.iter()
+        .flat_map(|b| [b >> 4, b & 0xf])
+        .map(|n| (b'k' + n) as char)
+        .collect()
+}
+
+/// Parses the `k`–`z` form of a change id prefix into nibbles.
+pub fn is_change_id_prefix(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 32 && s.bytes().all(|b| (b'k'..=b'z').contains(&b))
+}
+
+/// The refs of the repository after an operation.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct View {
+    /// Commits with no descendants that are kept visible (sorted).
+    pub heads: Vec<Id>,
+    /// Branches: name and target commit (sorted by name).
+    pub branches: Vec<(String, Id)>,
+    /// Tags: name and target commit (sorted by name).
+    pub tags: Vec<(String, Id)>,
+    /// The branch the working folder is on.
+    pub current_branch: Option<String>,
+    /// The commit the working folder was last checked out from or committed as.
+    pub wc_commit: Option<Id>,
+}
+
+fn write_refs(w: &mut Writer, refs: &[(String, Id)]) {
+    w.uint(refs.len() as u64);
+    for (n, id) in refs {
+        w.bytes(n.as_bytes()).id(id);
+    }
+}
+
+fn read_refs(r: &mut Reader<'_>, what: &'static str) -> Result<Vec<(String, Id)>, DecodeError> {
+    let n = r.count(what)?;
+    let mut out: Vec<(String, Id)> = Vec::with_capacity(n);
+    for _ in 0..n {
+        let name = r.str(what)?.to_string();
+        if out.last().is_some_and(|(p, _)| *p >= name) {
+            return Err(DecodeError::new(what, "ref names are not sorted"));
+        }
+        out.push((name, r.id(what)?));
+    }
+    Ok(out)
+}
+
+impl View {
+    /// The canonical encoding.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::with_header(Kind::View as u8, VIEW_VERSION);
+        write_ids(&mut w, &self.heads);
+        write_refs(&mut w, &self.branches);
+        write_refs(&mut w, &self.tags);
+        match &self.current_branch {
+            Some(b) => w.u8(1).bytes(b.as_bytes()),
+            None => w.u8(0),
+        };
+        match &self.wc_commit {
+            Some(c) => w.u8(1).id(c),
+            None => w.u8(0),
+        };
+        w.finish()
+    }
+
+    /// Decodes a view.
+    pub fn decode(bytes: &[u8]) -> Result<View, DecodeError> {
+        const W: &str = "view";
+        let mut r = Reader::new(bytes);
+        r.header(W, Kind::View as u8, VIEW_VERSION)?;
+        let heads = read_ids(&mut r, W)?;
+        let branches = read_refs(&mut r, W)?;
+        let tags = read_refs(&mut r, W)?;
+        let current_branch = match r.u8(W)? {
+            0 => None,
+            1 => Some(r.str(W)?.to_string()),
+            x => return Err(DecodeError::new(W, format!("bad option flag {x}"))),
+        };
+        let wc_commit = match r.u8(W)? {
+            0 => None,
+            1 => Some(r.id(W)?),
+            x => return Err(DecodeError::new(W, format!("bad option flag {x}"))),
+        };
+        r.finish(W)?;
+        Ok(View {
+            heads,
+            branches,
+            tags,
+            current_branch,
+            wc_commit,
+        })
+    }
+
+    /// The commit a branch points at.
+    pub fn branch(&self, name: &str) -> Option<Id> {
+        self.branches
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, id)| *id)
+    }
+
+    /// The commit a tag points at.
+    pub fn tag(&self, name: &str) -> Option<Id> {
+        self.tags.iter().find(|(n, _)| n == name).map(|(_, id)| *id)
+    }
+
+    /// Points branch `name` at `target` (or removes it), keeping the list sorted.
+    pub fn set_branch(&mut self, name: &str, target: Option<Id>) {
+        set_ref(&mut self.branches, name, target);
+    }
+
+    /// Points tag `name` at `target` (or removes it), keeping the list sorted.
+    pub fn set_tag(&mut self, name: &str, target: Option<Id>) {
+        set_ref(&mut self.tags, name, target);
+    }
+
+    /// Every commit the view names directly.
+    pub fn referenced_commits(&self) -> Vec<Id> {
+        let mut v: Vec<Id> = self.heads.clone();
+        v.extend(self.branches.iter().map(|(_, id)| *id));
+        v.extend(self.tags.iter().map(|(_, id)| *id));
+        v.extend(self.wc_commit);
+        v.sort();
+        v.dedup();
+        v
+    }
+}
+
+fn set_ref(refs: &mut Vec<(String, Id)>, name: &str, target: Option<Id>) {
+    match (refs.binary_search_by(|(n, _)| n.as_str().cmp(name)), target) {
+        (Ok(i), Some(t)) => refs[i].1 = t,
+        (Ok(i), None) => {
+            refs.remove(i);
+        }
+        (Err(i), Some(t)) => refs.insert(i, (name.to_string(), t)),
+        (Err(_), None) => {}
+    }
+}
+
+/// A typed event recorded by an operation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// The repository was created.
+    RepoInitialized,
+    /// A commit was made.
+    CommitCreated {
+        /// The new commit.
+        commit: Id,
+    },
+    /// A branch was created, moved or deleted.
+    BranchMoved {
+        /// Branch name.
+        name: String,
+        /// Old target.
+        from: Option<Id>,
+        /// New target.
+        to: Option<Id>,
+    },
+    /// A tag was created, moved or deleted.
+    TagMoved {
+        /// Tag name.
+        name: String,
+        /// Old target.
+        from: Option<Id>,
+        /// New target.
+        to: Option<Id>,
+    },
+    /// The working folder was switched to a commit.
+    CheckedOut {
+        /// The commit.
+        commit: Id,
+    },
+    /// Paths were restored from a commit.
+    PathRestored {
+        /// The path restored ("" for everything).
+        path: String,
+        /// The commit it came from.
+        commit: Id,
+    },
+    /// Several concurrent operations were merged.
+    OperationsMerged,
+    /// An operation was undone.
+    Undo {
+        /// The undone operation.
+        op: Id,
+    },
+    /// The view of an earlier operation was restored.
+    OpRestored {
+        /// The operation whose view was restored.
+        op: Id,
+    },
+    /// A commit was rewritten (same change, new content or message).
+    CommitRewritten {
+        /// The old commit.
+        from: Id,
+        /// The new commit.
+        to: Id,
+    },
+}
+
+fn write_opt_id(w: &mut Writer, id: &Option<Id>) {
+    match id {
+        Some(id) => w.u8(1).id(id),
+        None => w.u8(0),
+    };
+}
+
+fn read_opt_id(r: &mut Reader<'_>, what: &'static str) -> Result<Option<Id>, DecodeError> {
+    match r.u8(what)? {
+        0 => Ok(None),
+        1 => Ok(Some(r.id(what)?)),
+        x => Err(DecodeError::new(what, format!("bad option flag {x}"))),
+    }
+}
+
+impl Event {
+    /// The event's type name, as in `op log --json` (`commit.created`, ...).
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Event::RepoInitialized => "repo.initialized",
+            Event::CommitCreated { .. } => "commit.created",
+            Event::BranchMoved { .. } => "branch.moved",
+            Event::TagMoved { .. } => "tag.moved",
+            Event::CheckedOut { .. } => "working_copy.checked_out",
+            Event::PathRestored { .. } => "path.restored",
+            Event::OperationsMerged => "operations.merged",
+            Event::Undo { .. } => "operation.undone",
+            Event::OpRestored { .. } => "operation.restored",
+            Event::CommitRewritten { .. } => "commit.rewritten",
+        }
+    }
+
+    fn encode(&self, w: &mut Writer) {
+        match self {
+            Event::RepoInitialized => {
+                w.u8(1);
+            }
+            Event::CommitCreated { commit } => {
+                w.u8(2).id(commit);
+            }
+            Event::BranchMoved { name, from, to } | Event::TagMoved { name, from, to } => {
+                w.u8(if matches!(self, Event::BranchMoved { .. }) {
+                    3
+                } else {
+                    4
+                })
+                .bytes(name.as_bytes());
+                write_opt_id(w, from);
+                write_opt_id(w, to);
+            }
+            Event::CheckedOut { commit } => {
+                w.u8(5).id(commit);
+            }
+            Event::PathRestored { path, commit } => {
+                w.u8(6).bytes(path.as_bytes()).id(commit);
+            }
+            Event::OperationsMerged => {
+                w.u8(7);
+            }
+            Event::Undo { op } => {
+                w.u8(8).id(op);
+            }
+            Event::OpRestored { op } => {
+                w.u8(9).id(op);
+            }
+            Event::CommitRewritten { from, to } => {
+                w.u8(10).id(from).id(to);
+            }
+        }
+    }
+
+    fn decode(r: &mut Reader<'_>) -> Result<Event, DecodeError> {
+        const W: &str = "operation event";
+        Ok(match r.u8(W)? {
+            1 => Event::RepoInitialized,
+            2 => Event::CommitCreated { commit: r.id(W)? },
+            t @ (3 | 4) => {
+                let name = r.str(W)?.to_string();
+                let from = read_opt_id(r, W)?;
+                let to = read_opt_id(r, W)?;
+                if t == 3 {
+                    Event::BranchMoved { name, from, to }
+                } else {
+                    Event::TagMoved { name, from, to }
+                }
+            }
+            5 => Event::CheckedOut { commit: r.id(W)? },
+            6 => Event::PathRestored {
+                path: r.str(W)?.to_string(),
+                commit: r.id(W)?,
+            },
+            7 => Event::OperationsMerged,
+            8 => Event::Undo { op: r.id(W)? },
+            9 => Event::OpRestored { op: r.id(W)? },
+            10 => Event::CommitRewritten {
+                from: r.id(W)?,
+                to: r.id(W)?,
+            },
+            t => {
+                return Err(DecodeError::new(
+                    W,
+                    format!("unknown event type {t} (written by a newer lifeos?)"),
+                ))
+            }
+        })
+    }
+}
+
+/// An operation: one change to the repository, with the view it produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Operation {
+    /// Parent operations (several after concurrent writers were merged).
+    pub parents: Vec<Id>,
+    /// The view after this operation.
+    pub view: Id,
+    /// Start time, milliseconds since the Unix epoch.
+    pub start_ms: i64,
+    /// End time, milliseconds since the Unix epoch.
+    pub end_ms: i64,
+    /// Local time zone offset, minutes.
+    pub tz_offset_min: i32,
+    /// User name.
+    pub user: String,
+    /// Host name.
+    pub host: String,
+    /// What was done, in words (the command line).
+    pub description: String,
+    /// What changed, typed.
+    pub events: Vec<Event>,
+}
+
+impl Operation {
+    /// The canonical encoding.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::with_header(Kind::Operation as u8, OPERATION_VERSION);
+        write_ids(&mut w, &self.parents);
+        w.id(&self.view)
+            .int(self.start_ms)
+            .int(self.end_ms)
+            .int(i64::from(self.tz_offset_min))
+            .bytes(self.user.as_bytes())
+            .bytes(self.host.as_bytes())
+            .bytes(self.description.as_bytes());
+        w.uint(self.events.len() as u64);
+        for e in &self.events {
+            e.encode(&mut w);
+        }
+        w.finish()
+    }
+
+    /// Decodes an operation.
+    pub fn decode(bytes: &[u8]) -> Result<Operation, DecodeError> {
+        const W: &str = "operation";
+        let mut r = Reader::new(bytes);
+        r.header(W, Kind::Operation as u8, OPERATION_VERSION)?;
+        let parents = read_ids(&mut r, W)?;
+        let view = r.id(W)?;
+        let start_ms = r.int(W)?;
+        let end_ms = r.int(W)?;
+        let tz_offset_min = i32::try_from(r.int(W)?)
+            .map_err(|_| DecodeError::new(W, "time zone offset out of range"))?;
+        let user = r.str(W)?.to_string();
+        let host = r.str(W)?.to_string();
+        let description = r.str(W)?.to_string();
+        let n = r.count(W)?;
+        let events = (0..n)
+            .map(|_| Event::decode(&mut r))
+            .collect::<Result<_, _>>()?;
+        r.finish(W)?;
+        Ok(Operation {
+            parents,
+            view,
+            start_ms,
+            end_ms,
+            tz_offset_min,
+            user,
+            host,
+            description,
+            events,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn name() -> impl Strategy<Value = Vec<u8>> {
+        proptest::collection::vec(
+            any::<u8>().prop_filter("no / or NUL", |b| *b != b'/' && *b != 0),
+            1..12,
+        )
+        .prop_filter("not . or ..", |n| n != b"." && n != b"..")
+    }
+
+    fn id() -> impl Strategy<Value = Id> {
+        any::<[u8; 32]>().prop_map(Id)
+    }
+
+    fn sig() -> impl Strategy<Value = Signature> {
+        (".{0,12}", ".{0,12}", any::<i64>(), -1000i32..1000).prop_map(
+            |(name, email, time, tz_offset_min)| Signature {
+                name,
+                email,
+                time,
+                tz_offset_min,
+            },
+        )
+    }
+
+    proptest! {
+        #[test]
+        fn tree_round_trip(entries in proptest::collection::btree_map(name(), (1u8..5, id(), any::<u64>()), 0..20)) {
+            let tree = Tree { entries: entries.into_iter().map(|(name, (k, id, size))| TreeEntry { name, kind: EntryKind::from_u8(k).unwrap(), id, size }).collect() };
+            prop_assert_eq!(Tree::decode(&tree.encode()).unwrap(), tree);
+        }
+
+        #[test]
+        fn commit_round_trip(tree in id(), parents in proptest::collection::vec(id(), 0..3), change in any::<[u8; 16]>(), a in sig(), c in sig(), message in proptest::collection::vec(any::<u8>(), 0..100)) {
+            let commit = Commit { tree, parents, change_id: change, author: a, committer: c, message, extra_headers: vec![(b"gpgsig".to_vec(), b"sig".to_vec())] };
+            prop_assert_eq!(Commit::decode(&commit.encode()).unwrap(), commit);
+        }
+
+        #[test]
+        fn view_and_operation_round_trip(heads in proptest::collection::vec(id(), 0..3), branches in proptest::collection::btree_map("[a-z]{1,8}", id(), 0..4), wc in proptest::option::of(id()), desc in ".{0,30}", start in any::<i64>(), end in any::<i64>()) {
+            let view = View { heads, branches: branches.into_iter().collect(), tags: vec![], current_branch: Some("main".into()), wc_commit: wc };
+            prop_assert_eq!(View::decode(&view.encode()).unwrap(), view.clone());
+            let op = Operation { parents: view.heads.clone(), view: Id::hash(b"v"), start_ms: start, end_ms: end, tz_offset_min: 60, user: "u".into(), host: "h".into(), description: desc, events: vec![
+                Event::RepoInitialized, Event::CommitCreated { commit: Id::hash(b"c") },
+                Event::BranchMoved { name: "main".into(), from: None, to: wc }, Event::TagMoved { name: "v1".into(), from: wc, to: None },
+                Event::CheckedOut { commit: Id::hash(b"c") }, Event::PathRestored { path: "a/b".into(), commit: Id::hash(b"c") },
+                Event::OperationsMerged, Event::Undo { op: Id::hash(b"o") }, Event::OpRestored { op: Id::hash(b"o") },
+                Event::CommitRewritten { from: Id::hash(b"a"), to: Id::hash(b"b") },
+            ] };
+            prop_assert_eq!(Operation::decode(&op.encode()).unwrap(), op);
+        }
+
+        #[test]
+        fn decoders_never_panic(data in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let _ = Tree::decode(&data);
+            let _ = Commit::decode(&data);
+            let _ = View::decode(&data);
+            let _ = Operation::decode(&data);
+        }
+    }
+
+    #[test]
+    fn hostile_tree_names_are_refused() {
+        for bad in [&b".."[..], b".", b"", b"a/b", b"/abs", b"nul\0"] {
+            let t = Tree {
+                entries: vec![TreeEntry {
+                    name: bad.to_vec(),
+                    kind: EntryKind::File,
+                    id: Id::hash(b""),
+                    size: 0,
+                }],
+            };
+            assert!(Tree::decode(&t.encode()).is_err(), "{bad:?} accepted");
+        }
+        let dup = Tree {
+            entries: vec![
+                TreeEntry {
+                    name: b"a".to_vec(),
+                    kind: EntryKind::Symlink,
+                    id: Id::hash(b"/etc"),
+                    size: 4,
+                },
+                TreeEntry {
+                    name: b"a".to_vec(),
+                    kind: EntryKind::Dir,
+                    id: Id::hash(b""),
+                    size: 0,
+                },
+            ],
+        };
+        assert!(Tree::decode(&dup.encode()).is_err());
+    }
+}

@@ -1,0 +1,215 @@
+//! Materialising trees on disk, safely: nothing is ever written outside the target, and
+//! never through a symlink.
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use lifeos_store::Id;
+
+use crate::error::{IoContext, Result, VcsError};
+use crate::object::EntryKind;
+use crate::repo::Repo;
+
+/// One file to write.
+#[derive(Debug, Clone)]
+pub struct FileJob {
+    /// Repository path.
+    pub repo_path: String,
+    /// Destination.
+    pub dest: PathBuf,
+    /// Content id.
+    pub id: Id,
+    /// File, executable or symlink.
+    pub kind: EntryKind,
+    /// Size.
+    pub size: u64,
+}
+
+/// Counts from a restore.
+#[derive(Debug, Default, Clone)]
+pub struct RestoreStats {
+    /// Files (and symlinks) written.
+    pub files: u64,
+    /// Directories created.
+    pub dirs: u64,
+    /// Bytes written.
+    pub bytes: u64,
+}
+
+/// Checks that `dir` is a real directory (not a symlink) created under `root`.
+fn ensure_real_dir(path: &Path, repo_path: &str) -> Result<()> {
+    match path.symlink_metadata() {
+        Ok(m) if m.file_type().is_symlink() => Err(VcsError::UnsafePath {
+            path: repo_path.into(),
+            reason: format!(
+                "{} is a symlink; lifeos never writes through links",
+                path.display()
+            ),
+        }),
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(VcsError::UnsafePath {
+            path: repo_path.into(),
+            reason: format!("{} is not a directory", path.display()),
+        }),
+        Err(e) => Err(e).io("checking", path),
+    }
+}
+
+impl Repo {
+    /// Lists the files under tree `root` with their destinations under `dest`, creating
+    /// the directories. Every name was validated when the tree was decoded, so each path
+    /// stays below `dest`.
+    fn plan(
+        &self,
+        root: &Id,
+        dest: &Path,
+        prefix: &str,
+        jobs: &mut Vec<FileJob>,
+        stats: &mut RestoreStats,
+    ) -> Result<()> {
+        ensure_real_dir(dest, if prefix.is_empty() { "." } else { prefix })?;
+        let tree = self.tree(root)?;
+        for e in &tree.entries {
+            let name = OsStr::from_bytes(&e.name);
+            let repo_path = if prefix.is_empty() {
+                String::from_utf8_lossy(&e.name).into_owned()
+            } else {
+                format!("{prefix}/{}", String::from_utf8_lossy(&e.name))
+            };
+            let path = dest.join(name);
+            match e.kind {
+                EntryKind::Dir => {
+                    match std::fs::create_dir(&path) {
+                        Ok(()) => stats.dirs += 1,
+                        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {}
+                        Err(err) => return Err(err).io("creating", &path),
+                    }
+                    self.plan(&e.id, &path, &repo_path, jobs, stats)?;
+                }
+                kind => jobs.push(FileJob {
+                    repo_path,
+                    dest: path,
+                    id: e.id,
+                    kind,
+                    size: e.size,
+                }),
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes one file (or symlink) atomically: a temporary file beside it, renamed over.
+    pub fn write_file(&self, job: &FileJob) -> Result<u64> {
+        let parent = job.dest.parent().expect("destination has a parent");
+        ensure_real_dir(parent, &job.repo_path)?;
+        let tmp = parent.join(format!(
+            ".lifeos-tmp-{}",
+            lifeos_store::store::random_hex(6)
+        ));
+        let res = (|| -> Result<u64> {
+            let n = if job.kind == EntryKind::Symlink {
+                let mut target = Vec::new();
+                self.store().read_file(&job.id, &mut target)?;
+                std::os::unix::fs::symlink(OsStr::from_bytes(&target), &tmp)
+                    .io("creating symlink", &tmp)?;
+                target.len() as u64
+            } else {
+                let f = std::fs::File::options()
+                    .write(true)
+                    .create_new(true)
+                    .open(&tmp)
+                    .io("creating", &tmp)?;
+                let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+                let n = self.store().read_file(&job.id, &mut w)?;
+                let f = w
+                    .into_inner()
+                    .map_err(|e| e.into_error())
+                    .io("writing", &job.dest)?;
+                let mode = if job.kind == EntryKind::Executable {
+                    0o755
+                } else {
+                    0o644
+                };
+                f.set_permissions(std::fs::Permissions::from_mode(mode))
+                    .io("setting permissions of", &job.dest)?;
+                n
+            };
+            if let Ok(m) = job.dest.symlink_metadata() {
+                if m.is_dir() && !m.file_type().is_symlink() {
+                    return Err(VcsError::UnsafePath {
+                        path: job.repo_path.clone(),
+                        reason: "a directory is in the way".into(),
+                    });
+                }
+            }
+            std::fs::rename(&tmp, &job.dest).io("renaming into place", &job.dest)?;
+            Ok(n)
+        })();
+        if res.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        res
+    }
+
+    /// Writes tree `root` into `dest`, which must be missing or empty. Files are written
+    /// in parallel; `progress` receives byte counts.
+    pub fn restore_tree_to(
+        &self,
+        root: &Id,
+        dest: &Path,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> Result<RestoreStats> {
+        match std::fs::read_dir(dest) {
+            Ok(mut rd) => {
+                if rd.next().is_some() {
+                    return Err(VcsError::TargetNotEmpty(dest.into()));
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                std::fs::create_dir_all(dest).io("creating", dest)?;
+            }
+            Err(e) => return Err(e).io("reading", dest),
+        }
+        let mut stats = RestoreStats::default();
+        let mut jobs = Vec::new();
+        self.plan(root, dest, "", &mut jobs, &mut stats)?;
+        let results = self.write_files(&jobs, progress);
+        for r in results {
+            stats.bytes += r?;
+            stats.files += 1;
+        }
+        Ok(stats)
+    }
+
+    /// Writes files on every core; returns each result in order.
+    pub fn write_files(
+        &self,
+        jobs: &[FileJob],
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> Vec<Result<u64>> {
+        let threads = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2);
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let out: Vec<std::sync::Mutex<Option<Result<u64>>>> =
+            jobs.iter().map(|_| std::sync::Mutex::new(None)).collect();
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(job) = jobs.get(i) else { break };
+                    let r = self.write_file(job);
+                    if let Ok(n) = &r {
+                        progress(*n);
+                    }
+                    *out[i].lock().expect("result lock") = Some(r);
+                });
+            }
+        });
+        out.into_iter()
+            .map(|m| m.into_inner().expect("result lock").expect("every job ran"))
+            .collect()
+    }
+}

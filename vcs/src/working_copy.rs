@@ -1,0 +1,492 @@
+//! The working folder: scanning it (with ignore rules), the stat cache that lets unchanged
+//! files be recognised without reading them, and snapshotting it into a tree.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::Metadata;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use lifeos_store::enc::{Reader, Writer};
+use lifeos_store::{Id, Kind, Transaction};
+
+use crate::error::{Result, VcsError};
+use crate::object::{EntryKind, Tree, TreeEntry};
+use crate::repo::{Repo, DOT_DIR};
+
+/// The stat cache file, inside `.lifeos`.
+pub const STATE_FILE: &str = "wc_state";
+const STATE_MAGIC: &[u8; 8] = b"LIFEOSWC";
+const STATE_VERSION: u8 = 1;
+/// An entry modified this close to the start of the snapshot that recorded it is re-read
+/// next time: a later change within the same timestamp tick would be invisible.
+const RACY_NS: i128 = 2_000_000_000;
+
+/// What the stat cache remembers about a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CacheEntry {
+    /// Size in bytes.
+    pub size: u64,
+    /// mtime, ns since the epoch.
+    pub mtime_ns: i128,
+    /// ctime, ns since the epoch.
+    pub ctime_ns: i128,
+    /// Inode number.
+    pub ino: u64,
+    /// Mode bits.
+    pub mode: u32,
+    /// Entry kind recorded.
+    pub kind: EntryKind,
+    /// File (or link target) id.
+    pub id: Id,
+}
+
+fn mtime_ns(m: &Metadata) -> i128 {
+    i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec())
+}
+
+fn ctime_ns(m: &Metadata) -> i128 {
+    i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec())
+}
+
+impl CacheEntry {
+    fn matches(&self, m: &Metadata) -> bool {
+        self.size == m.len()
+            && self.mtime_ns == mtime_ns(m)
+            && self.ctime_ns == ctime_ns(m)
+            && self.ino == m.ino()
+            && self.mode == m.mode()
+    }
+
+    fn from_meta(m: &Metadata, kind: EntryKind, id: Id) -> CacheEntry {
+        CacheEntry {
+            size: m.len(),
+            mtime_ns: mtime_ns(m),
+            ctime_ns: ctime_ns(m),
+            ino: m.ino(),
+            mode: m.mode(),
+            kind,
+            id,
+        }
+    }
+}
+
+/// The working-copy state: when it was recorded and what each path looked like.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WcState {
+    /// When the snapshot that produced this state started (ns since the epoch).
+    pub recorded_at_ns: i128,
+    /// Entries by repository path.
+    pub entries: BTreeMap<Vec<u8>, CacheEntry>,
+}
+
+impl WcState {
+    /// Encodes the state (see `docs/FORMAT.md`).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::default();
+        w.raw(STATE_MAGIC).u8(STATE_VERSION);
+        w.raw(&self.recorded_at_ns.to_le_bytes());
+        w.uint(self.entries.len() as u64);
+        for (path, e) in &self.entries {
+            w.bytes(path)
+                .uint(e.size)
+                .raw(&e.mtime_ns.to_le_bytes())
+                .raw(&e.ctime_ns.to_le_bytes());
+            w.uint(e.ino)
+                .uint(u64::from(e.mode))
+                .u8(e.kind as u8)
+                .id(&e.id);
+        }
+        let sum = blake3::hash(w.as_slice());
+        w.raw(&sum.as_bytes()[..16]);
+        w.finish()
+    }
+
+    /// Decodes a state; `None` if it is damaged or from another version (the cache is only
+    /// an optimisation, so it is then rebuilt).
+    pub fn decode(bytes: &[u8]) -> Option<WcState> {
+        if bytes.len() < 16 + 9 {
+            return None;
+        }
+        let (body, sum) = bytes.split_at(bytes.len() - 16);
+        if &blake3::hash(body).as_bytes()[..16] != sum {
+            return None;
+        }
+        let mut r = Reader::new(body);
+        if r.raw("wc", 8).ok()? != STATE_MAGIC || r.u8("wc").ok()? != STATE_VERSION {
+            return None;
+        }
+        let i128_of = |r: &mut Reader<'_>| -> Option<i128> {
+            Some(i128::from_le_bytes(r.raw("wc", 16).ok()?.try_into().ok()?))
+        };
+        let recorded_at_ns = i128_of(&mut r)?;
+        let n = r.count("wc").ok()?;
+        let mut entries = BTreeMap::new();
+        for _ in 0..n {
+            let path = r.bytes("wc").ok()?.to_vec();
+            let size = r.uint("wc").ok()?;
+            let mtime_ns = i128_of(&mut r)?;
+            let ctime_ns = i128_of(&mut r)?;
+            let ino = r.uint("wc").ok()?;
+            let mode = u32::try_from(r.uint("wc").ok()?).ok()?;
+            let kind = match r.u8("wc").ok()? {
+                0 => EntryKind::File,
+                1 => EntryKind::Executable,
+                2 => EntryKind::Symlink,
+                _ => return None,
+            };
+            let id = r.id("wc").ok()?;
+            entries.insert(
+                path,
+                CacheEntry {
+                    size,
+                    mtime_ns,
+                    ctime_ns,
+                    ino,
+                    mode,
+                    kind,
+                    id,
+                },
+            );
+        }
+        r.finish("wc").ok()?;
+        Some(WcState {
+            recorded_at_ns,
+            entries,
+        })
+    }
+}
+
+impl Repo {
+    fn state_path(&self) -> PathBuf {
+        self.dot_dir().join(STATE_FILE)
+    }
+
+    /// Loads the stat cache (empty if missing or damaged).
+    pub fn load_wc_state(&self) -> WcState {
+        std::fs::read(self.state_path())
+            .ok()
+            .and_then(|b| WcState::decode(&b))
+            .unwrap_or_default()
+    }
+
+    /// Saves the stat cache atomically.
+    pub fn save_wc_state(&self, state: &WcState) -> Result<()> {
+        lifeos_store::store::write_atomic(&self.state_path(), &state.encode())?;
+        Ok(())
+    }
+}
+
+/// One path found in the working folder.
+#[derive(Debug)]
+pub struct ScanEntry {
+    /// Repository path, `/`-separated.
+    pub path: Vec<u8>,
+    /// Its metadata (not following symlinks).
+    pub meta: Metadata,
+}
+
+/// A path the scan skipped, and why.
+#[derive(Debug, Clone)]
+pub struct Skipped {
+    /// The path.
+    pub path: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// Lists every file and symlink under `root` that is not ignored, sorted by path.
+/// `.lifeos` and `.git` directories are never included; `.lifeosignore` (gitignore syntax)
+/// and `.gitignore` files are honoured.
+pub fn scan(root: &Path) -> Result<(Vec<ScanEntry>, Vec<Skipped>)> {
+    let found = Mutex::new(Vec::new());
+    let skipped = Mutex::new(Vec::new());
+    let walker = ignore::WalkBuilder::new(root)
+        .hidden(false)
+        .ignore(false)
+        .parents(false)
+        .git_ignore(true)
+        .git_global(false)
+        .git_exclude(false)
+        .require_git(false)
+        .follow_links(false)
+        .add_custom_ignore_filename(".lifeosignore")
+        .filter_entry(|e| {
+            let name = e.file_name();
+            !(e.file_type().is_some_and(|t| t.is_dir()) && (name == DOT_DIR || name == ".git"))
+        })
+        .build_parallel();
+    walker.run(|| {
+        Box::new(|entry| {
+            match entry {
+                Ok(e) => {
+                    let Some(ft) = e.file_type() else {
+                        return ignore::WalkState::Continue;
+                    };
+                    if ft.is_dir() {
+                        return ignore::WalkState::Continue;
+                    }
+                    let rel = match e.path().strip_prefix(root) {
+                        Ok(r) => r.as_os_str().as_bytes().to_vec(),
+                        Err(_) => return ignore::WalkState::Continue,
+                    };
+                    match e.path().symlink_metadata() {
+                        Ok(meta) if meta.is_file() || meta.file_type().is_symlink() => {
+                            found
+                                .lock()
+                                .expect("scan lock")
+                                .push(ScanEntry { path: rel, meta });
+                        }
+                        Ok(_) => skipped.lock().expect("scan lock").push(Skipped {
+                            path: String::from_utf8_lossy(&rel).into_owned(),
+                            reason: "not a regular file, directory or symlink".into(),
+                        }),
+                        Err(err) => skipped.lock().expect("scan lock").push(Skipped {
+                            path: String::from_utf8_lossy(&rel).into_owned(),
+                            reason: err.to_string(),
+                        }),
+                    }
+                }
+                Err(err) => skipped.lock().expect("scan lock").push(Skipped {
+                    path: String::new(),
+                    reason: err.to_string(),
+                }),
+            }
+            ignore::WalkState::Continue
+        })
+    });
+    let mut found = found.into_inner().expect("scan lock");
+    found.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok((found, skipped.into_inner().expect("scan lock")))
+}
+
+/// The result of snapshotting the working folder.
+#[derive(Debug)]
+pub struct Snapshot {
+    /// The root tree.
+    pub tree: Id,
+    /// Files and symlinks recorded.
+    pub files: u64,
+    /// Their total size.
+    pub bytes: u64,
+    /// Files that had to be read (not recognised by the stat cache).
+    pub files_read: u64,
+    /// Bytes read.
+    pub bytes_read: u64,
+    /// Paths not recorded, with the reason.
+    pub skipped: Vec<Skipped>,
+    /// The stat cache to save once the snapshot is published.
+    pub state: WcState,
+    /// Whether the new state differs from the one loaded.
+    pub state_changed: bool,
+}
+
+enum Node {
+    Leaf(TreeEntry),
+    Dir(BTreeMap<Vec<u8>, Node>),
+}
+
+fn insert(root: &mut BTreeMap<Vec<u8>, Node>, path: &[u8], entry: TreeEntry) -> Result<()> {
+    let mut comps = path.split(|b| *b == b'/').peekable();
+    let mut map = root;
+    while let Some(c) = comps.next() {
+        crate::object::valid_name(c).map_err(|reason| VcsError::BadPath {
+            path: String::from_utf8_lossy(path).into_owned(),
+            reason,
+        })?;
+        if comps.peek().is_none() {
+            map.insert(
+                c.to_vec(),
+                Node::Leaf(TreeEntry {
+                    name: c.to_vec(),
+                    ..entry
+                }),
+            );
+            return Ok(());
+        }
+        let node = map
+            .entry(c.to_vec())
+            .or_insert_with(|| Node::Dir(BTreeMap::new()));
+        map = match node {
+            Node::Dir(m) => m,
+            Node::Leaf(_) => {
+                return Err(VcsError::BadPath {
+                    path: String::from_utf8_lossy(path).into_owned(),
+                    reason: "a parent is a file".into(),
+                })
+            }
+        };
+    }
+    Ok(())
+}
+
+fn write_tree(tx: &mut Transaction<'_>, map: BTreeMap<Vec<u8>, Node>) -> Result<(Id, u64)> {
+    let mut entries = Vec::with_capacity(map.len());
+    for (name, node) in map {
+        match node {
+            Node::Leaf(e) => entries.push(e),
+            Node::Dir(m) => {
+                let (id, size) = write_tree(tx, m)?;
+                entries.push(TreeEntry {
+                    name,
+                    kind: EntryKind::Dir,
+                    id,
+                    size,
+                });
+            }
+        }
+    }
+    let tree = Tree { entries };
+    let size = tree.total_size();
+    let id = tx.write_object(Kind::Tree, &tree.encode())?;
+    Ok((id, size))
+}
+
+/// Progress of a snapshot, for display.
+pub trait SnapshotProgress: Sync {
+    /// The scan found `files` files of `bytes` bytes, of which `to_read` need reading.
+    fn scanned(&self, files: u64, bytes: u64, to_read: u64, bytes_to_read: u64);
+    /// `n` more bytes were read.
+    fn read(&self, n: u64);
+}
+
+/// A progress sink that ignores everything.
+pub struct NoProgress;
+
+impl SnapshotProgress for NoProgress {
+    fn scanned(&self, _: u64, _: u64, _: u64, _: u64) {}
+    fn read(&self, _: u64) {}
+}
+
+impl Repo {
+    /// Records the working folder into `tx` as a tree; returns it with the refreshed stat
+    /// cache (which the caller saves after publishing).
+    pub fn snapshot(
+        &self,
+        tx: &mut Transaction<'_>,
+        progress: &dyn SnapshotProgress,
+    ) -> Result<Snapshot> {
+        let started_ns = i128::from(crate::repo::now_ms()) * 1_000_000;
+        let started_ns = started_ns.min(jiff::Timestamp::now().as_nanosecond());
+        let old = self.load_wc_state();
+        let (found, mut skipped) = scan(self.workdir())?;
+        let mut state = WcState {
+            recorded_at_ns: started_ns,
+            entries: BTreeMap::new(),
+        };
+        let mut to_read: Vec<usize> = Vec::new();
+        let mut ids: Vec<Option<(EntryKind, Id)>> = Vec::with_capacity(found.len());
+        let mut total = 0u64;
+        let mut read_bytes = 0u64;
+        for (i, f) in found.iter().enumerate() {
+            total += f.meta.len();
+            let cached = old
+                .entries
+                .get(&f.path)
+                .filter(|c| c.matches(&f.meta) && c.mtime_ns < old.recorded_at_ns - RACY_NS);
+            match cached {
+                Some(c) => ids.push(Some((c.kind, c.id))),
+                None => {
+                    ids.push(None);
+                    if f.meta.is_file() {
+                        to_read.push(i);
+                        read_bytes += f.meta.len();
+                    }
+                }
+            }
+        }
+        progress.scanned(found.len() as u64, total, to_read.len() as u64, read_bytes);
+        // Symlinks: their target is the content.
+        for (i, f) in found.iter().enumerate() {
+            if ids[i].is_none() && f.meta.file_type().is_symlink() {
+                let full = self.workdir().join(std::ffi::OsStr::from_bytes(&f.path));
+                match std::fs::read_link(&full) {
+                    Ok(target) => {
+                        let id = tx.write_object(Kind::Chunk, target.as_os_str().as_bytes())?;
+                        ids[i] = Some((EntryKind::Symlink, id));
+                    }
+                    Err(e) => skipped.push(Skipped {
+                        path: String::from_utf8_lossy(&f.path).into_owned(),
+                        reason: e.to_string(),
+                    }),
+                }
+            }
+        }
+        let paths: Vec<PathBuf> = to_read
+            .iter()
+            .map(|&i| {
+                self.workdir()
+                    .join(std::ffi::OsStr::from_bytes(&found[i].path))
+            })
+            .collect();
+        let results = tx.store_files(&paths, &|n| progress.read(n))?;
+        let mut metas: HashMap<usize, Metadata> = HashMap::new();
+        let mut bytes_read = 0;
+        for (&i, res) in to_read.iter().zip(results) {
+            match res {
+                Ok(stored) => {
+                    let exec = stored.metadata.mode() & 0o111 != 0;
+                    ids[i] = Some((
+                        if exec {
+                            EntryKind::Executable
+                        } else {
+                            EntryKind::File
+                        },
+                        stored.id,
+                    ));
+                    bytes_read += stored.size;
+                    metas.insert(i, stored.metadata);
+                }
+                Err(e) => skipped.push(Skipped {
+                    path: String::from_utf8_lossy(&found[i].path).into_owned(),
+                    reason: match &e {
+                        lifeos_store::StoreError::Io { source, .. }
+                            if source.kind() == std::io::ErrorKind::NotFound =>
+                        {
+                            "disappeared while the snapshot was taken".into()
+                        }
+                        other => other.to_string(),
+                    },
+                }),
+            }
+        }
+        let mut root = BTreeMap::new();
+        let mut files = 0;
+        let mut bytes = 0;
+        for (i, f) in found.iter().enumerate() {
+            let Some((kind, id)) = ids[i] else { continue };
+            let meta = metas.get(&i).unwrap_or(&f.meta);
+            let size = meta.len();
+            insert(
+                &mut root,
+                &f.path,
+                TreeEntry {
+                    name: Vec::new(),
+                    kind,
+                    id,
+                    size,
+                },
+            )?;
+            files += 1;
+            bytes += size;
+            state
+                .entries
+                .insert(f.path.clone(), CacheEntry::from_meta(meta, kind, id));
+        }
+        let (tree, _) = write_tree(tx, root)?;
+        // Files read again (new, changed or racy) move the racy window forward, so the new
+        // state is worth saving even when every entry compares equal.
+        let state_changed = state.entries != old.entries || !to_read.is_empty();
+        Ok(Snapshot {
+            tree,
+            files,
+            bytes,
+            files_read: to_read.len() as u64,
+            bytes_read,
+            skipped,
+            state,
+            state_changed,
+        })
+    }
+}

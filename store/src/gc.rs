@@ -2,12 +2,10 @@
 
 use std::collections::HashSet;
 use std::fs::File;
-use std::sync::Arc;
 
 use crate::error::{IoContext, Result};
 use crate::id::Id;
-use crate::index::{write_layer, Location};
-use crate::pack::{self, FooterRow};
+use crate::pack::{self, FooterRow, PackInfo};
 use crate::store::{list_dir, sync_dir, Store, INDEX_DIR, PACKS_DIR};
 
 /// Proof that the caller holds the repository lock exclusively.
@@ -148,52 +146,23 @@ impl Store {
         sync_dir(&self.dir().join(PACKS_DIR))?;
 
         // One layer over every kept and new pack.
-        let mut packs: Vec<Arc<str>> = kept
+        let mut infos: Vec<PackInfo> = kept
             .iter()
-            .map(|p| Arc::<str>::from(p.name.as_str()))
+            .map(|p| PackInfo {
+                name: p.name.clone(),
+                entries: p.rows.clone(),
+                size: p.size,
+            })
             .collect();
-        packs.extend(new_packs.iter().map(|i| Arc::<str>::from(i.name.as_str())));
-        let mut rows: Vec<(Id, Location)> = Vec::new();
-        for (i, p) in kept.iter().enumerate() {
-            rows.extend(p.rows.iter().map(|r| {
-                (
-                    r.id,
-                    Location {
-                        pack: packs[i].clone(),
-                        offset: r.offset,
-                        kind: r.kind,
-                    },
-                )
-            }));
-        }
-        for (j, info) in new_packs.iter().enumerate() {
-            let pack = packs[kept.len() + j].clone();
-            rows.extend(info.entries.iter().map(|r| {
-                (
-                    r.id,
-                    Location {
-                        pack: pack.clone(),
-                        offset: r.offset,
-                        kind: r.kind,
-                    },
-                )
-            }));
-        }
-        rows.sort_by(|a, b| a.0.cmp(&b.0));
+        infos.extend(new_packs);
         let old_layers: Vec<_> = list_dir(&self.dir().join(INDEX_DIR))?
             .into_iter()
             .filter(|p| p.extension().is_some_and(|e| e == "idx"))
             .collect();
-        let new_layer = if packs.is_empty() {
+        let new_layer = if infos.is_empty() {
             None
         } else {
-            Some(write_layer(
-                &self.dir().join(INDEX_DIR),
-                &self.dir().join(crate::store::TMP_DIR),
-                &packs,
-                rows.len() as u64,
-                rows.into_iter().map(Ok),
-            )?)
+            Some(self.write_layer_for(&infos)?)
         };
         for old in old_layers {
             if old.file_stem().and_then(|s| s.to_str()) != new_layer.as_deref() {

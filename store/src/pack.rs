@@ -480,10 +480,13 @@ pub fn read_footer(file: &File, path: &Path) -> Result<Vec<FooterRow>> {
     Ok(out)
 }
 
+/// An entry header found by [`scan`], with its offset.
+pub type ScannedEntry = (EntryHeader, u64);
+
 /// Walks the entry headers of a pack from the start, for salvage and checking. Stops at the
 /// footer or at the first unreadable header; returns the entries found and, if the walk
 /// stopped early, why.
-pub fn scan(file: &File, path: &Path) -> Result<(Vec<(EntryHeader, u64)>, Option<String>)> {
+pub fn scan(file: &File, path: &Path) -> Result<(Vec<ScannedEntry>, Option<String>)> {
     let len = file.metadata().io("reading", path)?.len();
     let entries_end = match read_footer(file, path) {
         Ok(t) => len - FOOTER_TRAILER_LEN - (t.len() * FOOTER_ROW_LEN) as u64,

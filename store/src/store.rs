@@ -615,7 +615,7 @@ impl Store {
                 })
             })
             .collect();
-        rows.sort_by(|a, b| a.0.cmp(&b.0));
+        rows.sort_by_key(|r| r.0);
         write_layer(
             &self.dir.join(INDEX_DIR),
             &self.dir.join(TMP_DIR),

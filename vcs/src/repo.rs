@@ -225,10 +225,45 @@ impl Repo {
                 }
                 1 => return self.op_state(&heads[0]),
                 _ => {
-                    self.merge_heads(&heads)?;
+                    if !self.prune_ancestor_heads(&heads)? {
+                        self.merge_heads(&heads)?;
+                    }
                 }
             }
         }
+    }
+
+    /// Removes heads that are ancestors of another head (left when a process stopped
+    /// between adding its new head and removing the old one). Returns whether any was.
+    fn prune_ancestor_heads(&self, heads: &[Id]) -> Result<bool> {
+        let set: std::collections::HashSet<Id> = heads.iter().copied().collect();
+        let mut redundant = std::collections::HashSet::new();
+        for h in heads {
+            // Ancestors within a short distance are enough for the interrupted-publish case;
+            // true divergence is merged instead.
+            let mut frontier = vec![(*h, 0usize)];
+            let mut seen = std::collections::HashSet::new();
+            while let Some((op, depth)) = frontier.pop() {
+                if depth >= 64 || !seen.insert(op) {
+                    continue;
+                }
+                for p in self.operation(&op)?.parents {
+                    if set.contains(&p) {
+                        redundant.insert(p);
+                    }
+                    frontier.push((p, depth + 1));
+                }
+            }
+        }
+        let dir = self.dot.join(OP_HEADS_DIR);
+        for r in &redundant {
+            match std::fs::remove_file(dir.join(r.to_hex())) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e).io("removing", dir.join(r.to_hex())),
+            }
+        }
+        Ok(!redundant.is_empty())
     }
 
     /// Writes one operation that has every head as a parent. Its view is the newest head's

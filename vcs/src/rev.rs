@@ -109,6 +109,11 @@ impl Repo {
         if let Some(id) = view.branch(sym).or_else(|| view.tag(sym)) {
             return Ok(Some(id));
         }
+        if let Some(id) = Id::from_hex(&sym.to_ascii_lowercase()) {
+            if self.store().contains(&id)? {
+                return Ok(Some(id));
+            }
+        }
         let hex = sym.len() >= 4 && sym.len() <= 64 && sym.bytes().all(|b| b.is_ascii_hexdigit());
         let change = sym.len() >= 4 && is_change_id_prefix(sym);
         if !hex && !change {

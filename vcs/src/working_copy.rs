@@ -196,6 +196,15 @@ pub struct Skipped {
     pub reason: String,
 }
 
+/// Why a path could not be recorded, in words.
+fn io_reason(e: &std::io::Error) -> String {
+    if e.kind() == std::io::ErrorKind::NotFound {
+        "disappeared while the snapshot was taken".into()
+    } else {
+        e.to_string()
+    }
+}
+
 /// Lists every file and symlink under `root` that is not ignored, sorted by path.
 /// `.lifeos` and `.git` directories are never included; `.lifeosignore` (gitignore syntax)
 /// and `.gitignore` files are honoured.
@@ -244,7 +253,7 @@ pub fn scan(root: &Path) -> Result<(Vec<ScanEntry>, Vec<Skipped>)> {
                         }),
                         Err(err) => skipped.lock().expect("scan lock").push(Skipped {
                             path: String::from_utf8_lossy(&rel).into_owned(),
-                            reason: err.to_string(),
+                            reason: io_reason(&err),
                         }),
                     }
                 }

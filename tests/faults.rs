@@ -1,0 +1,562 @@
+//! Bad input and faults: damaged packs and indexes, hostile trees, killed commits,
+//! files changing underneath, a full disk. Each must give a clear error and lose nothing.
+
+mod common;
+use common::*;
+
+use std::path::{Path, PathBuf};
+
+use lifeos_store::{Id, Kind, Store};
+
+fn store_of(d: &Path) -> Store {
+    Store::open(&d.join(".lifeos")).unwrap()
+}
+
+/// The pack holding the first chunk of file `path` at revision `@`.
+fn pack_of_first_chunk(d: &Path, path: &str) -> (Id, String) {
+    let ls = json(d, &["ls", path]);
+    let file_id = Id::from_hex(ls["entries"][0]["id"].as_str().unwrap()).unwrap();
+    let store = store_of(d);
+    let chunk = store.file_chunks(&file_id).unwrap().chunks[0].id;
+    let loc = store.locate(&chunk).unwrap().unwrap();
+    (chunk, loc.pack.to_string())
+}
+
+fn pack_path(d: &Path, pack: &str) -> PathBuf {
+    d.join(".lifeos/packs").join(format!("{pack}.pack"))
+}
+
+#[test]
+fn flipped_byte_in_a_pack_is_named_by_fsck_and_cat_refuses_wrong_bytes() {
+    let repo = repo(true);
+    let d = repo.path();
+    write(d, "big.bin", &noise(3_000_000, 5));
+    write(d, "ok.txt", b"fine\n");
+    ok(d, &["commit", "-m", "one"]);
+    let (chunk, pack) = pack_of_first_chunk(d, "big.bin");
+    let store = store_of(d);
+    let off = store.locate(&chunk).unwrap().unwrap().offset as u64;
+    drop(store);
+    // Flip one byte inside the chunk's stored data (after its 48-byte header).
+    let p = pack_path(d, &pack);
+    let mut bytes = std::fs::read(&p).unwrap();
+    bytes[(off + 48 + 1000) as usize] ^= 0x40;
+    std::fs::write(&p, &bytes).unwrap();
+
+    let f = json(d, &["fsck"]);
+    assert_eq!(f["ok"], false);
+    let problems = f["problems"].as_array().unwrap();
+    assert!(
+        problems.iter().any(|x| x["code"] == "corrupt-object"
+            && x["object"] == chunk.to_hex()
+            && x["pack"] == pack),
+        "fsck must name chunk {chunk} and pack {pack}: {f}"
+    );
+    let out = run(d, &["fsck"]);
+    assert_eq!(out.status.code(), Some(1));
+
+    let out = run(d, &["cat", "big.bin"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&chunk.to_hex()) && err.contains(&pack),
+        "{err}"
+    );
+    assert!(
+        err.contains("lifeos fsck"),
+        "the error suggests what to do: {err}"
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "no byte of a corrupt first chunk is printed"
+    );
+    // Other files are still readable.
+    assert_eq!(ok(d, &["cat", "ok.txt"]), "fine\n");
+    // gc neither hides nor drops the damaged chunk: fsck still names it afterwards.
+    ok(d, &["gc"]);
+    let f = json(d, &["fsck"]);
+    assert!(
+        f["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x["object"] == chunk.to_hex()),
+        "{f}"
+    );
+}
+
+#[test]
+fn truncated_or_missing_pack_fails_clearly_and_other_files_stay_readable() {
+    let repo = repo(true);
+    let d = repo.path();
+    write(d, "a.bin", &noise(3_000_000, 11));
+    ok(d, &["commit", "-m", "a"]);
+    write(d, "b.bin", &noise(2_000_000, 12));
+    ok(d, &["commit", "-m", "b"]);
+    let (_, pack) = pack_of_first_chunk(d, "a.bin");
+    let p = pack_path(d, &pack);
+    let len = std::fs::metadata(&p).unwrap().len();
+    let saved = std::fs::read(&p).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&p)
+        .unwrap()
+        .set_len(len / 3)
+        .unwrap();
+
+    let err = fails(d, &["cat", "a.bin"]);
+    assert!(err.contains(&pack) && err.contains("truncated"), "{err}");
+    let out = run(d, &["cat", "b.bin"]);
+    assert!(out.status.success());
+    assert_eq!(out.stdout, noise(2_000_000, 12));
+    let f = json(d, &["fsck"]);
+    assert!(
+        f["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x["code"] == "damaged-pack" && x["pack"] == pack),
+        "{f}"
+    );
+
+    std::fs::remove_file(&p).unwrap();
+    let err = fails(d, &["cat", "a.bin"]);
+    assert!(err.contains(&format!("pack {pack} is missing")), "{err}");
+    assert!(err.contains("backup"), "{err}");
+    assert_eq!(run(d, &["cat", "b.bin"]).stdout, noise(2_000_000, 12));
+    let f = json(d, &["fsck"]);
+    assert!(
+        f["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x["code"] == "missing-pack"),
+        "{f}"
+    );
+
+    // Putting the pack back heals everything.
+    std::fs::write(&p, saved).unwrap();
+    assert_eq!(json(d, &["fsck"])["ok"], true);
+}
+
+#[test]
+fn damaged_index_falls_back_to_pack_footers_and_gc_rebuilds_it() {
+    let repo = repo(false);
+    let d = repo.path();
+    write(d, "a.bin", &noise(500_000, 21));
+    ok(d, &["commit", "-m", "a"]);
+    let index_dir = d.join(".lifeos/index");
+    for e in std::fs::read_dir(&index_dir).unwrap() {
+        let p = e.unwrap().path();
+        let len = std::fs::metadata(&p).unwrap().len();
+        std::fs::File::options()
+            .write(true)
+            .open(&p)
+            .unwrap()
+            .set_len(len - 10)
+            .unwrap();
+    }
+    let out = run(d, &["cat", "a.bin"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.stdout, noise(500_000, 21));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("warning") && err.contains("truncated") && err.contains("lifeos gc"),
+        "{err}"
+    );
+    let f = json(d, &["fsck"]);
+    assert!(
+        f["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x["code"] == "damaged-index"),
+        "{f}"
+    );
+    ok(d, &["gc"]);
+    assert_eq!(json(d, &["fsck"])["ok"], true);
+    let out = run(d, &["cat", "a.bin"]);
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Writes a commit whose tree is `tree_bytes` (encoded by hand, bypassing validation) on a
+/// branch named `evil`, through the library, as a hostile repository would hold it.
+fn plant_tree(d: &Path, tree_bytes: Vec<u8>, extra: &[(Kind, Vec<u8>)]) {
+    use lifeos_vcs::object::{Commit, Event};
+    let repo = lifeos_vcs::Repo::discover(d).unwrap();
+    let head = repo.head().unwrap();
+    let mut tx = repo.store().transaction().unwrap();
+    for (k, b) in extra {
+        tx.write_object(*k, b).unwrap();
+    }
+    let tree = tx.write_object(Kind::Tree, &tree_bytes).unwrap();
+    let sig = repo.signature(0);
+    let commit = Commit {
+        tree,
+        parents: vec![],
+        change_id: [7; 16],
+        author: sig.clone(),
+        committer: sig,
+        message: b"evil".to_vec(),
+        extra_headers: vec![],
+    };
+    let c = tx.write_object(Kind::Commit, &commit.encode()).unwrap();
+    let mut view = head.view.clone();
+    view.set_branch("evil", Some(c));
+    view.heads.push(c);
+    repo.publish(
+        tx,
+        &[head.id],
+        view,
+        "plant",
+        vec![Event::CommitCreated { commit: c }],
+        0,
+    )
+    .unwrap();
+}
+
+fn raw_tree(entries: &[(&[u8], u8, Id, u64)]) -> Vec<u8> {
+    let mut w = lifeos_store::enc::Writer::with_header(Kind::Tree as u8, 1);
+    w.uint(entries.len() as u64);
+    for (name, kind, id, size) in entries {
+        w.bytes(name).u8(*kind).id(id).uint(*size);
+    }
+    w.finish()
+}
+
+#[test]
+fn hostile_trees_are_refused_and_nothing_is_written_outside_the_target() {
+    let repo = repo(false);
+    let d = repo.path();
+    write(d, "a.txt", b"a");
+    ok(d, &["commit", "-m", "one"]);
+    let payload = b"pwned".to_vec();
+    let pid = Id::hash(&payload);
+    let outside = tempfile::tempdir().unwrap();
+    let target_link = outside.path().to_str().unwrap().as_bytes().to_vec();
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("dotdot", raw_tree(&[(b"..", 1, pid, 5)])),
+        ("absolute", raw_tree(&[(b"/abs", 1, pid, 5)])),
+        ("slash", raw_tree(&[(b"x/../../y", 1, pid, 5)])),
+        (
+            "through-symlink",
+            raw_tree(&[
+                (b"link", 3, Id::hash(&target_link), target_link.len() as u64),
+                (
+                    b"link",
+                    4,
+                    Id::hash(&raw_tree(&[(b"pwned.txt", 1, pid, 5)])),
+                    5,
+                ),
+            ]),
+        ),
+    ];
+    for (what, bytes) in cases {
+        let inner = raw_tree(&[(b"pwned.txt", 1, pid, 5)]);
+        plant_tree(
+            d,
+            bytes,
+            &[
+                (Kind::Chunk, payload.clone()),
+                (Kind::Chunk, target_link.clone()),
+                (Kind::Tree, inner),
+            ],
+        );
+        let work = tempfile::tempdir().unwrap();
+        let dest = work.path().join("out");
+        let err = fails(
+            d,
+            &["restore", "--to", dest.to_str().unwrap(), "-r", "evil"],
+        );
+        assert!(
+            err.contains("tree")
+                && (err.contains("not allowed")
+                    || err.contains("contains '/'")
+                    || err.contains("duplicated")),
+            "{what}: {err}"
+        );
+        assert!(
+            std::fs::read_dir(outside.path()).unwrap().next().is_none(),
+            "{what}: wrote outside"
+        );
+        assert!(
+            !work.path().join("pwned.txt").exists() && !Path::new("/abs").exists(),
+            "{what}"
+        );
+    }
+}
+
+#[test]
+fn a_symlink_in_the_target_is_never_written_through() {
+    let repo = repo(false);
+    let d = repo.path();
+    write(d, "dir/file.txt", b"inside");
+    ok(d, &["commit", "-m", "one"]);
+    let lrepo = lifeos_vcs::Repo::discover(d).unwrap();
+    let head = lrepo.head().unwrap();
+    let c = lrepo
+        .commit(&lrepo.resolve_rev(&head.view, "@").unwrap())
+        .unwrap();
+    let tree = lrepo.tree(&c.tree).unwrap();
+    let dir_entry = tree.get(b"dir").unwrap();
+    // A target whose `dir` already is a symlink to somewhere else.
+    let outside = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(outside.path(), work.path().join("dir")).unwrap();
+    let err = lrepo
+        .write_file(&lifeos_vcs::restore::FileJob {
+            repo_path: "dir/file.txt".into(),
+            dest: work.path().join("dir/file.txt"),
+            id: lrepo.tree(&dir_entry.id).unwrap().entries[0].id,
+            kind: lifeos_vcs::EntryKind::File,
+            size: 6,
+        })
+        .unwrap_err();
+    assert!(err.to_string().contains("symlink"), "{err}");
+    assert!(std::fs::read_dir(outside.path()).unwrap().next().is_none());
+}
+
+#[test]
+fn kill_during_commit_leaves_a_healthy_repository_with_every_earlier_commit() {
+    let repo = repo(true);
+    let d = repo.path();
+    let mut rng = 0x1234_5678_9abc_def0u64;
+    let mut next = || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    for i in 0..40 {
+        let size = if i % 10 == 0 {
+            1_500_000
+        } else {
+            2_000 + (i * 3_001) % 50_000
+        };
+        write(d, &format!("dir{}/f{i}.bin", i % 4), &noise(size, i as u64));
+    }
+    ok(d, &["commit", "-m", "base"]);
+    let mut versions: Vec<(String, Listing)> = vec![(rev_id(d, "@"), snapshot_of(d))];
+    let mut kills = 0;
+    let mut round = 0u64;
+    while kills < 20 {
+        round += 1;
+        // Change a few files, including a large one.
+        for _ in 0..4 {
+            let i = next() % 40;
+            let size = if i % 10 == 0 { 1_500_000 } else { 3_000 };
+            write(
+                d,
+                &format!("dir{}/f{i}.bin", i % 4),
+                &noise(size as usize, round * 100 + i),
+            );
+        }
+        write(d, &format!("new/r{round}.bin"), &noise(800_000, round));
+        let mut child = cmd(d)
+            .args(["commit", "-m", &format!("round {round}")])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let delay = next() % 120;
+        std::thread::sleep(std::time::Duration::from_millis(delay));
+        let finished = child.try_wait().unwrap().is_some();
+        if !finished {
+            child.kill().unwrap();
+            kills += 1;
+        }
+        let status = child.wait().unwrap();
+        // Whatever happened, the repository opens and is healthy.
+        let f = json(d, &["fsck"]);
+        assert_eq!(f["ok"], true, "after kill at {delay} ms: {f}");
+        if finished && status.success() {
+            versions.push((rev_id(d, "@"), snapshot_of(d)));
+        } else {
+            // The interrupted commit either published or not; if it did, remember it too.
+            let now = rev_id(d, "@");
+            if versions.iter().all(|v| v.0 != now) {
+                // Published before the kill: its content is whatever the commit read, which
+                // is the folder as it is now (nothing changed it since).
+                versions.push((now, snapshot_of(d)));
+            }
+        }
+    }
+    for (id, expect) in &versions {
+        let out = tempfile::tempdir().unwrap();
+        let t = out.path().join("r");
+        ok(d, &["restore", "--to", t.to_str().unwrap(), "-r", id]);
+        assert_eq!(
+            &snapshot_of(&t),
+            expect,
+            "commit {id} restores byte for byte"
+        );
+    }
+    // gc removes what the killed commits left behind (keeping only what sits in packs
+    // below the rewrite threshold), and everything still restores.
+    let before = json(d, &["fsck"])["unreachable"].as_u64().unwrap();
+    let g = json(d, &["gc"]);
+    let f = json(d, &["fsck"]);
+    assert_eq!(f["ok"], true);
+    assert_eq!(f["unreachable"], g["objects_kept_unreachable"], "{f} {g}");
+    assert_eq!(
+        g["objects_removed"].as_u64().unwrap() + g["objects_kept_unreachable"].as_u64().unwrap(),
+        before,
+        "{g}"
+    );
+    assert!(std::fs::read_dir(d.join(".lifeos/tmp")).unwrap().all(|e| e
+        .unwrap()
+        .file_name()
+        .to_string_lossy()
+        .ends_with(".lock")));
+    let (id, expect) = &versions[0];
+    let out = tempfile::tempdir().unwrap();
+    let t = out.path().join("r");
+    ok(d, &["restore", "--to", t.to_str().unwrap(), "-r", id]);
+    assert_eq!(&snapshot_of(&t), expect);
+}
+
+#[test]
+fn a_file_growing_while_it_is_read_is_recorded_consistently() {
+    let repo = repo(false);
+    let d = repo.path();
+    write(d, "log.bin", &noise(4_000_000, 1));
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let s2 = stop.clone();
+    let path = d.join("log.bin");
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        let mut f = std::fs::File::options().append(true).open(&path).unwrap();
+        let mut i = 0u64;
+        while !s2.load(std::sync::atomic::Ordering::Relaxed) {
+            f.write_all(&noise(4096, 1000 + i)).unwrap();
+            i += 1;
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+    });
+    let out = run(d, &["commit", "-m", "racing", "--json"]);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let full = std::fs::read(d.join("log.bin")).unwrap();
+    if v["files"] == 1 {
+        // Recorded: the stored bytes are exactly a state the file was in (a prefix).
+        let stored = run(d, &["cat", "log.bin"]).stdout;
+        assert!(stored.len() >= 4_000_000 && full.starts_with(&stored));
+    } else {
+        // Reported as skipped, with the reason.
+        let reason = v["skipped"][0]["reason"].as_str().unwrap();
+        assert!(reason.contains("changing"), "{v}");
+    }
+    assert_eq!(json(d, &["fsck"])["ok"], true);
+}
+
+#[test]
+fn files_disappearing_during_a_commit_are_reported_not_corrupted() {
+    let repo = repo(false);
+    let d = repo.path();
+    for i in 0..1500 {
+        write(
+            d,
+            &format!("many/{i:04}.txt"),
+            format!("content {i}\n").as_bytes(),
+        );
+    }
+    let dir = d.join("many");
+    let deleter = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        for i in (0..1500).rev().step_by(2) {
+            let _ = std::fs::remove_file(dir.join(format!("{i:04}.txt")));
+        }
+    });
+    let out = run(d, &["commit", "-m", "while deleting", "--json"]);
+    deleter.join().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for s in v["skipped"].as_array().unwrap() {
+        assert!(s["reason"].as_str().unwrap().contains("disappeared"), "{s}");
+    }
+    // Every recorded file has exactly its content.
+    let ls = json(d, &["ls"]);
+    for e in ls["entries"].as_array().unwrap() {
+        let p = e["path"].as_str().unwrap();
+        let n: usize = p
+            .trim_start_matches("many/")
+            .trim_end_matches(".txt")
+            .parse()
+            .unwrap();
+        assert_eq!(ok(d, &["cat", p]), format!("content {n}\n"));
+    }
+    assert_eq!(json(d, &["fsck"])["ok"], true);
+}
+
+struct Tmpfs(PathBuf);
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+#[test]
+fn a_full_disk_gives_a_clear_error_and_leaves_the_repository_unchanged() {
+    let mnt = std::env::temp_dir().join(format!("lifeos-full-{}", std::process::id()));
+    std::fs::create_dir_all(&mnt).unwrap();
+    let status = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=6m", "tmpfs"])
+        .arg(&mnt)
+        .status()
+        .expect("mount runs");
+    assert!(
+        status.success(),
+        "this test needs to mount a small tmpfs (run as root)"
+    );
+    let _guard = Tmpfs(mnt.clone());
+    let d = mnt.join("lib");
+    std::fs::create_dir(&d).unwrap();
+    ok(&d, &["init"]);
+    write(&d, "small.txt", b"small\n");
+    ok(&d, &["commit", "-m", "one"]);
+    let before = json(&d, &["log"]);
+    write(&d, "huge.bin", &noise(4_000_000, 3));
+    let huge2 = noise(4_000_000, 4);
+    // The data may not even fit in the folder; write what fits.
+    let _ = std::fs::write(d.join("huge2.bin"), &huge2);
+    let err = fails(&d, &["commit", "-m", "too big"]);
+    assert!(
+        err.contains("No space left") || err.contains("disk is full"),
+        "{err}"
+    );
+    assert!(err.contains("repository is unchanged"), "{err}");
+    // Nothing was published; the earlier commit is intact.
+    assert_eq!(json(&d, &["log"]), before);
+    assert_eq!(ok(&d, &["cat", "small.txt"]), "small\n");
+    std::fs::remove_file(d.join("huge.bin")).unwrap();
+    let _ = std::fs::remove_file(d.join("huge2.bin"));
+    assert_eq!(json(&d, &["fsck"])["ok"], true);
+    // The next command cleans the interrupted writer's temporary data.
+    ok(&d, &["gc"]);
+    let tmp_left: Vec<_> = std::fs::read_dir(d.join(".lifeos/tmp"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.ends_with(".lock"))
+        .collect();
+    assert!(tmp_left.is_empty(), "{tmp_left:?}");
+    ok(&d, &["commit", "-m", "after freeing space"]);
+}

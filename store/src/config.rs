@@ -113,6 +113,9 @@ impl StoreConfig {
                 self.compression.zstd_level
             ));
         }
+        if !(0.0..=1.0).contains(&self.packs.gc_garbage_threshold) {
+            return Err("packs.gc_garbage_threshold must be between 0 and 1".into());
+        }
         if self.packs.target_size < 1024 * 1024 || self.packs.target_size > 1 << 31 {
             return Err("packs.target_size must be between 1 MiB and 2 GiB".into());
         }

@@ -72,6 +72,7 @@ impl Store {
         };
         let threshold = self.config().packs.gc_garbage_threshold;
         let mut plans = Vec::new();
+        let mut damaged = Vec::new();
         for name in self.pack_names()? {
             let path = self.pack_file_path(&name);
             let file = File::open(&path).io("opening", &path)?;
@@ -81,6 +82,22 @@ impl Store {
             let rows = match pack::read_footer(&file, &path) {
                 Ok(r) => r,
                 Err(_) => {
+                    // Keep a damaged pack as it is, and keep what can still be read from
+                    // it indexed (entries before the damage), so gc loses nothing.
+                    let (found, _) = pack::scan(&file, &path)?;
+                    let rows = found
+                        .iter()
+                        .map(|(h, off)| FooterRow {
+                            id: h.id,
+                            offset: *off as u32,
+                            kind: h.kind,
+                        })
+                        .collect();
+                    damaged.push(PackInfo {
+                        name: name.clone(),
+                        entries: rows,
+                        size,
+                    });
                     report.packs_damaged.push(name);
                     continue;
                 }
@@ -155,6 +172,7 @@ impl Store {
             })
             .collect();
         infos.extend(new_packs);
+        infos.extend(damaged);
         let old_layers: Vec<_> = list_dir(&self.dir().join(INDEX_DIR))?
             .into_iter()
             .filter(|p| p.extension().is_some_and(|e| e == "idx"))

@@ -291,11 +291,13 @@ impl Iterator for LayerRows<'_> {
     }
 }
 
-/// Writes a layer from rows sorted by id (duplicates skipped), durably, into `dir`.
-/// Returns the new layer's name.
+/// Writes a layer from rows sorted by id (duplicates skipped), durably, into `dir`, using
+/// temporary files in `tmp` whose names start with `prefix` (the writer's session, so
+/// that other processes know they are in use). Returns the new layer's name.
 pub fn write_layer(
     dir: &Path,
     tmp: &Path,
+    prefix: &str,
     packs: &[Arc<str>],
     count_hint: u64,
     rows: impl Iterator<Item = Result<(Id, Location)>>,
@@ -308,7 +310,10 @@ pub fn write_layer(
         .enumerate()
         .map(|(i, p)| (&**p, i as u32))
         .collect();
-    let tmp_path = tmp.join(format!("index-{}.tmp", crate::store::random_hex(8)));
+    let tmp_path = tmp.join(format!(
+        "{prefix}-index-{}.tmp",
+        crate::store::random_hex(8)
+    ));
     let file = File::options()
         .write(true)
         .create_new(true)
@@ -328,7 +333,7 @@ pub fn write_layer(
         header[12] = bits;
         header[24..28].copy_from_slice(&(packs.len() as u32).to_le_bytes());
         // Rows go to a temporary spill so that the header (with the final count) comes first.
-        let mut spill = tempfile_in(tmp)?;
+        let mut spill = tempfile_in(tmp, prefix)?;
         let mut fanout = vec![0u32; 1 << bits];
         let mut count = 0u64;
         let mut last: Option<Id> = None;
@@ -397,8 +402,11 @@ pub fn write_layer(
     result
 }
 
-fn tempfile_in(dir: &Path) -> Result<(File, PathBuf)> {
-    let path = dir.join(format!("spill-{}.tmp", crate::store::random_hex(8)));
+fn tempfile_in(dir: &Path, prefix: &str) -> Result<(File, PathBuf)> {
+    let path = dir.join(format!(
+        "{prefix}-spill-{}.tmp",
+        crate::store::random_hex(8)
+    ));
     let f = File::options()
         .read(true)
         .write(true)
@@ -494,6 +502,7 @@ mod tests {
         let na = write_layer(
             dir.path(),
             dir.path(),
+            "t",
             &[p1.clone()],
             1000,
             a.clone().into_iter().map(Ok),
@@ -502,6 +511,7 @@ mod tests {
         let nb = write_layer(
             dir.path(),
             dir.path(),
+            "t",
             &[p2.clone()],
             b.len() as u64,
             b.clone().into_iter().map(Ok),
@@ -522,6 +532,7 @@ mod tests {
         let nm = write_layer(
             dir.path(),
             dir.path(),
+            "t",
             &[p1, p2],
             merged.len() as u64,
             merged.into_iter().map(Ok),
@@ -540,6 +551,7 @@ mod tests {
         let n = write_layer(
             dir.path(),
             dir.path(),
+            "t",
             &[p.clone()],
             10,
             rows_for(10, &p).into_iter().map(Ok),

@@ -55,6 +55,12 @@ impl Manifest {
         r.header(WHAT, Kind::Manifest as u8, MANIFEST_VERSION)?;
         let size = r.uint(WHAT)?;
         let n = r.count(WHAT)?;
+        if n < 2 {
+            return Err(DecodeError::new(
+                WHAT,
+                "a file of fewer than two chunks has no manifest",
+            ));
+        }
         let mut chunks = Vec::with_capacity(n);
         for _ in 0..n {
             let id = r.id(WHAT)?;
@@ -81,7 +87,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn round_trip(lens in proptest::collection::vec(1u32..1_000_000, 0..50)) {
+        fn round_trip(lens in proptest::collection::vec(1u32..1_000_000, 2..50)) {
             let m = Manifest { chunks: lens.iter().map(|&len| ChunkRef { id: Id::hash(&len.to_le_bytes()), len }).collect() };
             prop_assert_eq!(Manifest::decode(&m.encode()).unwrap(), m);
         }

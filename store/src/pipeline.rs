@@ -160,6 +160,9 @@ impl Shared<'_, '_> {
             .collect();
         if chunks.len() > 1 && self.tx.claim(&file_id)? {
             let raw = Manifest { chunks }.encode();
+            if raw.len() as u64 > crate::pack::MAX_ENTRY_LEN {
+                return Err(StoreError::TooLarge(size));
+            }
             let header = EntryHeader {
                 id: file_id,
                 kind: Kind::Manifest,

@@ -252,6 +252,36 @@ impl Store {
         Ok(None)
     }
 
+    /// Every location the index knows for `id` (several after a consolidation that
+    /// another process has not finished cleaning up).
+    fn locate_all(&self, id: &Id) -> Result<Vec<Location>> {
+        let state = self.index.read().expect("index lock");
+        let mut out: Vec<Location> = state.loose.get(id).cloned().into_iter().collect();
+        for layer in state.layers.iter().rev() {
+            if let Some(l) = layer.lookup(id)? {
+                if !out.contains(&l) {
+                    out.push(l);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Reads `id` from the first of its locations whose pack exists.
+    fn read_any(&self, id: &Id) -> Result<Option<(Kind, Vec<u8>)>> {
+        let mut missing = None;
+        for loc in self.locate_all(id)? {
+            match self.read_at(id, &loc) {
+                Err(e @ StoreError::PackMissing { .. }) => missing = Some(e),
+                other => return other.map(Some),
+            }
+        }
+        match missing {
+            Some(e) => Err(e),
+            None => Ok(None),
+        }
+    }
+
     /// Whether `id` is stored.
     pub fn contains(&self, id: &Id) -> Result<bool> {
         Ok(self.locate(id)?.is_some())
@@ -298,18 +328,14 @@ impl Store {
     /// Reads and verifies an entry. If it is not found, or its pack is gone (another
     /// process may have consolidated packs), the index is reloaded once and the read retried.
     pub fn read_entry(&self, id: &Id) -> Result<(Kind, Vec<u8>)> {
-        if let Some(loc) = self.locate(id)? {
-            match self.read_at(id, &loc) {
-                Err(StoreError::PackMissing { .. }) => {}
-                other => return other,
-            }
+        match self.read_any(id) {
+            Ok(Some(found)) => return Ok(found),
+            Ok(None) | Err(StoreError::PackMissing { .. }) => {}
+            Err(e) => return Err(e),
         }
         self.open_packs.lock().expect("pack cache lock").clear();
         self.reload_index()?;
-        match self.locate(id)? {
-            Some(loc) => self.read_at(id, &loc),
-            None => Err(StoreError::Missing(*id)),
-        }
+        self.read_any(id)?.ok_or(StoreError::Missing(*id))
     }
 
     /// Reads an object and checks its kind.
@@ -467,13 +493,18 @@ impl Store {
             return Ok(s.prefix.clone());
         }
         let prefix = format!("s{}", random_hex(8));
-        let path = self.dir.join(TMP_DIR).join(format!("{prefix}.lock"));
+        // Lock the file before it gets the name other processes look for, so none of
+        // them can mistake the new session for a dead one.
+        let tmp = self.dir.join(TMP_DIR);
+        let locking = tmp.join(format!("{prefix}.locking"));
+        let path = tmp.join(format!("{prefix}.lock"));
         let f = File::options()
             .write(true)
             .create_new(true)
-            .open(&path)
-            .io("creating", &path)?;
-        f.lock().io("locking", &path)?;
+            .open(&locking)
+            .io("creating", &locking)?;
+        f.lock().io("locking", &locking)?;
+        std::fs::rename(&locking, &path).io("renaming", &path)?;
         *s = Some(Session {
             prefix: prefix.clone(),
             _lock: f,
@@ -523,12 +554,17 @@ impl Store {
                 continue;
             };
             let owner = name.split(['-', '.']).next().unwrap_or_default();
-            if live.contains(owner) {
+            if live.contains(owner) || (dead.contains(owner) && name.ends_with(".lock")) {
                 continue;
             }
-            // Files of a dead session, and files of no session (interrupted before one
-            // was registered), are orphans; remove the data files before the lock file.
-            if dead.contains(owner) && name.ends_with(".lock") {
+            // Files of a dead session are orphans. Files of no known session are left
+            // for a minute: their writer may be registering its session right now.
+            let young = p
+                .metadata()
+                .and_then(|m| m.modified())
+                .map(|t| t.elapsed().map_or(true, |age| age.as_secs() < 60))
+                .unwrap_or(false);
+            if !dead.contains(owner) && young {
                 continue;
             }
             if std::fs::remove_file(p).is_ok() {
@@ -536,9 +572,7 @@ impl Store {
             }
         }
         for prefix in dead {
-            if std::fs::remove_file(tmp.join(format!("{prefix}.lock"))).is_ok() {
-                removed += 1;
-            }
+            let _ = std::fs::remove_file(tmp.join(format!("{prefix}.lock")));
         }
         Ok(removed)
     }
@@ -619,6 +653,7 @@ impl Store {
         write_layer(
             &self.dir.join(INDEX_DIR),
             &self.dir.join(TMP_DIR),
+            &self.session_prefix()?,
             &packs,
             rows.len() as u64,
             rows.into_iter().map(Ok),
@@ -644,8 +679,19 @@ impl Store {
     /// and merges index layers so lookups touch few files. Safe to run concurrently with
     /// readers and writers; data is copied before anything is removed.
     pub fn maintain(&self) -> Result<()> {
+        // Maintenance writes and removes files: keep `gc` out for its whole duration.
+        let lock_path = self.dir.join(LOCK_FILE);
+        let lock = File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&lock_path)
+            .io("opening", &lock_path)?;
+        lock.lock_shared().io("locking", &lock_path)?;
         self.consolidate_small_packs()?;
         self.merge_layers()?;
+        drop(lock);
         Ok(())
     }
 
@@ -725,6 +771,7 @@ impl Store {
             let name = write_layer(
                 &self.dir.join(INDEX_DIR),
                 &self.dir.join(TMP_DIR),
+                &self.session_prefix()?,
                 &packs,
                 acc,
                 merged_rows(&take)?,

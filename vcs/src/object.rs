@@ -349,6 +349,9 @@ impl View {
         let mut r = Reader::new(bytes);
         r.header(W, Kind::View as u8, VIEW_VERSION)?;
         let heads = read_ids(&mut r, W)?;
+        if heads.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(DecodeError::new(W, "heads are not sorted and unique"));
+        }
         let branches = read_refs(&mut r, W)?;
         let tags = read_refs(&mut r, W)?;
         let current_branch = match r.u8(W)? {
@@ -705,6 +708,9 @@ mod tests {
         #[test]
         fn view_and_operation_round_trip(heads in proptest::collection::vec(id(), 0..3), branches in proptest::collection::btree_map("[a-z]{1,8}", id(), 0..4), wc in proptest::option::of(id()), desc in ".{0,30}", start in any::<i64>(), end in any::<i64>()) {
             let view = View { heads, branches: branches.into_iter().collect(), tags: vec![], current_branch: Some("main".into()), wc_commit: wc };
+            let mut view = view;
+            view.heads.sort();
+            view.heads.dedup();
             prop_assert_eq!(View::decode(&view.encode()).unwrap(), view.clone());
             let op = Operation { parents: view.heads.clone(), view: Id::hash(b"v"), start_ms: start, end_ms: end, tz_offset_min: 60, user: "u".into(), host: "h".into(), description: desc, events: vec![
                 Event::RepoInitialized, Event::CommitCreated { commit: Id::hash(b"c") },

@@ -316,6 +316,9 @@ impl Repo {
         events: Vec<Event>,
         start_ms: i64,
     ) -> Result<Id> {
+        let mut view = view;
+        view.heads.sort();
+        view.heads.dedup();
         let view_id = tx.write_object(Kind::View, &view.encode())?;
         let op = Operation {
             parents: parents.to_vec(),
@@ -348,7 +351,9 @@ impl Repo {
             }
         }
         lifeos_store::store::sync_dir(&heads_dir)?;
-        self.store.maintain()?;
+        // The operation is published; maintenance only tidies the index, and a failure
+        // there must not make a recorded commit look failed. The next writer retries it.
+        let _ = self.store.maintain();
         Ok(op_id)
     }
 

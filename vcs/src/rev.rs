@@ -110,7 +110,11 @@ impl Repo {
             return Ok(Some(id));
         }
         if let Some(id) = Id::from_hex(&sym.to_ascii_lowercase()) {
-            if self.store().contains(&id)? {
+            if self
+                .store()
+                .locate(&id)?
+                .is_some_and(|l| l.kind == lifeos_store::Kind::Commit)
+            {
                 return Ok(Some(id));
             }
         }

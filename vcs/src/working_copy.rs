@@ -93,10 +93,13 @@ impl WcState {
                 .uint(e.size)
                 .raw(&e.mtime_ns.to_le_bytes())
                 .raw(&e.ctime_ns.to_le_bytes());
-            w.uint(e.ino)
-                .uint(u64::from(e.mode))
-                .u8(e.kind as u8)
-                .id(&e.id);
+            let kind = match e.kind {
+                EntryKind::File => 0,
+                EntryKind::Executable => 1,
+                EntryKind::Symlink => 2,
+                EntryKind::Dir => 3,
+            };
+            w.uint(e.ino).uint(u64::from(e.mode)).u8(kind).id(&e.id);
         }
         let sum = blake3::hash(w.as_slice());
         w.raw(&sum.as_bytes()[..16]);

@@ -207,6 +207,7 @@ fn plant_tree(d: &Path, tree_bytes: Vec<u8>, extra: &[(Kind, Vec<u8>)]) {
         committer: sig,
         message: b"evil".to_vec(),
         extra_headers: vec![],
+        conflicts: vec![],
     };
     let c = tx.write_object(Kind::Commit, &commit.encode()).unwrap();
     let mut view = head.view.clone();

@@ -4,14 +4,13 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use lifeos_store::StoreConfig;
-use lifeos_vcs::object::change_id_str;
 use lifeos_vcs::working_copy::SnapshotProgress;
 use lifeos_vcs::{EntryKind, Repo};
 use serde_json::json;
 
 use crate::error::{CliError, CliResult};
 use crate::output::{bar, human_bytes, local_time, print_json, Style};
-use crate::{Cli, Command};
+use crate::{history, Cli, Command};
 
 fn cwd(cli_dir: &Option<PathBuf>) -> CliResult<PathBuf> {
     let here = std::env::current_dir()
@@ -51,13 +50,60 @@ pub fn run(cli: Cli, style: Style) -> CliResult<u8> {
         Command::Ls {
             path,
             revision,
+            at,
             json,
-        } => ls(&open(&here)?, path.as_deref(), &revision, json),
-        Command::Cat { path, revision } => cat(&open(&here)?, &path, &revision),
-        Command::Restore { to, revision, json } => {
-            restore(&open(&here)?, &here.join(to), &revision, json)
+        } => ls(&open(&here)?, path.as_deref(), &revision, &at, json),
+        Command::Cat { path, revision, at } => cat(&open(&here)?, &path, &revision, &at),
+        Command::Restore {
+            path,
+            to,
+            revision,
+            at,
+            force,
+            json,
+        } => {
+            let repo = open(&here)?;
+            match (path, to) {
+                (None, Some(to)) => restore(&repo, &here.join(to), &revision, &at, json),
+                (Some(p), None) => history::restore_path(&repo, &p, &revision, &at, force, json, style),
+                (Some(_), Some(_)) => Err(CliError::new("give either PATH or --to DIR, not both")),
+                (None, None) => Err(CliError::new("nothing to restore")
+                    .hint("name a PATH to bring back into the folder, or --to DIR to materialise a whole revision")),
+            }
         }
-        Command::Log { revision, json } => log(&open(&here)?, &revision, json, style),
+        Command::Log {
+            path,
+            revision,
+            limit,
+            at,
+            json,
+        } => history::log(
+            &open(&here)?,
+            path.as_deref(),
+            revision.as_deref(),
+            limit,
+            &at,
+            json,
+            style,
+        ),
+        Command::Show { revision, at, json } => {
+            history::show(&open(&here)?, &revision, &at, json, style)
+        }
+        Command::Status { json } => history::status(&open(&here)?, json, style),
+        Command::Branch(b) => history::branch(&open(&here)?, b, style),
+        Command::Tag(t) => history::tag(&open(&here)?, t, style),
+        Command::Checkout {
+            branch,
+            revision,
+            force,
+        } => history::checkout(&open(&here)?, branch, revision, force, style),
+        Command::Describe { revision, message } => {
+            history::describe(&open(&here)?, &revision, &message, style)
+        }
+        Command::Merge { branch } => history::merge(&open(&here)?, &branch, style),
+        Command::Op(o) => history::op(&open(&here)?, o, style),
+        Command::Undo { force } => history::undo(&open(&here)?, force, style),
+        Command::Reindex => history::reindex(&open(&here)?),
         Command::Stats { json } => stats(&open(&here)?, json),
         Command::Fsck { json } => fsck(&open(&here)?, json, style),
         Command::Gc { json } => gc(&open(&here)?, json),
@@ -137,15 +183,48 @@ fn commit(
     Ok(0)
 }
 
-fn resolve(repo: &Repo, rev: &str) -> CliResult<(lifeos_store::Id, lifeos_vcs::Commit)> {
-    let head = repo.head()?;
-    let id = repo.resolve_rev(&head.view, rev)?;
+/// The view to read: the current one, or the one `--at` names (said on stderr).
+pub(crate) fn view_at(repo: &Repo, at: &crate::AtArg) -> CliResult<lifeos_vcs::View> {
+    match &at.at {
+        None => Ok(repo.head()?.view),
+        Some(when) => {
+            let a = repo.op_at(when)?;
+            let asked = a
+                .asked_ms
+                .map(|t| format!(", the last at or before {}", local_time(t)))
+                .unwrap_or_default();
+            eprintln!(
+                "as of operation {} ({}{asked})",
+                a.state.id.short(12),
+                local_time(a.state.op.end_ms)
+            );
+            Ok(a.state.view)
+        }
+    }
+}
+
+/// Resolves a revision in a view and reads the commit.
+pub(crate) fn resolve_in(
+    repo: &Repo,
+    view: &lifeos_vcs::View,
+    rev: &str,
+) -> CliResult<(lifeos_store::Id, lifeos_vcs::Commit)> {
+    let id = repo.resolve_rev(view, rev)?;
     let c = repo.commit(&id)?;
     Ok((id, c))
 }
 
+fn resolve(
+    repo: &Repo,
+    rev: &str,
+    at: &crate::AtArg,
+) -> CliResult<(lifeos_store::Id, lifeos_vcs::Commit)> {
+    let view = view_at(repo, at)?;
+    resolve_in(repo, &view, rev)
+}
+
 /// Walks a tree depth-first, calling `f` with each entry's path.
-fn walk(
+pub(crate) fn walk(
     repo: &Repo,
     tree: &lifeos_store::Id,
     prefix: &str,
@@ -167,8 +246,8 @@ fn walk(
     Ok(())
 }
 
-fn ls(repo: &Repo, path: Option<&str>, rev: &str, json: bool) -> CliResult<u8> {
-    let (id, c) = resolve(repo, rev)?;
+fn ls(repo: &Repo, path: Option<&str>, rev: &str, at: &crate::AtArg, json: bool) -> CliResult<u8> {
+    let (id, c) = resolve(repo, rev, at)?;
     let mut rows = Vec::new();
     let mut collect =
         |p: &str, e: &lifeos_vcs::TreeEntry| rows.push((p.to_string(), e.kind, e.size, e.id));
@@ -211,8 +290,8 @@ fn ls(repo: &Repo, path: Option<&str>, rev: &str, json: bool) -> CliResult<u8> {
     Ok(0)
 }
 
-fn cat(repo: &Repo, path: &str, rev: &str) -> CliResult<u8> {
-    let (_, c) = resolve(repo, rev)?;
+fn cat(repo: &Repo, path: &str, rev: &str, at: &crate::AtArg) -> CliResult<u8> {
+    let (_, c) = resolve(repo, rev, at)?;
     let clean = lifeos_vcs::repo::split_path(path)?.join("/");
     let entry =
         repo.lookup_path(&c.tree, &clean)?
@@ -243,8 +322,8 @@ fn cat(repo: &Repo, path: &str, rev: &str) -> CliResult<u8> {
     Ok(0)
 }
 
-fn restore(repo: &Repo, to: &Path, rev: &str, json: bool) -> CliResult<u8> {
-    let (id, c) = resolve(repo, rev)?;
+fn restore(repo: &Repo, to: &Path, rev: &str, at: &crate::AtArg, json: bool) -> CliResult<u8> {
+    let (id, c) = resolve(repo, rev, at)?;
     let total = repo.tree(&c.tree)?.total_size();
     let pb = bar(total, "restoring");
     let st = repo.restore_tree_to(&c.tree, to, &|n| pb.inc(n))?;
@@ -261,46 +340,6 @@ fn restore(repo: &Repo, to: &Path, rev: &str, json: bool) -> CliResult<u8> {
             st.files,
             human_bytes(st.bytes),
             to.display()
-        );
-    }
-    Ok(0)
-}
-
-fn log(repo: &Repo, rev: &str, json: bool, style: Style) -> CliResult<u8> {
-    let (mut id, mut c) = resolve(repo, rev)?;
-    let mut rows = Vec::new();
-    loop {
-        rows.push((id, c.clone()));
-        let Some(p) = c.parents.first().copied() else {
-            break;
-        };
-        id = p;
-        c = repo.commit(&id)?;
-    }
-    if json {
-        print_json(
-            "lifeos.log.v1",
-            json!({"commits": rows.iter().map(|(id, c)| json!({
-                "commit": id.to_hex(),
-                "change_id": change_id_str(&c.change_id),
-                "parents": c.parents.iter().map(|p| p.to_hex()).collect::<Vec<_>>(),
-                "tree": c.tree.to_hex(),
-                "author": {"name": c.author.name, "email": c.author.email, "time": c.author.time, "tz_offset_min": c.author.tz_offset_min},
-                "message": String::from_utf8_lossy(&c.message),
-            })).collect::<Vec<_>>()}),
-        );
-        return Ok(0);
-    }
-    let mut out = std::io::stdout().lock();
-    for (id, c) in rows {
-        let _ = writeln!(
-            out,
-            "{} {} {} {}\n    {}",
-            style.change(&change_id_str(&c.change_id)[..12]),
-            style.id(&id.short(12)),
-            c.author.name,
-            style.dim(&local_time(c.author.time * 1000)),
-            c.summary()
         );
     }
     Ok(0)

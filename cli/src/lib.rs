@@ -5,6 +5,7 @@
 
 mod commands;
 mod error;
+mod history;
 mod output;
 
 use std::path::PathBuf;
@@ -67,6 +68,9 @@ pub enum Command {
         /// The revision (default `@`).
         #[arg(short, long, default_value = "@")]
         revision: String,
+        #[command(flatten)]
+        #[allow(missing_docs)]
+        at: AtArg,
         /// Print JSON (schema lifeos.ls.v1).
         #[arg(long)]
         json: bool,
@@ -78,28 +82,108 @@ pub enum Command {
         /// The revision (default `@`).
         #[arg(short, long, default_value = "@")]
         revision: String,
+        #[command(flatten)]
+        #[allow(missing_docs)]
+        at: AtArg,
     },
-    /// Materialise a whole commit in a new folder.
+    /// Bring back files: a whole commit into a new folder (`--to`), or PATH into the working
+    /// folder as a new commit.
     Restore {
-        /// The folder to create (must be missing or empty).
+        /// A file or folder to bring back into the working folder (recorded as a new commit).
+        path: Option<String>,
+        /// Materialise the whole revision in this new or empty folder instead.
         #[arg(long, value_name = "DIR")]
-        to: PathBuf,
-        /// The revision (default `@`).
+        to: Option<PathBuf>,
+        /// The revision to take it from (default `@`).
         #[arg(short, long, default_value = "@")]
         revision: String,
+        #[command(flatten)]
+        #[allow(missing_docs)]
+        at: AtArg,
+        /// Overwrite uncommitted changes to PATH (they are saved as a commit first).
+        #[arg(long)]
+        force: bool,
         /// Print JSON (schema lifeos.restore.v1).
         #[arg(long)]
         json: bool,
     },
-    /// Show commits of the current branch, newest first.
+    /// Show commits, newest first (default: the ancestors of `@`).
     Log {
-        /// Start from this revision (default `@`).
-        #[arg(short, long, default_value = "@")]
-        revision: String,
+        /// Only commits that changed this path (a file or folder).
+        path: Option<String>,
+        /// A revision or revset, e.g. `main..trip`, `author(ann)`, `files(photos/*)`.
+        #[arg(short, long)]
+        revision: Option<String>,
+        /// Show at most this many commits.
+        #[arg(short = 'n', long)]
+        limit: Option<usize>,
+        #[command(flatten)]
+        #[allow(missing_docs)]
+        at: AtArg,
         /// Print JSON (schema lifeos.log.v1).
         #[arg(long)]
         json: bool,
     },
+    /// Show one commit: its metadata and the files it changed.
+    Show {
+        /// The revision (default `@`).
+        #[arg(default_value = "@")]
+        revision: String,
+        #[command(flatten)]
+        #[allow(missing_docs)]
+        at: AtArg,
+        /// Print JSON (schema lifeos.show.v1).
+        #[arg(long)]
+        json: bool,
+    },
+    /// What changed in the folder since the last commit.
+    Status {
+        /// Print JSON (schema lifeos.status.v1).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Create, list, move or delete branches.
+    #[command(subcommand)]
+    Branch(BranchCmd),
+    /// Create, list or delete tags.
+    #[command(subcommand)]
+    Tag(TagCmd),
+    /// Switch the folder to a branch or revision.
+    Checkout {
+        /// A branch to switch to (the folder then follows it).
+        branch: Option<String>,
+        /// A revision to switch to, detached from any branch.
+        #[arg(short, long, conflicts_with = "branch")]
+        revision: Option<String>,
+        /// Replace uncommitted changes (they are saved as a commit first).
+        #[arg(long)]
+        force: bool,
+    },
+    /// Change a commit's message; its change id stays.
+    Describe {
+        /// The revision (default `@`).
+        #[arg(short, long, default_value = "@")]
+        revision: String,
+        /// The new message.
+        #[arg(short, long)]
+        message: String,
+    },
+    /// Merge a branch into the current one.
+    Merge {
+        /// The branch (or revision) to merge.
+        branch: String,
+    },
+    /// The operation log.
+    #[command(subcommand)]
+    Op(OpCmd),
+    /// Revert the last operation (by writing a new one).
+    Undo {
+        /// Replace uncommitted changes (they are saved as a commit first).
+        #[arg(long)]
+        force: bool,
+    },
+    /// Rebuild the catalog (the index of history and content) from the objects.
+    Reindex,
     /// Logical bytes, stored bytes, dedup ratio, chunks, packs.
     Stats {
         /// Print JSON (schema lifeos.stats.v1).
@@ -117,6 +201,102 @@ pub enum Command {
         /// Print JSON (schema lifeos.gc.v1).
         #[arg(long)]
         json: bool,
+    },
+}
+
+/// `--at WHEN`: read the repository as it was then.
+#[derive(Debug, Clone, clap::Args)]
+pub struct AtArg {
+    /// Read the repository as it was at WHEN: a time ("2026-11-01 14:00", 2026-11-01,
+    /// yesterday, "3 days ago", "last monday") or an operation id.
+    #[arg(long, value_name = "WHEN")]
+    pub at: Option<String>,
+}
+
+/// `lifeos branch ...`
+#[derive(Debug, Subcommand)]
+pub enum BranchCmd {
+    /// Create a branch at a revision (default `@`).
+    Create {
+        /// Name.
+        name: String,
+        /// Where it points.
+        #[arg(short, long, default_value = "@")]
+        revision: String,
+    },
+    /// Move an existing branch.
+    Set {
+        /// Name.
+        name: String,
+        /// Where it points.
+        #[arg(short, long)]
+        revision: String,
+    },
+    /// Delete a branch.
+    Delete {
+        /// Name.
+        name: String,
+    },
+    /// List branches.
+    List {
+        #[command(flatten)]
+        #[allow(missing_docs)]
+        at: AtArg,
+        /// Print JSON (schema lifeos.branches.v1).
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `lifeos tag ...`
+#[derive(Debug, Subcommand)]
+pub enum TagCmd {
+    /// Create a tag at a revision (default `@`).
+    Create {
+        /// Name.
+        name: String,
+        /// Where it points.
+        #[arg(short, long, default_value = "@")]
+        revision: String,
+        /// Move the tag if it exists.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Delete a tag.
+    Delete {
+        /// Name.
+        name: String,
+    },
+    /// List tags.
+    List {
+        #[command(flatten)]
+        #[allow(missing_docs)]
+        at: AtArg,
+        /// Print JSON (schema lifeos.tags.v1).
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `lifeos op ...`
+#[derive(Debug, Subcommand)]
+pub enum OpCmd {
+    /// Every operation, newest first: what, when, who, and its events.
+    Log {
+        /// Show at most this many operations.
+        #[arg(short = 'n', long)]
+        limit: Option<usize>,
+        /// Print JSON (schema lifeos.oplog.v1).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Restore the whole repository view as it was after an operation.
+    Restore {
+        /// The operation id (a unique prefix).
+        op: String,
+        /// Replace uncommitted changes (they are saved as a commit first).
+        #[arg(long)]
+        force: bool,
     },
 }
 

@@ -109,3 +109,18 @@ pub fn local_time(ms: i64) -> String {
         Err(_) => format!("@{ms}ms"),
     }
 }
+
+/// Formats a time relative to now: "3 minutes ago", "2 days ago", or the date when old.
+pub fn relative_time(ms: i64) -> String {
+    let now = jiff::Timestamp::now().as_millisecond();
+    let secs = (now - ms) / 1000;
+    let (n, unit) = match secs {
+        s if s < 0 => return local_time(ms),
+        s if s < 60 => return "just now".into(),
+        s if s < 3600 => (s / 60, "minute"),
+        s if s < 86_400 => (s / 3600, "hour"),
+        s if s < 30 * 86_400 => (s / 86_400, "day"),
+        _ => return local_time(ms)[..10].to_string(),
+    };
+    format!("{n} {unit}{} ago", if n == 1 { "" } else { "s" })
+}

@@ -3,7 +3,6 @@
 use std::collections::HashSet;
 use std::fs::File;
 use std::path::PathBuf;
-use std::sync::Mutex;
 
 use crate::error::{IoContext, Result};
 use crate::id::Id;
@@ -46,26 +45,15 @@ impl Store {
     /// thread. `progress` receives bytes as they are verified.
     pub fn check_packs(&self, progress: &(dyn Fn(u64) + Sync)) -> Result<PackCheck> {
         let names = self.pack_names()?;
-        let report = Mutex::new(PackCheck::default());
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let threads = std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(2);
-        std::thread::scope(|s| {
-            for _ in 0..threads {
-                s.spawn(|| loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(name) = names.get(i) else { break };
-                    let (entries, bytes, problems) = self.check_pack(name, progress);
-                    let mut r = report.lock().expect("report lock");
-                    r.packs += 1;
-                    r.entries += entries;
-                    r.bytes += bytes;
-                    r.problems.extend(problems);
-                });
-            }
-        });
-        let mut report = report.into_inner().expect("report lock");
+        let mut report = PackCheck::default();
+        for (entries, bytes, problems) in
+            crate::par::map(&names, |name| self.check_pack(name, progress))
+        {
+            report.packs += 1;
+            report.entries += entries;
+            report.bytes += bytes;
+            report.problems.extend(problems);
+        }
         let present: HashSet<&str> = names.iter().map(|s| s.as_str()).collect();
         for path in list_dir(&self.dir().join(INDEX_DIR))? {
             if path.extension().is_none_or(|e| e != "idx") {

@@ -485,7 +485,7 @@ mod tests {
                 )
             })
             .collect();
-        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v.sort_by_key(|r| r.0);
         v
     }
 
@@ -503,7 +503,7 @@ mod tests {
             dir.path(),
             dir.path(),
             "t",
-            &[p1.clone()],
+            std::slice::from_ref(&p1),
             1000,
             a.clone().into_iter().map(Ok),
         )
@@ -512,7 +512,7 @@ mod tests {
             dir.path(),
             dir.path(),
             "t",
-            &[p2.clone()],
+            std::slice::from_ref(&p2),
             b.len() as u64,
             b.clone().into_iter().map(Ok),
         )
@@ -552,7 +552,7 @@ mod tests {
             dir.path(),
             dir.path(),
             "t",
-            &[p.clone()],
+            std::slice::from_ref(&p),
             10,
             rows_for(10, &p).into_iter().map(Ok),
         )

@@ -17,6 +17,7 @@ pub mod id;
 pub mod index;
 pub mod manifest;
 pub mod pack;
+pub mod par;
 pub mod pipeline;
 pub mod store;
 

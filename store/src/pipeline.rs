@@ -216,9 +216,7 @@ impl Transaction<'_> {
         paths: &[PathBuf],
         progress: &(dyn Fn(u64) + Sync),
     ) -> Result<Vec<Result<StoredFile>>> {
-        let threads = std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(2);
+        let threads = crate::par::threads();
         let level = self.store().config().compression.zstd_level;
         let chunking = self.store().config().chunking;
         let claims = Claims {
@@ -294,4 +292,27 @@ impl Transaction<'_> {
 
 fn is_pipeline_error(e: &StoreError) -> bool {
     matches!(e, StoreError::Io { path, .. } if path.as_os_str() == "(pipeline)")
+}
+
+impl Transaction<'_> {
+    /// Stores in-memory bytes as a file (chunked like any file); returns its id.
+    pub fn store_bytes(&mut self, data: &[u8]) -> Result<Id> {
+        let chunking = self.store().config().chunking;
+        let mut chunker = Chunker::new(data, chunking);
+        let mut chunks = Vec::new();
+        while let Some(c) = chunker.next_chunk().expect("reading a slice cannot fail") {
+            chunks.push(ChunkRef {
+                id: Id::hash(c),
+                len: c.len() as u32,
+            });
+            self.write_entry(chunks.last().expect("pushed").id, Kind::Chunk, c)?;
+        }
+        let (id, _) = chunker.content_hash();
+        match chunks.len() {
+            0 => self.write_entry(id, Kind::Chunk, &[])?,
+            1 => {}
+            _ => self.write_entry(id, Kind::Manifest, &Manifest { chunks }.encode())?,
+        }
+        Ok(id)
+    }
 }

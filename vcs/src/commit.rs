@@ -1,10 +1,10 @@
 //! Recording the working folder as a commit.
 
-use lifeos_store::{Id, Kind};
+use lifeos_store::{Id, Kind, Transaction};
 
 use crate::error::Result;
-use crate::object::{Commit, Event};
-use crate::repo::{now_ms, Repo};
+use crate::object::{Commit, Event, View};
+use crate::repo::{now_ms, OpState, Repo};
 use crate::working_copy::{Snapshot, SnapshotProgress};
 
 /// What `commit` did.
@@ -20,6 +20,8 @@ pub struct CommitOutcome {
     pub branch: Option<String>,
     /// The snapshot.
     pub snapshot: Snapshot,
+    /// Merge conflicts still unresolved in the new commit.
+    pub conflicts: Vec<String>,
 }
 
 /// Random bytes for a new change id.
@@ -30,8 +32,8 @@ pub fn new_change_id() -> [u8; 16] {
 }
 
 impl Repo {
-    /// Snapshots the working folder and, if it differs from its parent commit (or
-    /// `allow_empty`), records it as a new commit on the current branch.
+    /// Snapshots the working folder and, if it differs from `@` (or `allow_empty`),
+    /// records it as a new commit on the current branch.
     pub fn commit_working_copy(
         &self,
         message: &[u8],
@@ -40,17 +42,40 @@ impl Repo {
     ) -> Result<CommitOutcome> {
         let start = now_ms();
         let head = self.head()?;
-        let mut tx = self.store().transaction()?;
+        let tx = self.store().transaction()?;
+        let view = head.view.clone();
+        self.record(
+            tx,
+            &head,
+            view,
+            message,
+            allow_empty,
+            progress,
+            Vec::new(),
+            start,
+        )
+    }
+
+    /// Snapshots the folder into `tx` and publishes a commit on top of `view`'s `@`, with
+    /// `events` added to the operation. Conflicts of the parent carry over for paths the
+    /// new commit leaves as the merge wrote them; changing such a path resolves it.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn record(
+        &self,
+        mut tx: Transaction<'_>,
+        head: &OpState,
+        mut view: View,
+        message: &[u8],
+        allow_empty: bool,
+        progress: &dyn SnapshotProgress,
+        mut events: Vec<Event>,
+        start: i64,
+    ) -> Result<CommitOutcome> {
         let snapshot = self.snapshot(&mut tx, progress)?;
-        let branch = head.view.current_branch.clone();
-        let parent = match &branch {
-            Some(b) => head.view.branch(b),
-            None => head.view.wc_commit,
-        };
-        let parent_tree = parent
-            .map(|p| self.commit(&p).map(|c| c.tree))
-            .transpose()?;
-        if parent_tree == Some(snapshot.tree) && !allow_empty {
+        let branch = view.current_branch.clone();
+        let parent = view.at_commit();
+        let parent_commit = parent.map(|p| self.commit(&p)).transpose()?;
+        if parent_commit.as_ref().map(|c| c.tree) == Some(snapshot.tree) && !allow_empty {
             drop(tx);
             if snapshot.state_changed {
                 self.save_wc_state(&snapshot.state)?;
@@ -61,7 +86,18 @@ impl Repo {
                 parent,
                 branch,
                 snapshot,
+                conflicts: Vec::new(),
             });
+        }
+        let mut conflicts = Vec::new();
+        if let Some(pc) = &parent_commit {
+            for c in &pc.conflicts {
+                let before = self.lookup_path(&pc.tree, &c.path)?;
+                let after = self.lookup_path_tx(&tx, &snapshot.tree, &c.path)?;
+                if before.map(|e| e.id) == after.map(|e| e.id) {
+                    conflicts.push(c.clone());
+                }
+            }
         }
         let sig = self.signature(start);
         let commit = Commit {
@@ -72,14 +108,13 @@ impl Repo {
             committer: sig,
             message: message.to_vec(),
             extra_headers: Vec::new(),
+            conflicts,
         };
         let id = tx.write_object(Kind::Commit, &commit.encode())?;
-        let mut view = head.view.clone();
         view.heads.retain(|h| Some(*h) != parent);
         view.heads.push(id);
-        view.heads.sort();
         view.wc_commit = Some(id);
-        let mut events = vec![Event::CommitCreated { commit: id }];
+        events.insert(0, Event::CommitCreated { commit: id });
         if let Some(b) = &branch {
             view.set_branch(b, Some(id));
             events.push(Event::BranchMoved {
@@ -104,6 +139,38 @@ impl Repo {
             parent,
             branch,
             snapshot,
+            conflicts: commit.conflicts.iter().map(|c| c.path.clone()).collect(),
         })
+    }
+
+    /// Like [`Repo::lookup_path`], reading trees written by `tx` too.
+    pub(crate) fn lookup_path_tx(
+        &self,
+        tx: &Transaction<'_>,
+        root: &Id,
+        path: &str,
+    ) -> Result<Option<crate::object::TreeEntry>> {
+        let comps = crate::repo::split_path(path)?;
+        let mut id = *root;
+        for (i, c) in comps.iter().enumerate() {
+            let raw = tx.read_object(&id, Kind::Tree)?;
+            let tree =
+                crate::object::Tree::decode(&raw).map_err(|source| crate::VcsError::Decode {
+                    kind: "tree",
+                    id,
+                    source,
+                })?;
+            let Some(e) = tree.get(c.as_bytes()).cloned() else {
+                return Ok(None);
+            };
+            if i + 1 == comps.len() {
+                return Ok(Some(e));
+            }
+            if e.kind != crate::object::EntryKind::Dir {
+                return Ok(None);
+            }
+            id = e.id;
+        }
+        Ok(None)
     }
 }

@@ -105,6 +105,23 @@ pub enum VcsError {
         /// Why.
         reason: String,
     },
+    /// The catalog (an index, rebuilt by `lifeos reindex`) failed.
+    #[error("catalog {path}: {reason}")]
+    Catalog {
+        /// The catalog file.
+        path: PathBuf,
+        /// What failed.
+        reason: String,
+    },
+    /// A time given with `--at` could not be used.
+    #[error("{0}")]
+    BadTime(String),
+    /// The working folder has changes that an operation would overwrite.
+    #[error("the working folder has uncommitted changes: {}", .0.join(", "))]
+    Uncommitted(Vec<String>),
+    /// An operation is not possible in the current state.
+    #[error("{0}")]
+    Refused(String),
     /// The repository's history objects are inconsistent.
     #[error("repository is inconsistent: {0}")]
     Inconsistent(String),

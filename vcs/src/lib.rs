@@ -7,13 +7,19 @@
 
 #![warn(missing_docs)]
 
+pub mod catalog;
 pub mod check;
 pub mod commit;
 pub mod error;
+pub mod history;
+pub mod merge;
 pub mod object;
 pub mod repo;
 pub mod restore;
 pub mod rev;
+pub mod revset;
+pub mod treediff;
+pub mod when;
 pub mod working_copy;
 
 pub use error::{Result, VcsError};

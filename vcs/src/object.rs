@@ -194,6 +194,22 @@ pub struct Commit {
     pub message: Vec<u8>,
     /// Extra git headers (name, value) kept so a git commit can be re-created byte for byte.
     pub extra_headers: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Paths a merge could not resolve, with the three versions (sorted by path).
+    pub conflicts: Vec<Conflict>,
+}
+
+/// A path a merge could not resolve: the tree holds a version with conflict markers (or
+/// ours, for binary files); the three inputs are kept so nothing is lost.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Conflict {
+    /// Repository path.
+    pub path: String,
+    /// The merge base's version (file id), if it had one.
+    pub base: Option<Id>,
+    /// Our side's version.
+    pub ours: Option<Id>,
+    /// Their side's version.
+    pub theirs: Option<Id>,
 }
 
 fn write_sig(w: &mut Writer, s: &Signature) {
@@ -239,6 +255,13 @@ impl Commit {
         for (k, v) in &self.extra_headers {
             w.bytes(k).bytes(v);
         }
+        w.uint(self.conflicts.len() as u64);
+        for c in &self.conflicts {
+            w.bytes(c.path.as_bytes());
+            write_opt_id(&mut w, &c.base);
+            write_opt_id(&mut w, &c.ours);
+            write_opt_id(&mut w, &c.theirs);
+        }
         w.finish()
     }
 
@@ -258,6 +281,23 @@ impl Commit {
         for _ in 0..n {
             extra_headers.push((r.bytes(W)?.to_vec(), r.bytes(W)?.to_vec()));
         }
+        let n = r.count(W)?;
+        let mut conflicts: Vec<Conflict> = Vec::with_capacity(n);
+        for _ in 0..n {
+            let path = r.str(W)?.to_string();
+            if conflicts.last().is_some_and(|c| c.path >= path) {
+                return Err(DecodeError::new(W, "conflict paths are not sorted"));
+            }
+            let base = read_opt_id(&mut r, W)?;
+            let ours = read_opt_id(&mut r, W)?;
+            let theirs = read_opt_id(&mut r, W)?;
+            conflicts.push(Conflict {
+                path,
+                base,
+                ours,
+                theirs,
+            });
+        }
         r.finish(W)?;
         Ok(Commit {
             tree,
@@ -267,6 +307,7 @@ impl Commit {
             committer,
             message,
             extra_headers,
+            conflicts,
         })
     }
 
@@ -701,7 +742,8 @@ mod tests {
 
         #[test]
         fn commit_round_trip(tree in id(), parents in proptest::collection::vec(id(), 0..3), change in any::<[u8; 16]>(), a in sig(), c in sig(), message in proptest::collection::vec(any::<u8>(), 0..100)) {
-            let commit = Commit { tree, parents, change_id: change, author: a, committer: c, message, extra_headers: vec![(b"gpgsig".to_vec(), b"sig".to_vec())] };
+            let commit = Commit { tree, parents, change_id: change, author: a, committer: c, message, extra_headers: vec![(b"gpgsig".to_vec(), b"sig".to_vec())],
+                conflicts: vec![Conflict { path: "a.txt".into(), base: None, ours: Some(Id::hash(b"o")), theirs: Some(Id::hash(b"t")) }] };
             prop_assert_eq!(Commit::decode(&commit.encode()).unwrap(), commit);
         }
 

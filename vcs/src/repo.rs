@@ -33,7 +33,10 @@ impl Actor {
     pub fn from_env() -> Actor {
         let user = std::env::var("LIFEOS_AUTHOR_NAME")
             .or_else(|_| std::env::var("USER"))
-            .unwrap_or_else(|_| "unknown".into());
+            .or_else(|_| std::env::var("LOGNAME"))
+            .ok()
+            .or_else(user_from_passwd)
+            .unwrap_or_else(|| "unknown".into());
         let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
             .or_else(|_| std::fs::read_to_string("/etc/hostname"))
             .map(|s| s.trim().to_string())
@@ -48,6 +51,22 @@ impl Actor {
             tz_offset_min,
         }
     }
+}
+
+/// The name of the current user from /etc/passwd (when the environment has none).
+fn user_from_passwd() -> Option<String> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let uid = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))?
+        .split_whitespace()
+        .next()?
+        .to_string();
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|l| {
+        let f: Vec<&str> = l.split(':').collect();
+        (f.len() > 2 && f[2] == uid).then(|| f[0].to_string())
+    })
 }
 
 /// Milliseconds since the Unix epoch, now (or `LIFEOS_NOW`, an RFC 3339 time, for tests

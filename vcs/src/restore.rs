@@ -189,27 +189,12 @@ impl Repo {
         jobs: &[FileJob],
         progress: &(dyn Fn(u64) + Sync),
     ) -> Vec<Result<u64>> {
-        let threads = std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(2);
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let out: Vec<std::sync::Mutex<Option<Result<u64>>>> =
-            jobs.iter().map(|_| std::sync::Mutex::new(None)).collect();
-        std::thread::scope(|s| {
-            for _ in 0..threads {
-                s.spawn(|| loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(job) = jobs.get(i) else { break };
-                    let r = self.write_file(job);
-                    if let Ok(n) = &r {
-                        progress(*n);
-                    }
-                    *out[i].lock().expect("result lock") = Some(r);
-                });
+        lifeos_store::par::map(jobs, |job| {
+            let r = self.write_file(job);
+            if let Ok(n) = &r {
+                progress(*n);
             }
-        });
-        out.into_iter()
-            .map(|m| m.into_inner().expect("result lock").expect("every job ran"))
-            .collect()
+            r
+        })
     }
 }

@@ -118,8 +118,8 @@ impl Repo {
                 return Ok(Some(id));
             }
         }
-        let hex = sym.len() >= 4 && sym.len() <= 64 && sym.bytes().all(|b| b.is_ascii_hexdigit());
-        let change = sym.len() >= 4 && is_change_id_prefix(sym);
+        let hex = sym.len() <= 64 && sym.bytes().all(|b| b.is_ascii_hexdigit());
+        let change = is_change_id_prefix(sym);
         if !hex && !change {
             return Ok(None);
         }

@@ -20,8 +20,11 @@ pub const STATE_FILE: &str = "wc_state";
 const STATE_MAGIC: &[u8; 8] = b"LIFEOSWC";
 const STATE_VERSION: u8 = 1;
 /// An entry modified this close to the start of the snapshot that recorded it is re-read
-/// next time: a later change within the same timestamp tick would be invisible.
-const RACY_NS: i128 = 2_000_000_000;
+/// next time: a later change within the same timestamp tick would be invisible. File
+/// systems with nanosecond timestamps tick every few milliseconds; one whose timestamps
+/// have no sub-second part may tick once a second (or two, for FAT).
+const RACY_NS: i128 = 50_000_000;
+const RACY_COARSE_NS: i128 = 2_000_000_000;
 
 /// What the stat cache remembers about a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,6 +54,17 @@ fn ctime_ns(m: &Metadata) -> i128 {
 }
 
 impl CacheEntry {
+    /// Whether this entry still describes a file with metadata `m`, recorded by a snapshot
+    /// that started at `recorded_at_ns` (entries modified just before it are not trusted).
+    pub fn trusted(&self, m: &Metadata, recorded_at_ns: i128) -> bool {
+        let window = if self.mtime_ns % 1_000_000_000 == 0 {
+            RACY_COARSE_NS
+        } else {
+            RACY_NS
+        };
+        self.matches(m) && self.mtime_ns < recorded_at_ns - window
+    }
+
     fn matches(&self, m: &Metadata) -> bool {
         self.size == m.len()
             && self.mtime_ns == mtime_ns(m)
@@ -59,7 +73,8 @@ impl CacheEntry {
             && self.mode == m.mode()
     }
 
-    fn from_meta(m: &Metadata, kind: EntryKind, id: Id) -> CacheEntry {
+    /// An entry for a file with metadata `m`.
+    pub fn from_meta(m: &Metadata, kind: EntryKind, id: Id) -> CacheEntry {
         CacheEntry {
             size: m.len(),
             mtime_ns: mtime_ns(m),
@@ -396,7 +411,7 @@ impl Repo {
             let cached = old
                 .entries
                 .get(&f.path)
-                .filter(|c| c.matches(&f.meta) && c.mtime_ns < old.recorded_at_ns - RACY_NS);
+                .filter(|c| c.trusted(&f.meta, old.recorded_at_ns));
             match cached {
                 Some(c) => ids.push(Some((c.kind, c.id))),
                 None => {

@@ -1,0 +1,615 @@
+//! History verbs: log, show, status, branch, tag, checkout, describe, merge, op, undo,
+//! reindex, and restoring a path into the folder.
+
+use std::collections::HashMap;
+use std::io::Write;
+
+use lifeos_store::Id;
+use lifeos_vcs::history::Target;
+use lifeos_vcs::object::{change_id_str, Event, Signature};
+use lifeos_vcs::treediff::Change;
+use lifeos_vcs::{Commit, Repo, View};
+use serde_json::{json, Value};
+
+use crate::commands::{resolve_in, view_at};
+use crate::error::{CliError, CliResult};
+use crate::output::{human_bytes, local_time, print_json, relative_time, Style};
+use crate::{AtArg, BranchCmd, OpCmd, TagCmd};
+
+fn sig_json(s: &Signature) -> Value {
+    json!({"name": s.name, "email": s.email, "time": s.time, "tz_offset_min": s.tz_offset_min})
+}
+
+/// Branch and tag names pointing at each commit.
+fn refs_by_commit(view: &View) -> HashMap<Id, Vec<String>> {
+    let mut m: HashMap<Id, Vec<String>> = HashMap::new();
+    for (n, id) in &view.branches {
+        m.entry(*id).or_default().push(n.clone());
+    }
+    for (n, id) in &view.tags {
+        m.entry(*id).or_default().push(format!("tag:{n}"));
+    }
+    m
+}
+
+fn commit_json(id: &Id, c: &Commit, refs: &HashMap<Id, Vec<String>>) -> Value {
+    json!({
+        "commit": id.to_hex(),
+        "change_id": change_id_str(&c.change_id),
+        "parents": c.parents.iter().map(|p| p.to_hex()).collect::<Vec<_>>(),
+        "tree": c.tree.to_hex(),
+        "author": sig_json(&c.author),
+        "committer": sig_json(&c.committer),
+        "message": String::from_utf8_lossy(&c.message),
+        "refs": refs.get(id).cloned().unwrap_or_default(),
+        "conflicts": c.conflicts.iter().map(|k| k.path.clone()).collect::<Vec<_>>(),
+    })
+}
+
+fn change_json(c: &Change) -> Value {
+    json!({
+        "path": c.path,
+        "status": c.kind.name(),
+        "old": c.old.as_ref().map(|e| json!({"id": e.id.to_hex(), "kind": e.kind.name(), "size": e.size})),
+        "new": c.new.as_ref().map(|e| json!({"id": e.id.to_hex(), "kind": e.kind.name(), "size": e.size})),
+    })
+}
+
+fn commit_line(
+    style: Style,
+    view: &View,
+    refs: &HashMap<Id, Vec<String>>,
+    id: &Id,
+    c: &Commit,
+) -> String {
+    let at = if view.at_commit() == Some(*id) {
+        "@ "
+    } else {
+        "  "
+    };
+    let names = refs
+        .get(id)
+        .map(|r| format!(" {}", style.name(&r.join(" "))))
+        .unwrap_or_default();
+    let conflict = if c.conflicts.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " {}",
+            style.bad(&format!("conflict ({})", c.conflicts.len()))
+        )
+    };
+    format!(
+        "{at}{} {}{names} {} {}{conflict}\n    {}",
+        style.change(&change_id_str(&c.change_id)[..12]),
+        style.id(&id.short(12)),
+        c.author.name,
+        style.dim(&relative_time(c.committer.time * 1000)),
+        c.summary()
+    )
+}
+
+/// `lifeos log`.
+pub fn log(
+    repo: &Repo,
+    path: Option<&str>,
+    revset: Option<&str>,
+    limit: Option<usize>,
+    at: &AtArg,
+    json: bool,
+    style: Style,
+) -> CliResult<u8> {
+    let view = view_at(repo, at)?;
+    let ev = lifeos_vcs::revset::Evaluator::new(repo, &view)?;
+    let expr = lifeos_vcs::revset::parse(revset.unwrap_or("ancestors(@)"))?;
+    let mut ids = ev.sorted(ev.eval(&expr)?);
+    if let Some(p) = path {
+        let clean = lifeos_vcs::repo::split_path(p)?.join("/");
+        let prefix = format!("{clean}/");
+        let mut kept = Vec::new();
+        for id in ids {
+            let c = ev.commit(&id);
+            let parent_tree = match c.parents.first() {
+                Some(p) => Some(repo.commit(p)?.tree),
+                None => None,
+            };
+            let changes = repo.diff_trees(parent_tree.as_ref(), Some(&c.tree))?;
+            if changes
+                .iter()
+                .any(|ch| ch.path == clean || ch.path.starts_with(&prefix))
+            {
+                kept.push(id);
+            }
+        }
+        ids = kept;
+    }
+    if let Some(n) = limit {
+        ids.truncate(n);
+    }
+    let refs = refs_by_commit(&view);
+    if json {
+        print_json(
+            "lifeos.log.v1",
+            json!({"commits": ids.iter().map(|id| commit_json(id, ev.commit(id), &refs)).collect::<Vec<_>>()}),
+        );
+        return Ok(0);
+    }
+    let mut out = std::io::stdout().lock();
+    for id in &ids {
+        let _ = writeln!(
+            out,
+            "{}",
+            commit_line(style, &view, &refs, id, ev.commit(id))
+        );
+    }
+    Ok(0)
+}
+
+/// `lifeos show`.
+pub fn show(repo: &Repo, rev: &str, at: &AtArg, json: bool, style: Style) -> CliResult<u8> {
+    let view = view_at(repo, at)?;
+    let (id, c) = resolve_in(repo, &view, rev)?;
+    let parent_tree = match c.parents.first() {
+        Some(p) => Some(repo.commit(p)?.tree),
+        None => None,
+    };
+    let changes = repo.diff_trees(parent_tree.as_ref(), Some(&c.tree))?;
+    let refs = refs_by_commit(&view);
+    if json {
+        let mut v = commit_json(&id, &c, &refs);
+        v["changes"] = changes.iter().map(change_json).collect::<Vec<_>>().into();
+        print_json("lifeos.show.v1", v);
+        return Ok(0);
+    }
+    println!("commit   {}", style.id(&id.to_hex()));
+    println!("change   {}", style.change(&change_id_str(&c.change_id)));
+    for p in &c.parents {
+        println!("parent   {}", style.id(&p.short(12)));
+    }
+    if let Some(r) = refs.get(&id) {
+        println!("refs     {}", style.name(&r.join(" ")));
+    }
+    println!(
+        "author   {} <{}> {}",
+        c.author.name,
+        c.author.email,
+        local_time(c.author.time * 1000)
+    );
+    println!(
+        "\n    {}\n",
+        String::from_utf8_lossy(&c.message)
+            .trim_end()
+            .replace('\n', "\n    ")
+    );
+    for ch in &changes {
+        let size = ch
+            .new
+            .as_ref()
+            .or(ch.old.as_ref())
+            .map(|e| human_bytes(e.size))
+            .unwrap_or_default();
+        println!("{} {}  {}", ch.kind.letter(), ch.path, style.dim(&size));
+    }
+    for k in &c.conflicts {
+        println!("{} {}", style.bad("conflict"), k.path);
+    }
+    Ok(0)
+}
+
+/// `lifeos status`.
+pub fn status(repo: &Repo, json: bool, style: Style) -> CliResult<u8> {
+    let st = repo.status()?;
+    if json {
+        print_json(
+            "lifeos.status.v1",
+            json!({
+                "commit": st.base.map(|b| b.to_hex()),
+                "branch": st.branch,
+                "clean": st.changes.is_empty() && st.conflicts.is_empty(),
+                "changes": st.changes.iter().map(change_json).collect::<Vec<_>>(),
+                "conflicts": st.conflicts.iter().map(|k| json!({
+                    "path": k.path, "base": k.base.map(|i| i.to_hex()), "ours": k.ours.map(|i| i.to_hex()), "theirs": k.theirs.map(|i| i.to_hex()),
+                })).collect::<Vec<_>>(),
+                "skipped": st.skipped.iter().map(|k| json!({"path": k.path, "reason": k.reason})).collect::<Vec<_>>(),
+            }),
+        );
+        return Ok(0);
+    }
+    let on = match (&st.branch, st.base) {
+        (Some(b), Some(c)) => format!("on {} at {}", style.name(b), style.id(&c.short(12))),
+        (Some(b), None) => format!("on {} (no commits yet)", style.name(b)),
+        (None, Some(c)) => format!("detached at {}", style.id(&c.short(12))),
+        (None, None) => "no commits yet".into(),
+    };
+    println!("{on}");
+    if st.changes.is_empty() && st.conflicts.is_empty() {
+        println!("nothing changed since the last commit");
+    }
+    for c in &st.changes {
+        println!("{} {}", c.kind.letter(), c.path);
+    }
+    for k in &st.conflicts {
+        println!(
+            "{} {} (unresolved; edit it and commit to resolve)",
+            style.bad("conflict"),
+            k.path
+        );
+    }
+    for s in &st.skipped {
+        eprintln!("warning: cannot read {}: {}", s.path, s.reason);
+    }
+    Ok(0)
+}
+
+/// `lifeos branch ...`.
+pub fn branch(repo: &Repo, cmd: BranchCmd, style: Style) -> CliResult<u8> {
+    match cmd {
+        BranchCmd::Create { name, revision } => {
+            let head = repo.head()?;
+            let (id, _) = resolve_in(repo, &head.view, &revision)?;
+            repo.set_branch(&name, Some(id), false)?;
+            println!(
+                "Created branch {} at {}",
+                style.name(&name),
+                style.id(&id.short(12))
+            );
+        }
+        BranchCmd::Set { name, revision } => {
+            let head = repo.head()?;
+            let (id, _) = resolve_in(repo, &head.view, &revision)?;
+            if head.view.branch(&name).is_none() {
+                return Err(unknown_ref(&head.view.branches, &name, "branch"));
+            }
+            repo.set_branch(&name, Some(id), true)?;
+            println!(
+                "Moved branch {} to {}",
+                style.name(&name),
+                style.id(&id.short(12))
+            );
+        }
+        BranchCmd::Delete { name } => {
+            let head = repo.head()?;
+            if head.view.branch(&name).is_none() {
+                return Err(unknown_ref(&head.view.branches, &name, "branch"));
+            }
+            repo.set_branch(&name, None, true)?;
+            println!("Deleted branch {name}");
+        }
+        BranchCmd::List { at, json } => {
+            let view = view_at(repo, &at)?;
+            if json {
+                print_json(
+                    "lifeos.branches.v1",
+                    json!({"branches": view.branches.iter().map(|(n, id)| json!({
+                        "name": n, "commit": id.to_hex(), "current": view.current_branch.as_deref() == Some(n),
+                    })).collect::<Vec<_>>()}),
+                );
+            } else {
+                for (n, id) in &view.branches {
+                    let mark = if view.current_branch.as_deref() == Some(n) {
+                        "*"
+                    } else {
+                        " "
+                    };
+                    let summary = repo.commit(id)?.summary();
+                    println!(
+                        "{mark} {} {} {summary}",
+                        style.name(n),
+                        style.id(&id.short(12))
+                    );
+                }
+            }
+        }
+    }
+    Ok(0)
+}
+
+fn unknown_ref(refs: &[(String, Id)], name: &str, what: &str) -> CliError {
+    let names: Vec<&str> = refs.iter().map(|(n, _)| n.as_str()).collect();
+    let hint = if names.is_empty() {
+        format!("there are no {what}es yet")
+    } else {
+        format!("existing: {}", names.join(", "))
+    };
+    CliError::new(format!("no {what} named {name:?}")).hint(hint)
+}
+
+/// `lifeos tag ...`.
+pub fn tag(repo: &Repo, cmd: TagCmd, style: Style) -> CliResult<u8> {
+    match cmd {
+        TagCmd::Create {
+            name,
+            revision,
+            force,
+        } => {
+            let head = repo.head()?;
+            let (id, _) = resolve_in(repo, &head.view, &revision)?;
+            repo.set_tag(&name, Some(id), force)?;
+            println!(
+                "Tagged {} as {}",
+                style.id(&id.short(12)),
+                style.name(&name)
+            );
+        }
+        TagCmd::Delete { name } => {
+            repo.set_tag(&name, None, true)?;
+            println!("Deleted tag {name}");
+        }
+        TagCmd::List { at, json } => {
+            let view = view_at(repo, &at)?;
+            if json {
+                print_json(
+                    "lifeos.tags.v1",
+                    json!({"tags": view.tags.iter().map(|(n, id)| json!({"name": n, "commit": id.to_hex()})).collect::<Vec<_>>()}),
+                );
+            } else {
+                for (n, id) in &view.tags {
+                    println!("{} {}", style.name(n), style.id(&id.short(12)));
+                }
+            }
+        }
+    }
+    Ok(0)
+}
+
+fn uncommitted_hint(e: lifeos_vcs::VcsError) -> CliError {
+    let is_uncommitted = matches!(e, lifeos_vcs::VcsError::Uncommitted(_));
+    let err = CliError::from(e);
+    if is_uncommitted {
+        err.hint("commit them first (`lifeos commit -m ...`), or pass --force to save them as a commit and go ahead")
+    } else {
+        err
+    }
+}
+
+/// `lifeos checkout`.
+pub fn checkout(
+    repo: &Repo,
+    branch: Option<String>,
+    revision: Option<String>,
+    force: bool,
+    style: Style,
+) -> CliResult<u8> {
+    let head = repo.head()?;
+    let target = match (branch, revision) {
+        (Some(b), None) if head.view.branch(&b).is_some() => Target::Branch(b),
+        (Some(b), None) => Target::Commit(repo.resolve_rev(&head.view, &b)?),
+        (None, Some(r)) => Target::Commit(repo.resolve_rev(&head.view, &r)?),
+        _ => return Err(CliError::new("name a branch, or a revision with -r")),
+    };
+    let (commit, saved, _) = repo.checkout(&target, force).map_err(uncommitted_hint)?;
+    if let Some(s) = saved {
+        println!(
+            "Saved uncommitted changes as {} (recover them with `lifeos restore --to DIR -r {}`)",
+            style.id(&s.short(12)),
+            s.short(12)
+        );
+    }
+    match target {
+        Target::Branch(b) => println!(
+            "Switched to branch {} at {}",
+            style.name(&b),
+            style.id(&commit.short(12))
+        ),
+        Target::Commit(_) => println!(
+            "Switched to {} (detached; `lifeos branch create NAME` to keep commits on a branch)",
+            style.id(&commit.short(12))
+        ),
+    }
+    Ok(0)
+}
+
+/// `lifeos describe`.
+pub fn describe(repo: &Repo, rev: &str, message: &str, style: Style) -> CliResult<u8> {
+    let (old, new, _) = repo.describe(rev, message.as_bytes())?;
+    println!(
+        "Rewrote {} as {} (same change)",
+        style.id(&old.short(12)),
+        style.id(&new.short(12))
+    );
+    Ok(0)
+}
+
+/// `lifeos merge`.
+pub fn merge(repo: &Repo, branch: &str, style: Style) -> CliResult<u8> {
+    let out = repo.merge(branch).map_err(uncommitted_hint)?;
+    println!("Merged {branch} as {}", style.id(&out.commit.short(12)));
+    for p in &out.merged {
+        println!("  merged  {p}");
+    }
+    for p in &out.conflicts {
+        println!("  {} {p}", style.bad("conflict"));
+    }
+    if !out.conflicts.is_empty() {
+        eprintln!(
+            "{} paths have conflicts, recorded in the commit; edit them and commit to resolve",
+            out.conflicts.len()
+        );
+        return Ok(1);
+    }
+    Ok(0)
+}
+
+fn event_json(e: &Event) -> Value {
+    let mut v = match e {
+        Event::RepoInitialized | Event::OperationsMerged => json!({}),
+        Event::CommitCreated { commit } | Event::CheckedOut { commit } => {
+            json!({"commit": commit.to_hex()})
+        }
+        Event::BranchMoved { name, from, to } | Event::TagMoved { name, from, to } => {
+            json!({"name": name, "from": from.map(|i| i.to_hex()), "to": to.map(|i| i.to_hex())})
+        }
+        Event::PathRestored { path, commit } => json!({"path": path, "commit": commit.to_hex()}),
+        Event::Undo { op } | Event::OpRestored { op } => json!({"operation": op.to_hex()}),
+        Event::CommitRewritten { from, to } => json!({"from": from.to_hex(), "to": to.to_hex()}),
+    };
+    v["type"] = e.type_name().into();
+    v
+}
+
+fn event_text(e: &Event) -> String {
+    let s = |i: &Id| i.short(12);
+    let o = |i: &Option<Id>| i.as_ref().map_or("(none)".into(), |i| i.short(12));
+    match e {
+        Event::RepoInitialized => "repository initialized".into(),
+        Event::OperationsMerged => "concurrent operations merged".into(),
+        Event::CommitCreated { commit } => format!("commit {} created", s(commit)),
+        Event::CheckedOut { commit } => format!("folder switched to {}", s(commit)),
+        Event::BranchMoved { name, from, to } => format!("branch {name}: {} -> {}", o(from), o(to)),
+        Event::TagMoved { name, from, to } => format!("tag {name}: {} -> {}", o(from), o(to)),
+        Event::PathRestored { path, commit } => format!("{path} restored from {}", s(commit)),
+        Event::Undo { op } => format!("operation {} undone", s(op)),
+        Event::OpRestored { op } => format!("view of operation {} restored", s(op)),
+        Event::CommitRewritten { from, to } => format!("commit {} rewritten as {}", s(from), s(to)),
+    }
+}
+
+/// `lifeos op ...`.
+pub fn op(repo: &Repo, cmd: OpCmd, style: Style) -> CliResult<u8> {
+    match cmd {
+        OpCmd::Log { limit, json } => {
+            let head = repo.head()?;
+            // Newest first by end time, walking every parent.
+            let mut seen = std::collections::HashSet::new();
+            let mut heap = std::collections::BinaryHeap::new();
+            heap.push((head.op.end_ms, head.id));
+            let mut rows = Vec::new();
+            while let Some((_, id)) = heap.pop() {
+                if !seen.insert(id) {
+                    continue;
+                }
+                let op = repo.operation(&id)?;
+                for p in &op.parents {
+                    let po = repo.operation(p)?;
+                    heap.push((po.end_ms, *p));
+                }
+                rows.push((id, op));
+                if limit.is_some_and(|n| rows.len() >= n) {
+                    break;
+                }
+            }
+            if json {
+                print_json(
+                    "lifeos.oplog.v1",
+                    json!({"operations": rows.iter().map(|(id, o)| json!({
+                        "id": id.to_hex(),
+                        "parents": o.parents.iter().map(|p| p.to_hex()).collect::<Vec<_>>(),
+                        "view": o.view.to_hex(),
+                        "start_ms": o.start_ms, "end_ms": o.end_ms, "tz_offset_min": o.tz_offset_min,
+                        "user": o.user, "host": o.host, "description": o.description,
+                        "events": o.events.iter().map(event_json).collect::<Vec<_>>(),
+                    })).collect::<Vec<_>>()}),
+                );
+                return Ok(0);
+            }
+            let mut out = std::io::stdout().lock();
+            for (id, o) in &rows {
+                let mark = if *id == head.id { "@" } else { " " };
+                let _ = writeln!(
+                    out,
+                    "{mark} {} {}@{} {} ({})\n    {}",
+                    style.id(&id.short(12)),
+                    o.user,
+                    o.host,
+                    local_time(o.end_ms),
+                    style.dim(&relative_time(o.end_ms)),
+                    o.description
+                );
+                for e in &o.events {
+                    let _ = writeln!(out, "    - {}", event_text(e));
+                }
+            }
+        }
+        OpCmd::Restore { op, force } => {
+            let target = resolve_op(repo, &op)?;
+            let id = repo.op_restore(&target, force).map_err(uncommitted_hint)?;
+            println!(
+                "Restored the view of operation {} (as operation {})",
+                style.id(&target.short(12)),
+                style.id(&id.short(12))
+            );
+        }
+    }
+    Ok(0)
+}
+
+fn resolve_op(repo: &Repo, prefix: &str) -> CliResult<Id> {
+    let p = prefix.to_ascii_lowercase();
+    if p.len() < 4 || !p.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(CliError::new(format!("{prefix:?} is not an operation id"))
+            .hint("`lifeos op log` lists operation ids"));
+    }
+    let ids = repo.catalog()?.ops_with_prefix(&p)?;
+    match ids.as_slice() {
+        [id] => Ok(*id),
+        [] => Err(
+            CliError::new(format!("no operation id starts with {prefix}"))
+                .hint("`lifeos op log` lists operation ids"),
+        ),
+        many => Err(CliError::new(format!(
+            "operation id {prefix} is ambiguous; it matches: {}",
+            many.iter()
+                .map(|i| i.short(16))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+        .hint("type more characters of the id")),
+    }
+}
+
+/// `lifeos undo`.
+pub fn undo(repo: &Repo, force: bool, style: Style) -> CliResult<u8> {
+    let (undone, op) = repo.undo(force).map_err(uncommitted_hint)?;
+    let desc = repo.operation(&undone)?.description;
+    println!(
+        "Undid operation {} ({desc}) as operation {}",
+        style.id(&undone.short(12)),
+        style.id(&op.short(12))
+    );
+    Ok(0)
+}
+
+/// `lifeos reindex`.
+pub fn reindex(repo: &Repo) -> CliResult<u8> {
+    let t = std::time::Instant::now();
+    let cat = repo.reindex()?;
+    println!(
+        "Rebuilt the catalog from the objects: {} operations ({:.2} s)",
+        cat.op_count()?,
+        t.elapsed().as_secs_f64()
+    );
+    Ok(0)
+}
+
+/// `lifeos restore PATH [-r REV | --at WHEN]`.
+pub fn restore_path(
+    repo: &Repo,
+    path: &str,
+    rev: &str,
+    at: &AtArg,
+    force: bool,
+    json: bool,
+    style: Style,
+) -> CliResult<u8> {
+    let view = view_at(repo, at)?;
+    let (source, _) = resolve_in(repo, &view, rev)?;
+    let (commit, op, saved) = repo
+        .restore_path(path, &source, force)
+        .map_err(uncommitted_hint)?;
+    if json {
+        print_json(
+            "lifeos.restore.v1",
+            json!({"path": path, "source": source.to_hex(), "commit": commit.to_hex(), "operation": op.to_hex(), "saved": saved.map(|s| s.to_hex())}),
+        );
+        return Ok(0);
+    }
+    if let Some(s) = saved {
+        println!("Saved uncommitted changes as {}", style.id(&s.short(12)));
+    }
+    println!(
+        "Restored {path} from {} as commit {}",
+        style.id(&source.short(12)),
+        style.id(&commit.short(12))
+    );
+    Ok(0)
+}

@@ -1,0 +1,640 @@
+//! History as the operation log: log, show, status, branches, tags, describe, undo, op
+//! restore, checkout, merge, time travel with --at, reindex, and concurrent writers.
+
+mod common;
+use common::*;
+
+use std::path::Path;
+use std::process::Output;
+
+/// Runs lifeos with the clock set to `now` (RFC 3339), so operations land at known times.
+fn at_time(d: &Path, now: &str, args: &[&str]) -> Output {
+    cmd(d).env("LIFEOS_NOW", now).args(args).output().unwrap()
+}
+
+fn ok_at(d: &Path, now: &str, args: &[&str]) -> String {
+    let out = at_time(d, now, args);
+    assert!(
+        out.status.success(),
+        "lifeos {args:?} at {now}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn log_messages(d: &Path, args: &[&str]) -> Vec<String> {
+    let mut a = vec!["log"];
+    a.extend_from_slice(args);
+    json(d, &a)["commits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["message"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn log_show_and_status_describe_the_history() {
+    let repo = repo(false);
+    let d = repo.path();
+    write(d, "photos/cat.jpg", &noise(50_000, 1));
+    write(d, "notes/plan.md", b"v1\n");
+    ok(d, &["commit", "-m", "first"]);
+    write(d, "notes/plan.md", b"v2\n");
+    ok(d, &["commit", "-m", "second"]);
+    write(d, "photos/cat.jpg", &noise(50_000, 2));
+    ok(d, &["commit", "-m", "third"]);
+    assert_eq!(log_messages(d, &[]), ["third", "second", "first"]);
+    assert_eq!(log_messages(d, &["photos/cat.jpg"]), ["third", "first"]);
+    assert_eq!(log_messages(d, &["notes"]), ["second", "first"]);
+    let log = json(d, &["log"]);
+    assert_eq!(log["schema"], "lifeos.log.v1");
+    let change = log["commits"][0]["change_id"].as_str().unwrap();
+    assert!(change.len() == 32 && change.bytes().all(|b| (b'k'..=b'z').contains(&b)));
+    assert_eq!(log["commits"][0]["refs"][0], "main");
+
+    let show = json(d, &["show", "@-"]);
+    assert_eq!(show["schema"], "lifeos.show.v1");
+    assert_eq!(show["message"], "second");
+    assert_eq!(show["changes"].as_array().unwrap().len(), 1);
+    assert_eq!(show["changes"][0]["path"], "notes/plan.md");
+    assert_eq!(show["changes"][0]["status"], "modified");
+
+    let st = json(d, &["status"]);
+    assert_eq!(st["schema"], "lifeos.status.v1");
+    assert_eq!(st["clean"], true);
+    write(d, "notes/plan.md", b"v3\n");
+    write(d, "new.txt", b"n");
+    std::fs::remove_file(d.join("photos/cat.jpg")).unwrap();
+    let st = json(d, &["status"]);
+    let ch: Vec<(String, String)> = st["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["path"].as_str().unwrap().into(),
+                c["status"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        ch,
+        [
+            ("new.txt".into(), "added".into()),
+            ("notes/plan.md".into(), "modified".into()),
+            ("photos/cat.jpg".into(), "deleted".into())
+        ]
+    );
+    let human = ok(d, &["status"]);
+    assert!(
+        human.contains("A new.txt")
+            && human.contains("M notes/plan.md")
+            && human.contains("D photos/cat.jpg"),
+        "{human}"
+    );
+}
+
+#[test]
+fn branches_tags_checkout_and_describe() {
+    let repo = repo(false);
+    let d = repo.path();
+    write(d, "a.txt", b"main 1\n");
+    ok(d, &["commit", "-m", "m1"]);
+    ok(d, &["branch", "create", "trip"]);
+    ok(d, &["checkout", "trip"]);
+    write(d, "trip.txt", b"beach\n");
+    ok(d, &["commit", "-m", "t1"]);
+    ok(d, &["tag", "create", "v1", "-r", "@"]);
+    let branches = json(d, &["branch", "list"]);
+    assert_eq!(branches["schema"], "lifeos.branches.v1");
+    let names: Vec<(&str, bool)> = branches["branches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| (b["name"].as_str().unwrap(), b["current"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(names, [("main", false), ("trip", true)]);
+    // Back to main: trip.txt leaves the folder; back to v1 (detached): it returns.
+    ok(d, &["checkout", "main"]);
+    assert!(!d.join("trip.txt").exists());
+    ok(d, &["checkout", "-r", "v1"]);
+    assert_eq!(std::fs::read(d.join("trip.txt")).unwrap(), b"beach\n");
+    ok(d, &["checkout", "trip"]);
+
+    // describe keeps the change id and moves branch and tag... the tag stays on the old
+    // commit's rewrite too.
+    let before = json(d, &["log", "-n", "1"])["commits"][0].clone();
+    ok(d, &["describe", "-m", "t1: a better message"]);
+    let after = json(d, &["log", "-n", "1"])["commits"][0].clone();
+    assert_eq!(after["change_id"], before["change_id"]);
+    assert_ne!(after["commit"], before["commit"]);
+    assert_eq!(after["message"], "t1: a better message");
+    assert_eq!(after["refs"], serde_json::json!(["trip", "tag:v1"]));
+    // Both ids work as revisions by unique prefix; the change id too.
+    let change = after["change_id"].as_str().unwrap();
+    assert_eq!(rev_id(d, &change[..8]), after["commit"].as_str().unwrap());
+    assert_eq!(
+        rev_id(d, &after["commit"].as_str().unwrap()[..10]),
+        after["commit"].as_str().unwrap()
+    );
+}
+
+#[test]
+fn unknown_and_ambiguous_revisions_list_candidates() {
+    let repo = repo(false);
+    let d = repo.path();
+    write(d, "a", b"a");
+    ok(d, &["commit", "-m", "one"]);
+    ok(d, &["branch", "create", "vacation"]);
+    let err = fails(d, &["log", "-r", "vacaton"]);
+    assert!(err.contains("did you mean vacation"), "{err}");
+    // Make many commits so some pair shares a first hex digit.
+    for i in 0..20 {
+        write(d, "a", format!("{i}").as_bytes());
+        ok(d, &["commit", "-m", &format!("c{i}")]);
+    }
+    let ids: Vec<String> = json(d, &["log"])["commits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["commit"].as_str().unwrap().to_string())
+        .collect();
+    let mut by_digit = std::collections::HashMap::<char, Vec<&String>>::new();
+    for id in &ids {
+        by_digit
+            .entry(id.chars().next().unwrap())
+            .or_default()
+            .push(id);
+    }
+    // 21 ids over 16 first hex digits: at least two share one.
+    let (digit, clash) = by_digit.iter().find(|(_, v)| v.len() > 1).unwrap();
+    let err = fails(d, &["show", &digit.to_string()]);
+    assert!(err.contains("ambiguous"), "{err}");
+    for id in clash {
+        assert!(err.contains(&id[..12]), "candidate {id} listed: {err}");
+    }
+    assert!(err.contains("hint:"), "{err}");
+    let err = fails(d, &["log", "-r", "ancestors(@"]);
+    assert!(err.contains("column 12"), "{err}");
+}
+
+#[test]
+fn undo_redo_op_restore_and_op_log() {
+    let repo = repo(false);
+    let d = repo.path();
+    write(d, "a.txt", b"1\n");
+    ok(d, &["commit", "-m", "one"]);
+    write(d, "a.txt", b"2\n");
+    ok(d, &["commit", "-m", "two"]);
+    let oplog = json(d, &["op", "log"]);
+    assert_eq!(oplog["schema"], "lifeos.oplog.v1");
+    let ops = oplog["operations"].as_array().unwrap();
+    assert_eq!(ops.len(), 3);
+    let types: Vec<&str> = ops[0]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(types, ["commit.created", "branch.moved"]);
+    assert_eq!(ops[2]["events"][0]["type"], "repo.initialized");
+    let first_op = ops[2]["id"].as_str().unwrap().to_string();
+
+    // undo: the commit is gone from the branch and the folder follows.
+    ok(d, &["undo"]);
+    assert_eq!(log_messages(d, &[]), ["one"]);
+    assert_eq!(std::fs::read(d.join("a.txt")).unwrap(), b"1\n");
+    // undo of an undo redoes.
+    ok(d, &["undo"]);
+    assert_eq!(log_messages(d, &[]), ["two", "one"]);
+    assert_eq!(std::fs::read(d.join("a.txt")).unwrap(), b"2\n");
+    // Nothing was deleted: the op log has grown.
+    assert_eq!(
+        json(d, &["op", "log"])["operations"]
+            .as_array()
+            .unwrap()
+            .len(),
+        5
+    );
+    // op restore to the very first operation: no commits at all.
+    ok(d, &["op", "restore", &first_op[..12]]);
+    let err = fails(d, &["log"]);
+    assert!(err.contains("no commits yet"), "{err}");
+    assert!(!d.join("a.txt").exists());
+    ok(d, &["undo"]);
+    assert_eq!(log_messages(d, &[]), ["two", "one"]);
+    // The first operation cannot be undone.
+    let fresh = tempfile::tempdir().unwrap();
+    ok(fresh.path(), &["init"]);
+    let err = fails(fresh.path(), &["undo"]);
+    assert!(err.contains("nothing to undo"), "{err}");
+}
+
+#[test]
+fn checkout_and_restore_refuse_to_clobber_and_force_keeps_a_copy() {
+    let repo = repo(false);
+    let d = repo.path();
+    write(d, "a.txt", b"committed\n");
+    ok(d, &["commit", "-m", "one"]);
+    ok(d, &["branch", "create", "other"]);
+    write(d, "a.txt", b"precious uncommitted work\n");
+    let err = fails(d, &["checkout", "other"]);
+    assert!(
+        err.contains("uncommitted changes") && err.contains("a.txt") && err.contains("--force"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(d.join("a.txt")).unwrap(),
+        b"precious uncommitted work\n"
+    );
+    let err = fails(d, &["restore", "a.txt", "-r", "@"]);
+    assert!(err.contains("uncommitted changes"), "{err}");
+    let out = ok(d, &["checkout", "other", "--force"]);
+    assert_eq!(std::fs::read(d.join("a.txt")).unwrap(), b"committed\n");
+    let saved = out
+        .split_whitespace()
+        .nth(4)
+        .unwrap()
+        .trim_end_matches(|c: char| !c.is_ascii_hexdigit())
+        .to_string();
+    assert_eq!(
+        ok(d, &["cat", "a.txt", "-r", &saved]),
+        "precious uncommitted work\n"
+    );
+    assert_eq!(json(d, &["fsck"])["ok"], true);
+}
+
+#[test]
+fn time_travel_with_at() {
+    let repo = tempfile::tempdir().unwrap();
+    let d = repo.path();
+    ok_at(d, "2026-10-01T09:00:00Z", &["init"]);
+    write(d, "notes/plan.md", b"launch in november\n");
+    write(d, "photos/a.jpg", b"jpeg 1");
+    ok_at(d, "2026-10-01T10:00:00Z", &["commit", "-m", "plan"]);
+    write(d, "notes/plan.md", b"launch in december\n");
+    std::fs::remove_file(d.join("photos/a.jpg")).unwrap();
+    ok_at(d, "2026-11-02T10:00:00Z", &["commit", "-m", "delay"]);
+    ok_at(d, "2026-11-03T10:00:00Z", &["branch", "create", "later"]);
+    let now = "2026-11-04T12:00:00Z";
+    let out = at_time(
+        d,
+        now,
+        &["cat", "notes/plan.md", "--at", "2026-11-01 14:00"],
+    );
+    assert_eq!(out.stdout, b"launch in november\n");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("as of operation"),
+        "says which operation was used: {err}"
+    );
+    assert_eq!(
+        at_time(d, now, &["cat", "notes/plan.md", "--at", "yesterday"]).stdout,
+        b"launch in december\n"
+    );
+    assert_eq!(
+        at_time(d, now, &["cat", "notes/plan.md", "--at", "3 days ago"]).stdout,
+        b"launch in november\n"
+    );
+    let ls = String::from_utf8(at_time(d, now, &["ls", "--at", "2026-10-15", "photos/"]).stdout)
+        .unwrap();
+    assert!(ls.contains("photos/a.jpg"), "{ls}");
+    let log = String::from_utf8(at_time(d, now, &["log", "--at", "2 days ago"]).stdout).unwrap();
+    assert!(log.contains("delay") && log.contains("plan"), "{log}");
+    let branches =
+        String::from_utf8(at_time(d, now, &["branch", "list", "--at", "2 days ago"]).stdout)
+            .unwrap();
+    assert!(!branches.contains("later"), "{branches}");
+    // An operation id works as WHEN.
+    let ops = json(d, &["op", "log"]);
+    let plan_op = ops["operations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["description"] == "commit: plan")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        at_time(d, now, &["cat", "notes/plan.md", "--at", &plan_op[..10]]).stdout,
+        b"launch in november\n"
+    );
+    // Before the first operation, or in the future: a clear error.
+    let err = String::from_utf8(at_time(d, now, &["log", "--at", "2026-09-01"]).stderr).unwrap();
+    assert!(err.contains("before the repository existed"), "{err}");
+    let err = String::from_utf8(at_time(d, now, &["log", "--at", "2027-01-01"]).stderr).unwrap();
+    assert!(err.contains("in the future"), "{err}");
+    // restore PATH --at brings the old version back into the folder as a new commit.
+    ok_at(d, now, &["restore", "notes/plan.md", "--at", "last monday"]);
+    // 2026-11-04 is a Wednesday: last monday is 2026-11-02 00:00, before "delay".
+    assert_eq!(
+        std::fs::read(d.join("notes/plan.md")).unwrap(),
+        b"launch in november\n"
+    );
+    let log = json(d, &["log", "-n", "1"]);
+    assert!(log["commits"][0]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("restore notes/plan.md from"));
+    let ops = json(d, &["op", "log", "-n", "1"]);
+    assert!(ops["operations"][0]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["type"] == "path.restored"));
+    assert_eq!(json(d, &["status"])["clean"], true);
+}
+
+#[test]
+fn reindex_after_deleting_the_catalog_gives_the_same_answers() {
+    let repo = tempfile::tempdir().unwrap();
+    let d = repo.path();
+    ok_at(d, "2026-10-01T09:00:00Z", &["init"]);
+    for day in 1..=9 {
+        write(d, "diary.md", format!("day {day}\n").as_bytes());
+        ok_at(
+            d,
+            &format!("2026-10-0{day}T12:00:00Z"),
+            &["commit", "-m", &format!("day {day}")],
+        );
+    }
+    let now = "2026-10-20T00:00:00Z";
+    let questions: Vec<Vec<&str>> = vec![
+        vec!["cat", "diary.md", "--at", "2026-10-05 13:00"],
+        vec!["log", "--at", "2026-10-07", "--json"],
+        vec!["ls", "--at", "2026-10-03 12:00:00", "--json"],
+        vec!["branch", "list", "--at", "2026-10-02", "--json"],
+    ];
+    let answers = |d: &Path| -> Vec<Vec<u8>> {
+        questions
+            .iter()
+            .map(|q| at_time(d, now, q).stdout)
+            .collect()
+    };
+    let before = answers(d);
+    assert_eq!(before[0], b"day 5\n");
+    std::fs::remove_file(d.join(".lifeos/catalog.sqlite")).unwrap();
+    let _ = std::fs::remove_file(d.join(".lifeos/catalog.sqlite-wal"));
+    let _ = std::fs::remove_file(d.join(".lifeos/catalog.sqlite-shm"));
+    ok(d, &["reindex"]);
+    assert_eq!(answers(d), before);
+}
+
+#[test]
+fn merge_takes_one_sided_changes_merges_text_and_records_conflicts() {
+    let repo = repo(false);
+    let d = repo.path();
+    write(d, "shared.md", b"line 1\nline 2\nline 3\nline 4\nline 5\n");
+    write(d, "ours-only.txt", b"base\n");
+    write(d, "theirs-only.txt", b"base\n");
+    write(d, "both.txt", b"base\n");
+    write(d, "photo.bin", &noise(1000, 1));
+    ok(d, &["commit", "-m", "base"]);
+    ok(d, &["branch", "create", "trip"]);
+    // Ours (main).
+    write(
+        d,
+        "shared.md",
+        b"line 1 (main)\nline 2\nline 3\nline 4\nline 5\n",
+    );
+    write(d, "ours-only.txt", b"ours\n");
+    write(d, "both.txt", b"main says\n");
+    write(d, "photo.bin", &noise(1000, 2));
+    ok(d, &["commit", "-m", "main work"]);
+    // Theirs (trip).
+    ok(d, &["checkout", "trip"]);
+    write(
+        d,
+        "shared.md",
+        b"line 1\nline 2\nline 3\nline 4\nline 5 (trip)\n",
+    );
+    write(d, "theirs-only.txt", b"theirs\n");
+    write(d, "both.txt", b"trip says\n");
+    write(d, "photo.bin", &noise(1000, 3));
+    write(d, "added-on-trip.txt", b"new\n");
+    ok(d, &["commit", "-m", "trip work"]);
+    ok(d, &["checkout", "main"]);
+    let out = run(d, &["merge", "trip"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "conflicts exit 1: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read(d.join("shared.md")).unwrap(),
+        b"line 1 (main)\nline 2\nline 3\nline 4\nline 5 (trip)\n"
+    );
+    assert_eq!(std::fs::read(d.join("ours-only.txt")).unwrap(), b"ours\n");
+    assert_eq!(
+        std::fs::read(d.join("theirs-only.txt")).unwrap(),
+        b"theirs\n"
+    );
+    assert_eq!(
+        std::fs::read(d.join("added-on-trip.txt")).unwrap(),
+        b"new\n"
+    );
+    let both = String::from_utf8(std::fs::read(d.join("both.txt")).unwrap()).unwrap();
+    assert!(
+        both.contains("<<<<<<<") && both.contains("main says") && both.contains("trip says"),
+        "{both}"
+    );
+    assert_eq!(
+        std::fs::read(d.join("photo.bin")).unwrap(),
+        noise(1000, 2),
+        "binary conflict keeps ours in the folder"
+    );
+    // Recorded in the commit with all three versions; shown by status and log.
+    let log = json(d, &["log", "-n", "1"]);
+    assert_eq!(
+        log["commits"][0]["conflicts"],
+        serde_json::json!(["both.txt", "photo.bin"])
+    );
+    assert_eq!(log["commits"][0]["parents"].as_array().unwrap().len(), 2);
+    let st = json(d, &["status"]);
+    assert_eq!(st["conflicts"].as_array().unwrap().len(), 2);
+    let theirs = st["conflicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["path"] == "photo.bin")
+        .unwrap()["theirs"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let trip_photo = json(d, &["ls", "photo.bin", "-r", "trip"])["entries"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(theirs, trip_photo, "their version is kept");
+    assert!(ok(d, &["log", "-n", "1"]).contains("conflict (2)"));
+    // Resolving one by committing a new version leaves the other recorded.
+    write(d, "both.txt", b"both agree\n");
+    ok(d, &["commit", "-m", "resolve both.txt"]);
+    let log = json(d, &["log", "-n", "1"]);
+    assert_eq!(
+        log["commits"][0]["conflicts"],
+        serde_json::json!(["photo.bin"])
+    );
+    write(d, "photo.bin", &noise(1000, 3));
+    ok(d, &["commit", "-m", "take theirs"]);
+    assert_eq!(
+        json(d, &["log", "-n", "1"])["commits"][0]["conflicts"],
+        serde_json::json!([])
+    );
+    assert!(json(d, &["status"])["conflicts"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+}
+
+#[test]
+fn revsets_select_commits() {
+    let repo = tempfile::tempdir().unwrap();
+    let d = repo.path();
+    ok_at(d, "2026-10-01T09:00:00Z", &["init"]);
+    write(d, "photos/a.jpg", b"a");
+    cmd(d)
+        .env("LIFEOS_NOW", "2026-10-02T09:00:00Z")
+        .env("LIFEOS_AUTHOR_NAME", "Ann")
+        .args(["commit", "-m", "add photo"])
+        .output()
+        .unwrap();
+    write(d, "notes/x.md", b"x");
+    cmd(d)
+        .env("LIFEOS_NOW", "2026-10-05T09:00:00Z")
+        .env("LIFEOS_AUTHOR_NAME", "Bob")
+        .args(["commit", "-m", "budget note"])
+        .output()
+        .unwrap();
+    ok_at(
+        d,
+        "2026-10-06T09:00:00Z",
+        &["branch", "create", "old", "-r", "@-"],
+    );
+    write(d, "photos/b.jpg", b"b");
+    cmd(d)
+        .env("LIFEOS_NOW", "2026-10-09T09:00:00Z")
+        .env("LIFEOS_AUTHOR_NAME", "Ann")
+        .args(["commit", "-m", "second photo"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        log_messages(d, &["-r", "author(ann)"]),
+        ["second photo", "add photo"]
+    );
+    assert_eq!(
+        log_messages(d, &["-r", "description(BUDGET)"]),
+        ["budget note"]
+    );
+    assert_eq!(
+        log_messages(d, &["-r", "files(photos/*)"]),
+        ["second photo", "add photo"]
+    );
+    assert_eq!(
+        log_messages(d, &["-r", "old..@"]),
+        ["second photo", "budget note"]
+    );
+    assert_eq!(
+        log_messages(d, &["-r", "date(after: 2026-10-03, before: 2026-10-08)"]),
+        ["budget note"]
+    );
+    assert_eq!(
+        log_messages(d, &["-r", "ancestors(@-) & author(ann)"]),
+        ["add photo"]
+    );
+    assert_eq!(
+        log_messages(d, &["-r", "old | @"]),
+        ["second photo", "add photo"]
+    );
+}
+
+#[test]
+fn two_concurrent_writers_lose_no_operation() {
+    let repo = repo(false);
+    let d = repo.path();
+    write(d, "a.txt", b"a");
+    ok(d, &["commit", "-m", "base"]);
+    let writer = |name: &'static str, dir: std::path::PathBuf| {
+        std::thread::spawn(move || {
+            for i in 0..100 {
+                let out = cmd(&dir)
+                    .args(["commit", "--allow-empty", "-m", &format!("{name} {i}")])
+                    .output()
+                    .unwrap();
+                assert!(
+                    out.status.success(),
+                    "{name} {i}: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+        })
+    };
+    let a = writer("w1", d.to_path_buf());
+    let b = writer("w2", d.to_path_buf());
+    a.join().unwrap();
+    b.join().unwrap();
+    // Every commit is recorded by an operation reachable from the op log...
+    let ops = json(d, &["op", "log"]);
+    let created: std::collections::HashSet<String> = ops["operations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|o| o["events"].as_array().unwrap().clone())
+        .filter(|e| e["type"] == "commit.created")
+        .map(|e| e["commit"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(created.len(), 201, "every commit was recorded");
+    // ...and stays visible: all of them are in the history reachable from the view.
+    let all = json(d, &["log", "-r", "all()"]);
+    let msgs: std::collections::HashSet<String> = all["commits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["message"].as_str().unwrap().to_string())
+        .collect();
+    for w in ["w1", "w2"] {
+        for i in 0..100 {
+            assert!(msgs.contains(&format!("{w} {i}")), "{w} {i} missing");
+        }
+    }
+    assert_eq!(json(d, &["fsck"])["ok"], true);
+}
+
+#[test]
+fn kill_during_history_operations_keeps_the_op_log_consistent() {
+    let repo = repo(false);
+    let d = repo.path();
+    write(d, "a.txt", b"a");
+    ok(d, &["commit", "-m", "base"]);
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+    for round in 0..20 {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        let args: Vec<String> = match round % 4 {
+            0 => vec!["branch".into(), "create".into(), format!("b{round}")],
+            1 => vec!["tag".into(), "create".into(), format!("t{round}")],
+            2 => vec!["describe".into(), "-m".into(), format!("message {round}")],
+            _ => vec!["undo".into()],
+        };
+        let mut child = cmd(d)
+            .args(&args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(rng % 40));
+        let _ = child.kill();
+        let _ = child.wait();
+        let ops = json(d, &["op", "log"]);
+        assert!(ops["operations"].as_array().unwrap().len() >= 2);
+        let heads = std::fs::read_dir(d.join(".lifeos/op_heads"))
+            .unwrap()
+            .count();
+        assert_eq!(heads, 1, "after loading, one op head remains");
+        assert_eq!(json(d, &["fsck"])["ok"], true);
+    }
+}

@@ -1,0 +1,770 @@
+//! History operations: status, branches and tags, checkout, describe, undo, op restore,
+//! restoring paths, and reading the repository as of any moment (`--at`).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use lifeos_store::{Id, Kind, Transaction};
+
+use crate::error::{IoContext, Result, VcsError};
+use crate::object::{Commit, Conflict, EntryKind, Event, TreeEntry, View};
+use crate::repo::{now_ms, OpState, Repo};
+use crate::restore::FileJob;
+use crate::treediff::{diff_flat, Change, FlatTree};
+use crate::when::{parse_when, When};
+use crate::working_copy::{scan, CacheEntry, NoProgress, Skipped, WcState};
+
+/// The working folder compared with `@`.
+#[derive(Debug)]
+pub struct Status {
+    /// The commit the folder is compared with (`@`), if any.
+    pub base: Option<Id>,
+    /// The branch, if any.
+    pub branch: Option<String>,
+    /// Files added, modified or deleted since `@`.
+    pub changes: Vec<Change>,
+    /// Conflicts recorded in `@` whose file is still as the merge left it.
+    pub conflicts: Vec<Conflict>,
+    /// Paths that could not be read.
+    pub skipped: Vec<Skipped>,
+}
+
+/// Which operation a `--at` resolved to.
+#[derive(Debug, Clone)]
+pub struct AtOp {
+    /// The operation.
+    pub state: OpState,
+    /// What the user asked for, resolved to a time (ms), if it was a time.
+    pub asked_ms: Option<i64>,
+}
+
+/// What to switch the folder to.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// A branch (the folder follows it).
+    Branch(String),
+    /// A commit, detached from any branch.
+    Commit(Id),
+}
+
+impl View {
+    /// `@`: the current branch's commit, or the detached working-copy commit.
+    pub fn at_commit(&self) -> Option<Id> {
+        match &self.current_branch {
+            Some(b) => self.branch(b),
+            None => self.wc_commit,
+        }
+    }
+}
+
+fn hash_file(path: &Path) -> std::io::Result<(Id, u64)> {
+    let mut h = blake3::Hasher::new();
+    let f = std::fs::File::open(path)?;
+    let n = std::io::copy(&mut std::io::BufReader::with_capacity(1 << 20, f), &mut h)?;
+    Ok((h.finalize().into(), n))
+}
+
+/// Checks a branch or tag name.
+pub fn valid_ref_name(name: &str) -> Result<()> {
+    let bad = name.is_empty()
+        || name.starts_with('-')
+        || name.contains("..")
+        || name == "@"
+        || name.ends_with('-')
+        || name
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control() || "~^:?*[\\()|&,".contains(c));
+    if bad {
+        return Err(VcsError::Refused(format!(
+            "{name:?} is not a valid name (no spaces, no trailing '-', none of ~^:?*[\\()|&, and not '@')"
+        )));
+    }
+    Ok(())
+}
+
+impl Repo {
+    /// The tree of `@` in `view`.
+    pub fn at_tree(&self, view: &View) -> Result<Option<Id>> {
+        view.at_commit()
+            .map(|c| self.commit(&c).map(|c| c.tree))
+            .transpose()
+    }
+
+    /// Reads the working folder into a flat tree without storing anything: files the stat
+    /// cache recognises are not read; the others are hashed on every core.
+    pub fn working_tree(&self) -> Result<(FlatTree, WcState, Vec<Skipped>)> {
+        let started = jiff::Timestamp::now().as_nanosecond();
+        let old = self.load_wc_state();
+        let (found, mut skipped) = scan(self.workdir())?;
+        let mut state = WcState {
+            recorded_at_ns: started,
+            entries: BTreeMap::new(),
+        };
+        let mut flat = FlatTree::new();
+        let mut to_hash = Vec::new();
+        for (i, f) in found.iter().enumerate() {
+            match old
+                .entries
+                .get(&f.path)
+                .filter(|c| c.trusted(&f.meta, old.recorded_at_ns))
+            {
+                Some(c) => {
+                    flat.insert(
+                        String::from_utf8_lossy(&f.path).into_owned(),
+                        TreeEntry {
+                            name: Vec::new(),
+                            kind: c.kind,
+                            id: c.id,
+                            size: f.meta.len(),
+                        },
+                    );
+                    state.entries.insert(f.path.clone(), c.clone());
+                }
+                None => to_hash.push(i),
+            }
+        }
+        let results = lifeos_store::par::map(&to_hash, |&i| {
+            let f = &found[i];
+            let full = self.workdir().join(std::ffi::OsStr::from_bytes(&f.path));
+            if f.meta.file_type().is_symlink() {
+                std::fs::read_link(&full).map(|t| {
+                    let b = t.as_os_str().as_bytes();
+                    (EntryKind::Symlink, Id::hash(b), b.len() as u64)
+                })
+            } else {
+                use std::os::unix::fs::MetadataExt;
+                let kind = if f.meta.mode() & 0o111 != 0 {
+                    EntryKind::Executable
+                } else {
+                    EntryKind::File
+                };
+                hash_file(&full).map(|(id, n)| (kind, id, n))
+            }
+        });
+        for (&i, r) in to_hash.iter().zip(results) {
+            let f = &found[i];
+            match r {
+                Ok((kind, id, size)) => {
+                    flat.insert(
+                        String::from_utf8_lossy(&f.path).into_owned(),
+                        TreeEntry {
+                            name: Vec::new(),
+                            kind,
+                            id,
+                            size,
+                        },
+                    );
+                    state
+                        .entries
+                        .insert(f.path.clone(), CacheEntry::from_meta(&f.meta, kind, id));
+                }
+                Err(e) => skipped.push(Skipped {
+                    path: String::from_utf8_lossy(&f.path).into_owned(),
+                    reason: e.to_string(),
+                }),
+            }
+        }
+        Ok((flat, state, skipped))
+    }
+
+    /// What changed in the folder since `@`.
+    pub fn status(&self) -> Result<Status> {
+        let head = self.head()?;
+        self.status_in(&head.view)
+    }
+
+    /// What changed in the folder since `view`'s `@`.
+    pub fn status_in(&self, view: &View) -> Result<Status> {
+        let base = view.at_commit();
+        let (flat, _, skipped) = self.working_tree()?;
+        let (base_flat, conflicts) = match base {
+            Some(c) => {
+                let commit = self.commit(&c)?;
+                (self.flatten(&commit.tree)?, commit.conflicts)
+            }
+            None => (FlatTree::new(), Vec::new()),
+        };
+        let changes = diff_flat(&base_flat, &flat);
+        let changed: HashSet<&str> = changes.iter().map(|c| c.path.as_str()).collect();
+        let conflicts = conflicts
+            .into_iter()
+            .filter(|c| !changed.contains(c.path.as_str()))
+            .collect();
+        Ok(Status {
+            base,
+            branch: view.current_branch.clone(),
+            changes,
+            conflicts,
+            skipped,
+        })
+    }
+
+    /// Resolves `--at WHEN` to the operation whose view it means.
+    pub fn op_at(&self, when: &str) -> Result<AtOp> {
+        let now = jiff::Timestamp::from_millisecond(now_ms())
+            .map_err(|e| VcsError::BadTime(e.to_string()))?
+            .to_zoned(jiff::tz::TimeZone::system());
+        let parsed = parse_when(when, &now).map_err(VcsError::BadTime)?;
+        let cat = self.catalog()?;
+        match parsed {
+            When::Operation(prefix) => {
+                let ids = cat.ops_with_prefix(&prefix)?;
+                match ids.as_slice() {
+                    [id] => Ok(AtOp {
+                        state: self.op_state(id)?,
+                        asked_ms: None,
+                    }),
+                    [] => Err(VcsError::BadTime(format!(
+                        "no operation id starts with {prefix}; `lifeos op log` lists them"
+                    ))),
+                    many => Err(VcsError::AmbiguousRevision {
+                        rev: prefix,
+                        candidates: many.iter().map(|i| i.short(16)).collect(),
+                    }),
+                }
+            }
+            When::Time(t) => {
+                let Some((first, _)) = cat.op_time_range()? else {
+                    return Err(VcsError::Inconsistent("the operation log is empty".into()));
+                };
+                if t > now.timestamp().as_millisecond() + 1000 {
+                    return Err(VcsError::BadTime(format!("{when:?} is in the future")));
+                }
+                if t < first {
+                    return Err(VcsError::BadTime(format!(
+                        "{when:?} is before the repository existed (its first operation is at {})",
+                        jiff::Timestamp::from_millisecond(first)
+                            .map(|t| t.to_string())
+                            .unwrap_or_default()
+                    )));
+                }
+                let row = cat.op_at(t)?.expect("an operation at or before t exists");
+                Ok(AtOp {
+                    state: self.op_state(&row.id)?,
+                    asked_ms: Some(t),
+                })
+            }
+        }
+    }
+
+    /// Stores the folder as a commit that is not on any branch (so that content about to be
+    /// replaced stays recoverable); returns the commit and the refreshed stat cache.
+    fn save_folder(
+        &self,
+        tx: &mut Transaction<'_>,
+        view: &View,
+        message: &str,
+    ) -> Result<(Id, WcState)> {
+        let snap = self.snapshot(tx, &NoProgress)?;
+        let sig = self.signature(now_ms());
+        let commit = Commit {
+            tree: snap.tree,
+            parents: view.at_commit().into_iter().collect(),
+            change_id: crate::commit::new_change_id(),
+            author: sig.clone(),
+            committer: sig,
+            message: message.as_bytes().to_vec(),
+            extra_headers: Vec::new(),
+            conflicts: Vec::new(),
+        };
+        let id = tx.write_object(Kind::Commit, &commit.encode())?;
+        Ok((id, snap.state))
+    }
+
+    /// Refuses when the folder has uncommitted changes, unless `force`, in which case the
+    /// folder is saved as a commit first. Returns the saved commit, if any.
+    fn protect_folder(
+        &self,
+        tx: &mut Transaction<'_>,
+        view: &View,
+        force: bool,
+        what: &str,
+    ) -> Result<Option<Id>> {
+        let st = self.status_in(view)?;
+        if st.changes.is_empty() {
+            return Ok(None);
+        }
+        if !force {
+            let mut paths: Vec<String> = st
+                .changes
+                .iter()
+                .map(|c| format!("{} {}", c.kind.letter(), c.path))
+                .take(10)
+                .collect();
+            if st.changes.len() > 10 {
+                paths.push(format!("and {} more", st.changes.len() - 10));
+            }
+            return Err(VcsError::Uncommitted(paths));
+        }
+        let (id, _) = self.save_folder(
+            tx,
+            view,
+            &format!("uncommitted changes saved before {what}"),
+        )?;
+        Ok(Some(id))
+    }
+
+    /// Moves the folder from tree `from` to tree `to`, writing only what differs; returns
+    /// the new stat cache. Files are written atomically and never through symlinks.
+    pub fn move_folder(&self, from: Option<&Id>, to: Option<&Id>) -> Result<()> {
+        let started = jiff::Timestamp::now().as_nanosecond();
+        let a = from
+            .map(|t| self.flatten(t))
+            .transpose()?
+            .unwrap_or_default();
+        let b = to.map(|t| self.flatten(t)).transpose()?.unwrap_or_default();
+        self.apply_changes(&diff_flat(&a, &b), started)
+    }
+
+    /// Applies file-level changes to the folder and updates the stat cache.
+    pub(crate) fn apply_changes(&self, changes: &[Change], started_ns: i128) -> Result<()> {
+        let mut state = self.load_wc_state();
+        let root = self.workdir();
+        // Deletions first (so a file can become a directory), deepest first.
+        for c in changes.iter().rev().filter(|c| c.new.is_none()) {
+            let p = root.join(&c.path);
+            match std::fs::symlink_metadata(&p) {
+                Ok(m) if !m.is_dir() => std::fs::remove_file(&p).io("removing", &p)?,
+                _ => {}
+            }
+            state.entries.remove(c.path.as_bytes());
+            let mut dir = p.parent().map(Path::to_path_buf);
+            while let Some(d) = dir {
+                if d == root || std::fs::remove_dir(&d).is_err() {
+                    break;
+                }
+                dir = d.parent().map(Path::to_path_buf);
+            }
+        }
+        let mut jobs = Vec::new();
+        for c in changes {
+            let Some(e) = &c.new else { continue };
+            let dest = root.join(&c.path);
+            // Create parents one by one, refusing to go through anything but real dirs.
+            let mut cur = root.to_path_buf();
+            let comps: Vec<&str> = c.path.split('/').collect();
+            for comp in &comps[..comps.len() - 1] {
+                cur.push(comp);
+                match std::fs::symlink_metadata(&cur) {
+                    Ok(m) if m.is_dir() => {}
+                    Ok(m) if m.file_type().is_symlink() || m.is_file() => {
+                        return Err(VcsError::UnsafePath {
+                            path: c.path.clone(),
+                            reason: format!(
+                                "{} is in the way and is not a directory",
+                                cur.display()
+                            ),
+                        })
+                    }
+                    _ => std::fs::create_dir(&cur).io("creating", &cur)?,
+                }
+            }
+            if let Ok(m) = std::fs::symlink_metadata(&dest) {
+                if m.is_dir() {
+                    std::fs::remove_dir(&dest).io("removing (a directory is in the way)", &dest)?;
+                }
+            }
+            jobs.push(FileJob {
+                repo_path: c.path.clone(),
+                dest,
+                id: e.id,
+                kind: e.kind,
+                size: e.size,
+            });
+        }
+        for (job, r) in jobs.iter().zip(self.write_files(&jobs, &|_| {})) {
+            r?;
+            let meta = std::fs::symlink_metadata(&job.dest).io("reading metadata of", &job.dest)?;
+            state.entries.insert(
+                job.repo_path.as_bytes().to_vec(),
+                CacheEntry::from_meta(&meta, job.kind, job.id),
+            );
+        }
+        // Entries written now are racy relative to this moment; keep the older bound for
+        // the rest so they stay trusted.
+        state.recorded_at_ns = state.recorded_at_ns.min(started_ns);
+        self.save_wc_state(&state)
+    }
+
+    /// Publishes `view` as a new operation and moves the folder to its `@`, if the folder
+    /// is clean (or `force`, saving it first).
+    fn switch_view(
+        &self,
+        head: &OpState,
+        mut view: View,
+        force: bool,
+        what: &str,
+        mut events: Vec<Event>,
+    ) -> Result<(Id, Option<Id>)> {
+        let start = now_ms();
+        let mut tx = self.store().transaction()?;
+        let saved = self.protect_folder(&mut tx, &head.view, force, what)?;
+        if let Some(s) = saved {
+            view.heads.push(s);
+            events.push(Event::CommitCreated { commit: s });
+        }
+        let from = match saved {
+            Some(s) => Some(tx_tree(&tx, &s)?),
+            None => self.at_tree(&head.view)?,
+        };
+        let to = self.at_tree(&view)?;
+        self.move_folder_in(&tx, from.as_ref(), to.as_ref())?;
+        view.wc_commit = view.at_commit().or(view.wc_commit);
+        let op = self.publish(tx, &[head.id], view, what, events, start)?;
+        Ok((op, saved))
+    }
+
+    fn move_folder_in(
+        &self,
+        tx: &Transaction<'_>,
+        from: Option<&Id>,
+        to: Option<&Id>,
+    ) -> Result<()> {
+        // The saved tree (if any) was written in this transaction; flatten through it.
+        let started = jiff::Timestamp::now().as_nanosecond();
+        let a = match from {
+            Some(t) => self.flatten_tx(tx, t)?,
+            None => FlatTree::new(),
+        };
+        let b = to.map(|t| self.flatten(t)).transpose()?.unwrap_or_default();
+        self.apply_changes(&diff_flat(&a, &b), started)
+    }
+
+    fn flatten_tx(&self, tx: &Transaction<'_>, id: &Id) -> Result<FlatTree> {
+        let mut out = FlatTree::new();
+        let mut stack = vec![(*id, String::new())];
+        while let Some((t, prefix)) = stack.pop() {
+            let raw = tx.read_object(&t, Kind::Tree)?;
+            let tree = crate::object::Tree::decode(&raw).map_err(|source| VcsError::Decode {
+                kind: "tree",
+                id: t,
+                source,
+            })?;
+            for e in tree.entries {
+                let name = String::from_utf8_lossy(&e.name);
+                let path = if prefix.is_empty() {
+                    name.into_owned()
+                } else {
+                    format!("{prefix}/{name}")
+                };
+                if e.kind == EntryKind::Dir {
+                    stack.push((e.id, path));
+                } else {
+                    out.insert(path, e);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Switches the folder to a branch or commit. Refuses to overwrite uncommitted changes
+    /// unless `force`, which saves them as a commit first (returned).
+    pub fn checkout(&self, target: &Target, force: bool) -> Result<(Id, Option<Id>, Id)> {
+        let head = self.head()?;
+        let mut view = head.view.clone();
+        let commit = match target {
+            Target::Branch(b) => {
+                let c = view.branch(b).ok_or_else(|| VcsError::UnknownRevision {
+                    rev: b.clone(),
+                    candidates: vec![],
+                })?;
+                view.current_branch = Some(b.clone());
+                c
+            }
+            Target::Commit(c) => {
+                view.current_branch = None;
+                *c
+            }
+        };
+        view.wc_commit = Some(commit);
+        let name = match target {
+            Target::Branch(b) => b.clone(),
+            Target::Commit(c) => c.short(12),
+        };
+        let (op, saved) = self.switch_view(
+            &head,
+            view,
+            force,
+            &format!("checkout {name}"),
+            vec![Event::CheckedOut { commit }],
+        )?;
+        Ok((commit, saved, op))
+    }
+
+    /// Creates or moves a branch (`target` None deletes it).
+    pub fn set_branch(&self, name: &str, target: Option<Id>, allow_move: bool) -> Result<Id> {
+        valid_ref_name(name)?;
+        let start = now_ms();
+        let head = self.head()?;
+        let from = head.view.branch(name);
+        if from.is_some() && target.is_some() && !allow_move {
+            return Err(VcsError::Refused(format!(
+                "branch {name} already exists; use `lifeos branch set` to move it"
+            )));
+        }
+        if from.is_none() && target.is_none() {
+            return Err(VcsError::UnknownRevision {
+                rev: name.into(),
+                candidates: vec![],
+            });
+        }
+        if target.is_none() && head.view.current_branch.as_deref() == Some(name) {
+            return Err(VcsError::Refused(format!(
+                "branch {name} is checked out; check out another one first"
+            )));
+        }
+        let mut view = head.view.clone();
+        view.set_branch(name, target);
+        if let Some(t) = target {
+            view.heads.push(t);
+        }
+        let verb = match (from, target) {
+            (None, Some(_)) => "create",
+            (Some(_), Some(_)) => "move",
+            _ => "delete",
+        };
+        let tx = self.store().transaction()?;
+        self.publish(
+            tx,
+            &[head.id],
+            view,
+            &format!("branch {verb} {name}"),
+            vec![Event::BranchMoved {
+                name: name.into(),
+                from,
+                to: target,
+            }],
+            start,
+        )
+    }
+
+    /// Creates, moves or deletes a tag.
+    pub fn set_tag(&self, name: &str, target: Option<Id>, allow_move: bool) -> Result<Id> {
+        valid_ref_name(name)?;
+        let start = now_ms();
+        let head = self.head()?;
+        let from = head.view.tag(name);
+        if from.is_some() && target.is_some() && !allow_move {
+            return Err(VcsError::Refused(format!(
+                "tag {name} already exists; delete it first or use --force"
+            )));
+        }
+        if from.is_none() && target.is_none() {
+            return Err(VcsError::UnknownRevision {
+                rev: name.into(),
+                candidates: vec![],
+            });
+        }
+        let mut view = head.view.clone();
+        view.set_tag(name, target);
+        let verb = if target.is_some() { "create" } else { "delete" };
+        let tx = self.store().transaction()?;
+        self.publish(
+            tx,
+            &[head.id],
+            view,
+            &format!("tag {verb} {name}"),
+            vec![Event::TagMoved {
+                name: name.into(),
+                from,
+                to: target,
+            }],
+            start,
+        )
+    }
+
+    /// Rewrites a commit's message; its change id stays, and descendants are rewritten onto
+    /// it. Returns (old, new, operation).
+    pub fn describe(&self, rev: &str, message: &[u8]) -> Result<(Id, Id, Id)> {
+        let start = now_ms();
+        let head = self.head()?;
+        let old = self.resolve_rev(&head.view, rev)?;
+        let mut tx = self.store().transaction()?;
+        let mut commit = self.commit(&old)?;
+        commit.message = message.to_vec();
+        commit.committer = self.signature(start);
+        let new = tx.write_object(Kind::Commit, &commit.encode())?;
+        let mut map: HashMap<Id, Id> = HashMap::from([(old, new)]);
+        let mut events = vec![Event::CommitRewritten { from: old, to: new }];
+        // Rebase descendants: every visible commit with a rewritten parent, oldest first.
+        let all = crate::rev::all_commits(self, &head.view)?;
+        for (id, c) in all.iter().rev() {
+            if map.contains_key(id) || !c.parents.iter().any(|p| map.contains_key(p)) {
+                continue;
+            }
+            let mut c2 = c.clone();
+            c2.parents = c.parents.iter().map(|p| *map.get(p).unwrap_or(p)).collect();
+            let nid = tx.write_object(Kind::Commit, &c2.encode())?;
+            map.insert(*id, nid);
+            events.push(Event::CommitRewritten { from: *id, to: nid });
+        }
+        let mut view = head.view.clone();
+        let remap = |id: &mut Id| {
+            if let Some(n) = map.get(id) {
+                *id = *n;
+            }
+        };
+        view.heads.iter_mut().for_each(remap);
+        view.branches.iter_mut().for_each(|(_, id)| remap(id));
+        view.tags.iter_mut().for_each(|(_, id)| remap(id));
+        if let Some(w) = view.wc_commit.as_mut() {
+            remap(w);
+        }
+        let op = self.publish(
+            tx,
+            &[head.id],
+            view,
+            &format!("describe {}", old.short(12)),
+            events,
+            start,
+        )?;
+        Ok((old, new, op))
+    }
+
+    /// Reverts the newest operation by writing a new one with the view before it (an undo
+    /// of an undo therefore redoes). After concurrent operations were merged, the newest
+    /// of them is undone. The folder follows when it is clean; `force` saves it first.
+    pub fn undo(&self, force: bool) -> Result<(Id, Id)> {
+        let head = self.head()?;
+        let (undone, restore_to) = match head.op.parents.as_slice() {
+            [] => {
+                return Err(VcsError::Refused(
+                    "nothing to undo: this is the repository's first operation".into(),
+                ))
+            }
+            [p] => (head.id, *p),
+            parents => {
+                // A merge of concurrent operations: undo the newest of them.
+                let mut states: Vec<OpState> = parents
+                    .iter()
+                    .map(|p| self.op_state(p))
+                    .collect::<Result<_>>()?;
+                states.sort_by_key(|s| (s.op.end_ms, s.id));
+                let newest = states.pop().expect("several parents");
+                let other = states.pop().expect("several parents");
+                (newest.id, other.id)
+            }
+        };
+        let view = self.op_state(&restore_to)?.view;
+        let (op, _) = self.switch_view(
+            &head,
+            view,
+            force,
+            &format!("undo operation {}", undone.short(12)),
+            vec![Event::Undo { op: undone }],
+        )?;
+        Ok((undone, op))
+    }
+
+    /// Restores the whole repository view as it was after operation `target`.
+    pub fn op_restore(&self, target: &Id, force: bool) -> Result<Id> {
+        let head = self.head()?;
+        let view = self.op_state(target)?.view;
+        let (op, _) = self.switch_view(
+            &head,
+            view,
+            force,
+            &format!("restore to operation {}", target.short(12)),
+            vec![Event::OpRestored { op: *target }],
+        )?;
+        Ok(op)
+    }
+
+    /// Brings `path` (a file or folder) back as it was in commit `source`, in the working
+    /// folder, and records it as a new commit. Uncommitted changes to the path are refused
+    /// unless `force` (they are saved as a commit first).
+    pub fn restore_path(
+        &self,
+        path: &str,
+        source: &Id,
+        force: bool,
+    ) -> Result<(Id, Id, Option<Id>)> {
+        let start = now_ms();
+        let head = self.head()?;
+        let clean = crate::repo::split_path(path)?.join("/");
+        let src_tree = self.commit(source)?.tree;
+        let src = self.flatten(&src_tree)?;
+        let under = |p: &str| clean.is_empty() || p == clean || p.starts_with(&format!("{clean}/"));
+        let wanted: FlatTree = src.into_iter().filter(|(p, _)| under(p)).collect();
+        if wanted.is_empty()
+            && self
+                .at_tree(&head.view)?
+                .is_none_or(|t| self.lookup_path(&t, &clean).ok().flatten().is_none())
+        {
+            return Err(VcsError::PathNotFound {
+                path: clean,
+                rev: source.short(12),
+            });
+        }
+        let mut tx = self.store().transaction()?;
+        let st = self.status_in(&head.view)?;
+        let dirty: Vec<&Change> = st.changes.iter().filter(|c| under(&c.path)).collect();
+        let mut saved = None;
+        if !dirty.is_empty() {
+            if !force {
+                return Err(VcsError::Uncommitted(
+                    dirty
+                        .iter()
+                        .map(|c| format!("{} {}", c.kind.letter(), c.path))
+                        .collect(),
+                ));
+            }
+            saved = Some(
+                self.save_folder(
+                    &mut tx,
+                    &head.view,
+                    &format!("uncommitted changes saved before restoring {clean}"),
+                )?
+                .0,
+            );
+        }
+        let (current, _, _) = self.working_tree()?;
+        let now_under: FlatTree = current.into_iter().filter(|(p, _)| under(p)).collect();
+        self.apply_changes(
+            &diff_flat(&now_under, &wanted),
+            jiff::Timestamp::now().as_nanosecond(),
+        )?;
+        let mut view = head.view.clone();
+        let mut events = vec![Event::PathRestored {
+            path: clean.clone(),
+            commit: *source,
+        }];
+        if let Some(s) = saved {
+            view.heads.push(s);
+            events.push(Event::CommitCreated { commit: s });
+        }
+        let msg = format!(
+            "restore {} from {}",
+            if clean.is_empty() {
+                "everything"
+            } else {
+                &clean
+            },
+            source.short(12)
+        );
+        let out = self.record(
+            tx,
+            &head,
+            view,
+            msg.as_bytes(),
+            true,
+            &NoProgress,
+            events,
+            start,
+        )?;
+        let commit = out.commit.expect("allow_empty commits");
+        Ok((commit, out.op.expect("published"), saved))
+    }
+}
+
+fn tx_tree(tx: &Transaction<'_>, commit: &Id) -> Result<Id> {
+    let raw = tx.read_object(commit, Kind::Commit)?;
+    Ok(Commit::decode(&raw)
+        .map_err(|source| VcsError::Decode {
+            kind: "commit",
+            id: *commit,
+            source,
+        })?
+        .tree)
+}

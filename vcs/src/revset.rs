@@ -1,0 +1,504 @@
+//! A small revision-set language for `log -r`:
+//!
+//! ```text
+//! @  @-  main  v1  3f9c2a  (revisions)        x | y   x & y   (union, intersection)
+//! ancestors(x)   x..y   ..y   x..              (ranges; x..y = ancestors(y) minus ancestors(x))
+//! author(text)   description(text)   files(glob)   date(after: WHEN, before: WHEN)   all()
+//! ```
+//! Parse errors name the column of the bad token.
+
+use std::collections::{HashMap, HashSet};
+
+use globset::Glob;
+use lifeos_store::Id;
+
+use crate::error::{Result, VcsError};
+use crate::object::{Commit, View};
+use crate::repo::Repo;
+use crate::when::{parse_when, When};
+
+/// A parsed revset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Expr {
+    /// A single revision.
+    Symbol(String),
+    /// Every visible commit.
+    All,
+    /// Ancestors, inclusive.
+    Ancestors(Box<Expr>),
+    /// `x..y`: ancestors of y that are not ancestors of x (either side optional).
+    Range(Option<Box<Expr>>, Option<Box<Expr>>),
+    /// Union.
+    Union(Box<Expr>, Box<Expr>),
+    /// Intersection.
+    Intersection(Box<Expr>, Box<Expr>),
+    /// Author name or email contains the text (case-insensitive).
+    Author(String),
+    /// Message contains the text (case-insensitive).
+    Description(String),
+    /// Committed within the bounds (WHEN strings).
+    Date {
+        /// Lower bound.
+        after: Option<String>,
+        /// Upper bound.
+        before: Option<String>,
+    },
+    /// Changed a path matching the glob.
+    Files(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Tok {
+    Word(String),
+    Str(String),
+    LParen,
+    RParen,
+    Comma,
+    Colon,
+    Pipe,
+    Amp,
+    DotDot,
+    End,
+}
+
+struct Parser<'a> {
+    src: &'a str,
+    toks: Vec<(Tok, usize)>,
+    pos: usize,
+}
+
+fn err(src: &str, column: usize, reason: impl Into<String>) -> VcsError {
+    VcsError::BadRevision {
+        rev: src.into(),
+        column,
+        reason: reason.into(),
+    }
+}
+
+fn lex(src: &str) -> Result<Vec<(Tok, usize)>> {
+    let b: Vec<char> = src.chars().collect();
+    let mut i = 0;
+    let mut out = Vec::new();
+    while i < b.len() {
+        let c = b[i];
+        let col = i + 1;
+        match c {
+            ' ' | '\t' => i += 1,
+            '(' => (out.push((Tok::LParen, col)), i += 1).1,
+            ')' => (out.push((Tok::RParen, col)), i += 1).1,
+            ',' => (out.push((Tok::Comma, col)), i += 1).1,
+            ':' => (out.push((Tok::Colon, col)), i += 1).1,
+            '|' => (out.push((Tok::Pipe, col)), i += 1).1,
+            '&' => (out.push((Tok::Amp, col)), i += 1).1,
+            '.' if b.get(i + 1) == Some(&'.') => (out.push((Tok::DotDot, col)), i += 2).1,
+            '"' | '\'' => {
+                let q = c;
+                let mut s = String::new();
+                i += 1;
+                loop {
+                    match b.get(i) {
+                        None => return Err(err(src, col, "unterminated quoted string")),
+                        Some(&ch) if ch == q => break,
+                        Some('\\') if b.get(i + 1).is_some() => {
+                            s.push(b[i + 1]);
+                            i += 2;
+                            continue;
+                        }
+                        Some(&ch) => s.push(ch),
+                    }
+                    i += 1;
+                }
+                i += 1;
+                out.push((Tok::Str(s), col));
+            }
+            c if c.is_alphanumeric() || "@-_/+*?.[]{}!".contains(c) => {
+                let mut s = String::new();
+                while i < b.len() {
+                    let ch = b[i];
+                    if ch == '.' && b.get(i + 1) == Some(&'.') {
+                        break;
+                    }
+                    if ch.is_alphanumeric() || "@-_/+*?.[]{}!".contains(ch) {
+                        s.push(ch);
+                        i += 1;
+                    } else {
+                        break;
+                    }
+                }
+                out.push((Tok::Word(s), col));
+            }
+            other => return Err(err(src, col, format!("unexpected character {other:?}"))),
+        }
+    }
+    out.push((Tok::End, b.len() + 1));
+    Ok(out)
+}
+
+impl Parser<'_> {
+    fn peek(&self) -> &Tok {
+        &self.toks[self.pos].0
+    }
+    fn col(&self) -> usize {
+        self.toks[self.pos].1
+    }
+    fn next(&mut self) -> Tok {
+        let t = self.toks[self.pos].0.clone();
+        if t != Tok::End {
+            self.pos += 1;
+        }
+        t
+    }
+    fn expect(&mut self, t: Tok, what: &str) -> Result<()> {
+        if *self.peek() == t {
+            self.next();
+            Ok(())
+        } else {
+            Err(err(self.src, self.col(), format!("expected {what}")))
+        }
+    }
+
+    fn union(&mut self) -> Result<Expr> {
+        let mut e = self.inter()?;
+        while *self.peek() == Tok::Pipe {
+            self.next();
+            e = Expr::Union(Box::new(e), Box::new(self.inter()?));
+        }
+        Ok(e)
+    }
+
+    fn inter(&mut self) -> Result<Expr> {
+        let mut e = self.range()?;
+        while *self.peek() == Tok::Amp {
+            self.next();
+            e = Expr::Intersection(Box::new(e), Box::new(self.range()?));
+        }
+        Ok(e)
+    }
+
+    fn range(&mut self) -> Result<Expr> {
+        if *self.peek() == Tok::DotDot {
+            self.next();
+            return Ok(Expr::Range(None, Some(Box::new(self.primary()?))));
+        }
+        let left = self.primary()?;
+        if *self.peek() == Tok::DotDot {
+            self.next();
+            let right = match self.peek() {
+                Tok::End | Tok::RParen | Tok::Pipe | Tok::Amp | Tok::Comma => None,
+                _ => Some(Box::new(self.primary()?)),
+            };
+            return Ok(Expr::Range(Some(Box::new(left)), right));
+        }
+        Ok(left)
+    }
+
+    fn text_arg(&mut self) -> Result<String> {
+        let col = self.col();
+        match self.next() {
+            Tok::Str(s) | Tok::Word(s) => Ok(s),
+            _ => Err(err(self.src, col, "expected a text argument")),
+        }
+    }
+
+    fn primary(&mut self) -> Result<Expr> {
+        let col = self.col();
+        match self.next() {
+            Tok::LParen => {
+                let e = self.union()?;
+                self.expect(Tok::RParen, "')'")?;
+                Ok(e)
+            }
+            Tok::Word(w) if *self.peek() == Tok::LParen => {
+                self.next();
+                let e = match w.as_str() {
+                    "ancestors" => Expr::Ancestors(Box::new(self.union()?)),
+                    "all" => Expr::All,
+                    "author" => Expr::Author(self.text_arg()?),
+                    "description" => Expr::Description(self.text_arg()?),
+                    "files" => Expr::Files(self.text_arg()?),
+                    "date" => {
+                        let (mut after, mut before) = (None, None);
+                        loop {
+                            let kcol = self.col();
+                            let key = match self.next() {
+                                Tok::Word(k) => k,
+                                Tok::RParen if after.is_some() || before.is_some() => return Ok(Expr::Date { after, before }),
+                                _ => return Err(err(self.src, kcol, "expected after: or before:")),
+                            };
+                            self.expect(Tok::Colon, "':' after the key")?;
+                            let v = self.text_arg()?;
+                            match key.as_str() {
+                                "after" => after = Some(v),
+                                "before" => before = Some(v),
+                                _ => return Err(err(self.src, kcol, format!("unknown key {key:?} (use after: or before:)"))),
+                            }
+                            if *self.peek() == Tok::Comma {
+                                self.next();
+                            }
+                        }
+                    }
+                    other => {
+                        return Err(err(
+                            self.src,
+                            col,
+                            format!("unknown function {other:?} (known: ancestors, all, author, description, files, date)"),
+                        ))
+                    }
+                };
+                self.expect(Tok::RParen, "')'")?;
+                Ok(e)
+            }
+            Tok::Word(w) => Ok(Expr::Symbol(w)),
+            Tok::End => Err(err(self.src, col, "expected a revision")),
+            t => Err(err(self.src, col, format!("unexpected {}", tok_name(&t)))),
+        }
+    }
+}
+
+fn tok_name(t: &Tok) -> String {
+    match t {
+        Tok::Word(w) => format!("{w:?}"),
+        Tok::Str(s) => format!("string {s:?}"),
+        Tok::LParen => "'('".into(),
+        Tok::RParen => "')'".into(),
+        Tok::Comma => "','".into(),
+        Tok::Colon => "':'".into(),
+        Tok::Pipe => "'|'".into(),
+        Tok::Amp => "'&'".into(),
+        Tok::DotDot => "'..'".into(),
+        Tok::End => "end of input".into(),
+    }
+}
+
+/// Parses a revset.
+pub fn parse(src: &str) -> Result<Expr> {
+    let toks = lex(src)?;
+    let mut p = Parser { src, toks, pos: 0 };
+    let e = p.union()?;
+    if *p.peek() != Tok::End {
+        return Err(err(
+            src,
+            p.col(),
+            format!("unexpected {}", tok_name(p.peek())),
+        ));
+    }
+    Ok(e)
+}
+
+/// Evaluates revsets over the commits visible in one view.
+pub struct Evaluator<'r> {
+    repo: &'r Repo,
+    view: &'r View,
+    commits: HashMap<Id, Commit>,
+}
+
+impl<'r> Evaluator<'r> {
+    /// An evaluator over every commit reachable from `view`.
+    pub fn new(repo: &'r Repo, view: &'r View) -> Result<Self> {
+        let commits = crate::rev::all_commits(repo, view)?.into_iter().collect();
+        Ok(Evaluator {
+            repo,
+            view,
+            commits,
+        })
+    }
+
+    /// The commit `id` (must be visible).
+    pub fn commit(&self, id: &Id) -> &Commit {
+        &self.commits[id]
+    }
+
+    fn ancestors(&self, from: &HashSet<Id>) -> HashSet<Id> {
+        let mut out = HashSet::new();
+        let mut stack: Vec<Id> = from.iter().copied().collect();
+        while let Some(c) = stack.pop() {
+            if out.insert(c) {
+                if let Some(commit) = self.commits.get(&c) {
+                    stack.extend(commit.parents.iter().copied());
+                }
+            }
+        }
+        out
+    }
+
+    fn time(&self, w: &str) -> Result<i64> {
+        let now = jiff::Zoned::now();
+        match parse_when(w, &now).map_err(VcsError::BadTime)? {
+            When::Time(t) => Ok(t.div_euclid(1000)),
+            When::Operation(_) => Err(VcsError::BadTime(format!(
+                "date() needs a time, not an operation id: {w:?}"
+            ))),
+        }
+    }
+
+    /// The set of commits `e` denotes.
+    pub fn eval(&self, e: &Expr) -> Result<HashSet<Id>> {
+        Ok(match e {
+            Expr::Symbol(s) => HashSet::from([self.repo.resolve_rev(self.view, s)?]),
+            Expr::All => self.commits.keys().copied().collect(),
+            Expr::Ancestors(x) => self.ancestors(&self.eval(x)?),
+            Expr::Range(a, b) => {
+                let upper = match b {
+                    Some(b) => self.ancestors(&self.eval(b)?),
+                    None => self.commits.keys().copied().collect(),
+                };
+                let lower = match a {
+                    Some(a) => self.ancestors(&self.eval(a)?),
+                    None => HashSet::new(),
+                };
+                upper.difference(&lower).copied().collect()
+            }
+            Expr::Union(a, b) => self.eval(a)?.union(&self.eval(b)?).copied().collect(),
+            Expr::Intersection(a, b) => self
+                .eval(a)?
+                .intersection(&self.eval(b)?)
+                .copied()
+                .collect(),
+            Expr::Author(t) => {
+                let t = t.to_lowercase();
+                self.filter(|c| {
+                    format!("{} <{}>", c.author.name, c.author.email)
+                        .to_lowercase()
+                        .contains(&t)
+                })
+            }
+            Expr::Description(t) => {
+                let t = t.to_lowercase();
+                self.filter(|c| {
+                    String::from_utf8_lossy(&c.message)
+                        .to_lowercase()
+                        .contains(&t)
+                })
+            }
+            Expr::Date { after, before } => {
+                let lo = after.as_deref().map(|w| self.time(w)).transpose()?;
+                let hi = before.as_deref().map(|w| self.time(w)).transpose()?;
+                self.filter(|c| {
+                    lo.is_none_or(|l| c.committer.time >= l)
+                        && hi.is_none_or(|h| c.committer.time < h)
+                })
+            }
+            Expr::Files(g) => {
+                let m = Glob::new(g)
+                    .map_err(|e| VcsError::BadRevision {
+                        rev: g.clone(),
+                        column: 1,
+                        reason: e.to_string(),
+                    })?
+                    .compile_matcher();
+                let mut out = HashSet::new();
+                for (id, c) in &self.commits {
+                    let parent_tree = match c.parents.first() {
+                        Some(p) => Some(self.repo.commit(p)?.tree),
+                        None => None,
+                    };
+                    let changes = self.repo.diff_trees(parent_tree.as_ref(), Some(&c.tree))?;
+                    if changes.iter().any(|ch| m.is_match(&ch.path)) {
+                        out.insert(*id);
+                    }
+                }
+                out
+            }
+        })
+    }
+
+    fn filter(&self, f: impl Fn(&Commit) -> bool) -> HashSet<Id> {
+        self.commits
+            .iter()
+            .filter(|(_, c)| f(c))
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
+    /// Orders a set newest first: every commit before its parents, and among commits
+    /// whose children are all listed, the newest (committer time, then id) first.
+    pub fn sorted(&self, set: HashSet<Id>) -> Vec<Id> {
+        let set: HashSet<Id> = set
+            .into_iter()
+            .filter(|id| self.commits.contains_key(id))
+            .collect();
+        let mut children: HashMap<Id, usize> = set.iter().map(|id| (*id, 0)).collect();
+        for id in &set {
+            for p in &self.commits[id].parents {
+                if let Some(n) = children.get_mut(p) {
+                    *n += 1;
+                }
+            }
+        }
+        let key = |id: &Id| (self.commits[id].committer.time, *id);
+        let mut ready: std::collections::BinaryHeap<(i64, Id)> = children
+            .iter()
+            .filter(|(_, n)| **n == 0)
+            .map(|(id, _)| key(id))
+            .collect();
+        let mut out = Vec::with_capacity(set.len());
+        while let Some((_, id)) = ready.pop() {
+            out.push(id);
+            for p in &self.commits[&id].parents {
+                if let Some(n) = children.get_mut(p) {
+                    *n -= 1;
+                    if *n == 0 {
+                        ready.push(key(p));
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_language() {
+        assert_eq!(parse("@-").unwrap(), Expr::Symbol("@-".into()));
+        assert_eq!(
+            parse("main..trip").unwrap(),
+            Expr::Range(
+                Some(Box::new(Expr::Symbol("main".into()))),
+                Some(Box::new(Expr::Symbol("trip".into())))
+            )
+        );
+        assert_eq!(
+            parse("..v1").unwrap(),
+            Expr::Range(None, Some(Box::new(Expr::Symbol("v1".into()))))
+        );
+        assert_eq!(
+            parse("author(\"Ann Lee\")").unwrap(),
+            Expr::Author("Ann Lee".into())
+        );
+        assert_eq!(
+            parse("date(after: 2026-11-01, before: \"3 days ago\") & files(photos/*.jpg)").unwrap(),
+            Expr::Intersection(
+                Box::new(Expr::Date {
+                    after: Some("2026-11-01".into()),
+                    before: Some("3 days ago".into())
+                }),
+                Box::new(Expr::Files("photos/*.jpg".into()))
+            )
+        );
+        assert!(matches!(
+            parse("ancestors(@) | description(x)").unwrap(),
+            Expr::Union(..)
+        ));
+    }
+
+    #[test]
+    fn errors_point_at_the_bad_token() {
+        let e = parse("ancestors(@").unwrap_err().to_string();
+        assert!(e.contains("column 12") && e.contains("')'"), "{e}");
+        let e = parse("authr(x)").unwrap_err().to_string();
+        assert!(
+            e.contains("column 1") && e.contains("unknown function"),
+            "{e}"
+        );
+        let e = parse("@ &").unwrap_err().to_string();
+        assert!(e.contains("column 4"), "{e}");
+        let e = parse("date(since: x)").unwrap_err().to_string();
+        assert!(e.contains("column 6") && e.contains("after"), "{e}");
+        let e = parse("a $ b").unwrap_err().to_string();
+        assert!(e.contains("column 3"), "{e}");
+    }
+}

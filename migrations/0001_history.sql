@@ -1,4 +1,4 @@
--- Catalog level 1: the operation log and commits, indexed for time travel.
+-- Catalog level 1: the operation log, indexed by time for `--at`.
 -- The catalog is derived from the objects; `lifeos reindex` rebuilds it.
 CREATE TABLE IF NOT EXISTS meta (
     key   TEXT PRIMARY KEY,

@@ -27,9 +27,12 @@ cd "$lib"
 step lifeos init; "$lifeos" init
 step lifeos commit -m "first import"; "$lifeos" commit -m "first import"
 cp -a "$lib" "$demo/first-version" && rm -rf "$demo/first-version/.lifeos"
+after_first=$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)
+sleep 0.2
 
 echo "==> editing: repaint part of a photo, extend a recording, edit a note, delete a record, add a photo, patch the binary"
 python3 "$here/scripts/gen_library.py" edit "$lib"
+step lifeos status; "$lifeos" status
 step lifeos commit -m "edits"; "$lifeos" commit -m "edits"
 step lifeos log; "$lifeos" log
 step lifeos ls photos; "$lifeos" ls photos
@@ -44,6 +47,20 @@ else
   echo "error: the restored first version differs from the original" >&2
   exit 1
 fi
+
+echo "==> history: branches, time travel, undo"
+step lifeos branch create trip; "$lifeos" branch create trip
+step lifeos checkout trip; "$lifeos" checkout trip
+echo "Packed: passport, camera." > "$lib/notes/trip.md"
+step lifeos commit -m "trip notes"; "$lifeos" commit -m "trip notes"
+step lifeos checkout main; "$lifeos" checkout main
+step lifeos branch list; "$lifeos" branch list
+step lifeos cat notes/plan.md --at "$after_first"; "$lifeos" cat notes/plan.md --at "$after_first"
+step lifeos log --at "$after_first"; "$lifeos" log --at "$after_first"
+step lifeos describe -m "edits: photo, memo, plan, records"; "$lifeos" describe -m "edits: photo, memo, plan, records"
+step lifeos op log -n 3; "$lifeos" op log -n 3
+step lifeos undo; "$lifeos" undo
+step lifeos log -n 1; "$lifeos" log -n 1
 step lifeos fsck; "$lifeos" fsck
 step lifeos gc; "$lifeos" gc
 echo

@@ -103,7 +103,7 @@ pub fn log(
     let ev = lifeos_vcs::revset::Evaluator::new(repo, &view)?;
     let expr = lifeos_vcs::revset::parse(revset.unwrap_or("ancestors(@)"))?;
     let mut ids = ev.sorted(ev.eval(&expr)?);
-    if let Some(p) = path {
+    if let Some(p) = path.filter(|p| !lifeos_vcs::repo::split_path(p).is_ok_and(|c| c.is_empty())) {
         let clean = lifeos_vcs::repo::split_path(p)?.join("/");
         let prefix = format!("{clean}/");
         let mut kept = Vec::new();
@@ -475,6 +475,9 @@ pub fn op(repo: &Repo, cmd: OpCmd, style: Style) -> CliResult<u8> {
             heap.push((head.op.end_ms, head.id));
             let mut rows = Vec::new();
             while let Some((_, id)) = heap.pop() {
+                if limit.is_some_and(|n| rows.len() >= n) {
+                    break;
+                }
                 if !seen.insert(id) {
                     continue;
                 }
@@ -484,9 +487,6 @@ pub fn op(repo: &Repo, cmd: OpCmd, style: Style) -> CliResult<u8> {
                     heap.push((po.end_ms, *p));
                 }
                 rows.push((id, op));
-                if limit.is_some_and(|n| rows.len() >= n) {
-                    break;
-                }
             }
             if json {
                 print_json(

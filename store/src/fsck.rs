@@ -87,7 +87,21 @@ impl Store {
                 }
             }
             for row in layer.rows()? {
-                let (id, loc) = row?;
+                let (id, loc) = match row {
+                    Ok(r) => r,
+                    Err(e) => {
+                        report.problems.push(Problem {
+                            code: "damaged-index",
+                            object: None,
+                            pack: None,
+                            file: Some(layer.path.clone()),
+                            detail: format!(
+                                "{e}; run `lifeos gc` to rebuild the index from the packs"
+                            ),
+                        });
+                        break;
+                    }
+                };
                 if !present.contains(&*loc.pack) {
                     continue;
                 }

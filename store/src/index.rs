@@ -398,6 +398,14 @@ pub fn write_layer(
     })();
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp_path);
+        for e in std::fs::read_dir(tmp).into_iter().flatten().flatten() {
+            if e.file_name()
+                .to_string_lossy()
+                .starts_with(&format!("{prefix}-spill-"))
+            {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
     }
     result
 }

@@ -439,6 +439,9 @@ impl Store {
             .open(&lock_path)
             .io("opening", &lock_path)?;
         lock.lock_shared().io("locking", &lock_path)?;
+        // A gc may have run since the index was loaded: what it removed must not be
+        // taken as present.
+        self.reload_index()?;
         self.clean_tmp()?;
         self.new_transaction(Some(lock))
     }
@@ -530,8 +533,13 @@ impl Store {
             let Some(name) = p.file_name().and_then(|n| n.to_str()) else {
                 continue;
             };
-            let Some(prefix) = name.strip_suffix(".lock") else {
-                continue;
+            // A session's lock file: if its lock can be taken, the process that held it
+            // is gone. A `.locking` file is a session being registered; it is locked a
+            // moment after it is created, so only an old one can be judged dead.
+            let prefix = match (name.strip_suffix(".lock"), name.strip_suffix(".locking")) {
+                (Some(prefix), _) => prefix,
+                (None, Some(prefix)) if age_secs(p).is_some_and(|a| a >= 10) => prefix,
+                _ => continue,
             };
             if Some(prefix) == mine.as_deref() {
                 live.insert(prefix.to_string());
@@ -554,17 +562,14 @@ impl Store {
                 continue;
             };
             let owner = name.split(['-', '.']).next().unwrap_or_default();
-            if live.contains(owner) || (dead.contains(owner) && name.ends_with(".lock")) {
+            if live.contains(owner)
+                || (dead.contains(owner) && (name.ends_with(".lock") || name.ends_with(".locking")))
+            {
                 continue;
             }
             // Files of a dead session are orphans. Files of no known session are left
             // for a minute: their writer may be registering its session right now.
-            let young = p
-                .metadata()
-                .and_then(|m| m.modified())
-                .map(|t| t.elapsed().map_or(true, |age| age.as_secs() < 60))
-                .unwrap_or(false);
-            if !dead.contains(owner) && young {
+            if !dead.contains(owner) && age_secs(p).is_none_or(|a| a < 60) {
                 continue;
             }
             if std::fs::remove_file(p).is_ok() {
@@ -573,6 +578,7 @@ impl Store {
         }
         for prefix in dead {
             let _ = std::fs::remove_file(tmp.join(format!("{prefix}.lock")));
+            let _ = std::fs::remove_file(tmp.join(format!("{prefix}.locking")));
         }
         Ok(removed)
     }
@@ -791,6 +797,16 @@ impl Store {
     }
 }
 
+/// Seconds since `path` was last modified, if it can be told.
+fn age_secs(path: &Path) -> Option<u64> {
+    path.metadata()
+        .and_then(|m| m.modified())
+        .ok()?
+        .elapsed()
+        .ok()
+        .map(|d| d.as_secs())
+}
+
 /// The pack name of a `packs/<name>.pack` path.
 fn pack_name(p: &Path) -> Option<String> {
     let name = p.file_name()?.to_str()?.strip_suffix(".pack")?;
@@ -953,6 +969,15 @@ impl<'s> Transaction<'s> {
             return Ok(raw.clone());
         }
         self.store.read_object(id, kind)
+    }
+
+    /// Commits this transaction and returns a new one, holding the repository lock
+    /// throughout, so what was written stays safe from `gc` until the caller publishes
+    /// something that refers to it.
+    pub fn checkpoint(self) -> Result<Transaction<'s>> {
+        let next = self.store.transaction()?;
+        self.commit()?;
+        Ok(next)
     }
 
     /// Makes everything written durable and visible: packs are fsync'd and renamed, then

@@ -14,7 +14,10 @@ use crate::repo::Repo;
 pub const CATALOG_FILE: &str = "catalog.sqlite";
 
 /// Every migration, in order: (level, SQL).
-pub const MIGRATIONS: &[(u32, &str)] = &[(1, include_str!("../../migrations/0001_history.sql"))];
+pub const MIGRATIONS: &[(u32, &str)] = &[
+    (1, include_str!("../../migrations/0001_history.sql")),
+    (2, include_str!("../../migrations/0002_commits.sql")),
+];
 
 /// An open catalog.
 pub struct Catalog {
@@ -125,6 +128,7 @@ impl Catalog {
                 .map_err(|e| db_err(&path, e))?;
             let mut stack = heads.clone();
             let mut seen = std::collections::HashSet::new();
+            let mut new_views = Vec::new();
             while let Some(id) = stack.pop() {
                 if !seen.insert(id) || known.exists([&id.0[..]]).map_err(|e| db_err(&path, e))? {
                     continue;
@@ -143,6 +147,40 @@ impl Catalog {
                     ])
                     .map_err(|e| db_err(&path, e))?;
                 stack.extend(op.parents.iter().copied());
+                new_views.push(op.view);
+            }
+            // Commits named by the new views, and their ancestors not yet indexed.
+            let mut known_commit = tx
+                .prepare("SELECT 1 FROM commits WHERE id = ?1")
+                .map_err(|e| db_err(&path, e))?;
+            let mut insert_commit = tx
+                .prepare(
+                    "INSERT OR IGNORE INTO commits (id, committer_time, data) VALUES (?1, ?2, ?3)",
+                )
+                .map_err(|e| db_err(&path, e))?;
+            let mut commits: Vec<Id> = Vec::new();
+            for v in new_views {
+                commits.extend(repo.view(&v)?.referenced_commits());
+            }
+            let mut seen_commits = std::collections::HashSet::new();
+            while let Some(id) = commits.pop() {
+                if !seen_commits.insert(id)
+                    || known_commit
+                        .exists([&id.0[..]])
+                        .map_err(|e| db_err(&path, e))?
+                {
+                    continue;
+                }
+                let raw = repo.store().read_object(&id, lifeos_store::Kind::Commit)?;
+                let c = crate::object::Commit::decode(&raw).map_err(|source| VcsError::Decode {
+                    kind: "commit",
+                    id,
+                    source,
+                })?;
+                insert_commit
+                    .execute(params![&id.0[..], c.committer.time, raw])
+                    .map_err(|e| db_err(&path, e))?;
+                commits.extend(c.parents);
             }
         }
         tx.execute(
@@ -192,6 +230,44 @@ impl Catalog {
                     out.push(id);
                 }
             }
+        }
+        Ok(out)
+    }
+
+    /// The commits reachable from `roots`, read from the catalog (each must have been
+    /// indexed by [`Catalog::sync`]; a missing one is read from the store).
+    pub fn reachable_commits(
+        &self,
+        repo: &Repo,
+        roots: &[Id],
+    ) -> Result<Vec<(Id, crate::object::Commit)>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT data FROM commits WHERE id = ?1")
+            .map_err(|e| db_err(&self.path, e))?;
+        let mut seen = std::collections::HashSet::new();
+        let mut stack = roots.to_vec();
+        let mut out = Vec::new();
+        while let Some(id) = stack.pop() {
+            if !seen.insert(id) {
+                continue;
+            }
+            let data: Option<Vec<u8>> = stmt
+                .query_row([&id.0[..]], |r| r.get(0))
+                .optional()
+                .map_err(|e| db_err(&self.path, e))?;
+            let c = match data {
+                Some(d) if Id::hash(&d) == id => {
+                    crate::object::Commit::decode(&d).map_err(|source| VcsError::Decode {
+                        kind: "commit",
+                        id,
+                        source,
+                    })?
+                }
+                _ => repo.commit(&id)?,
+            };
+            stack.extend(c.parents.iter().copied());
+            out.push((id, c));
         }
         Ok(out)
     }

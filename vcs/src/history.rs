@@ -400,62 +400,21 @@ impl Repo {
         let start = now_ms();
         let mut tx = self.store().transaction()?;
         let saved = self.protect_folder(&mut tx, &head.view, force, what)?;
-        if let Some(s) = saved {
-            view.heads.push(s);
-            events.push(Event::CommitCreated { commit: s });
-        }
         let from = match saved {
-            Some(s) => Some(tx_tree(&tx, &s)?),
+            Some(s) => {
+                // The saved folder is durable before anything in the folder is replaced.
+                tx = tx.checkpoint()?;
+                view.heads.push(s);
+                events.push(Event::CommitCreated { commit: s });
+                Some(self.commit(&s)?.tree)
+            }
             None => self.at_tree(&head.view)?,
         };
         let to = self.at_tree(&view)?;
-        self.move_folder_in(&tx, from.as_ref(), to.as_ref())?;
+        self.move_folder(from.as_ref(), to.as_ref())?;
         view.wc_commit = view.at_commit().or(view.wc_commit);
         let op = self.publish(tx, &[head.id], view, what, events, start)?;
         Ok((op, saved))
-    }
-
-    fn move_folder_in(
-        &self,
-        tx: &Transaction<'_>,
-        from: Option<&Id>,
-        to: Option<&Id>,
-    ) -> Result<()> {
-        // The saved tree (if any) was written in this transaction; flatten through it.
-        let started = jiff::Timestamp::now().as_nanosecond();
-        let a = match from {
-            Some(t) => self.flatten_tx(tx, t)?,
-            None => FlatTree::new(),
-        };
-        let b = to.map(|t| self.flatten(t)).transpose()?.unwrap_or_default();
-        self.apply_changes(&diff_flat(&a, &b), started)
-    }
-
-    fn flatten_tx(&self, tx: &Transaction<'_>, id: &Id) -> Result<FlatTree> {
-        let mut out = FlatTree::new();
-        let mut stack = vec![(*id, String::new())];
-        while let Some((t, prefix)) = stack.pop() {
-            let raw = tx.read_object(&t, Kind::Tree)?;
-            let tree = crate::object::Tree::decode(&raw).map_err(|source| VcsError::Decode {
-                kind: "tree",
-                id: t,
-                source,
-            })?;
-            for e in tree.entries {
-                let name = String::from_utf8_lossy(&e.name);
-                let path = if prefix.is_empty() {
-                    name.into_owned()
-                } else {
-                    format!("{prefix}/{name}")
-                };
-                if e.kind == EntryKind::Dir {
-                    stack.push((e.id, path));
-                } else {
-                    out.insert(path, e);
-                }
-            }
-        }
-        Ok(out)
     }
 
     /// Switches the folder to a branch or commit. Refuses to overwrite uncommitted changes
@@ -588,8 +547,10 @@ impl Repo {
         let mut map: HashMap<Id, Id> = HashMap::from([(old, new)]);
         let mut events = vec![Event::CommitRewritten { from: old, to: new }];
         // Rebase descendants: every visible commit with a rewritten parent, oldest first.
-        let all = crate::rev::all_commits(self, &head.view)?;
-        for (id, c) in all.iter().rev() {
+        let ev = crate::revset::Evaluator::new(self, &head.view)?;
+        let children_first = ev.sorted(ev.eval(&crate::revset::Expr::All)?);
+        for id in children_first.iter().rev() {
+            let c = ev.commit(id);
             if map.contains_key(id) || !c.parents.iter().any(|p| map.contains_key(p)) {
                 continue;
             }
@@ -718,6 +679,7 @@ impl Repo {
                 )?
                 .0,
             );
+            tx = tx.checkpoint()?;
         }
         let (current, _, _) = self.working_tree()?;
         let now_under: FlatTree = current.into_iter().filter(|(p, _)| under(p)).collect();
@@ -756,15 +718,4 @@ impl Repo {
         let commit = out.commit.expect("allow_empty commits");
         Ok((commit, out.op.expect("published"), saved))
     }
-}
-
-fn tx_tree(tx: &Transaction<'_>, commit: &Id) -> Result<Id> {
-    let raw = tx.read_object(commit, Kind::Commit)?;
-    Ok(Commit::decode(&raw)
-        .map_err(|source| VcsError::Decode {
-            kind: "commit",
-            id: *commit,
-            source,
-        })?
-        .tree)
 }

@@ -285,11 +285,10 @@ impl Repo {
         let id = tx.write_object(Kind::Commit, &commit.encode())?;
         // Make the merged content durable and readable before writing it into the folder;
         // the operation that publishes the merge comes last.
-        tx.commit()?;
+        let tx = tx.checkpoint()?;
         let started = jiff::Timestamp::now().as_nanosecond();
         let changes = crate::treediff::diff_flat(&of, &result);
         self.apply_changes(&changes, started)?;
-        let tx = self.store().transaction()?;
         let mut view = head.view.clone();
         view.heads.retain(|h| *h != ours && *h != theirs);
         view.heads.push(id);

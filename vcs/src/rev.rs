@@ -1,27 +1,33 @@
 //! Resolving revisions: `@`, `@-`, `REV-`, branch and tag names, and unique prefixes of
 //! commit ids (hex) or change ids (`k`–`z`).
 
-use std::collections::HashSet;
-
 use lifeos_store::Id;
 
 use crate::error::{Result, VcsError};
 use crate::object::{change_id_str, is_change_id_prefix, View};
 use crate::repo::Repo;
 
-/// Every commit reachable from the view, newest first by committer time.
+/// Every commit reachable from the view, newest first by committer time. Reads them
+/// through the catalog, which holds their encodings (checked against their ids).
 pub fn all_commits(repo: &Repo, view: &View) -> Result<Vec<(Id, crate::object::Commit)>> {
-    let mut seen = HashSet::new();
-    let mut stack = view.referenced_commits();
-    let mut out = Vec::new();
-    while let Some(id) = stack.pop() {
-        if !seen.insert(id) {
-            continue;
+    let roots = view.referenced_commits();
+    // The catalog is only an index: if it cannot be used (a full disk, say), walk the store.
+    let mut out = match repo.catalog() {
+        Ok(cat) => cat.reachable_commits(repo, &roots)?,
+        Err(_) => {
+            let mut seen = std::collections::HashSet::new();
+            let mut stack = roots;
+            let mut out = Vec::new();
+            while let Some(id) = stack.pop() {
+                if seen.insert(id) {
+                    let c = repo.commit(&id)?;
+                    stack.extend(c.parents.iter().copied());
+                    out.push((id, c));
+                }
+            }
+            out
         }
-        let c = repo.commit(&id)?;
-        stack.extend(c.parents.iter().copied());
-        out.push((id, c));
-    }
+    };
     out.sort_by(|a, b| {
         b.1.committer
             .time
@@ -73,9 +79,11 @@ impl Repo {
             .ok_or_else(|| self.unknown(view, base))?;
         for step in 0..back {
             let c = self.commit(&id)?;
-            id = *c.parents.first().ok_or_else(|| VcsError::UnknownRevision {
-                rev: rev.into(),
-                candidates: vec![format!("{base}{} is the root commit", "-".repeat(step))],
+            id = *c.parents.first().ok_or_else(|| {
+                VcsError::Refused(format!(
+                    "{rev:?} goes past the root commit: {base}{} has no parent",
+                    "-".repeat(step)
+                ))
             })?;
         }
         Ok(id)

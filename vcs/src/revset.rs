@@ -322,7 +322,9 @@ impl<'r> Evaluator<'r> {
     }
 
     fn time(&self, w: &str) -> Result<i64> {
-        let now = jiff::Zoned::now();
+        let now = jiff::Timestamp::from_millisecond(crate::repo::now_ms())
+            .map_err(|e| VcsError::BadTime(e.to_string()))?
+            .to_zoned(jiff::tz::TimeZone::system());
         match parse_when(w, &now).map_err(VcsError::BadTime)? {
             When::Time(t) => Ok(t.div_euclid(1000)),
             When::Operation(_) => Err(VcsError::BadTime(format!(

@@ -241,7 +241,10 @@ pub fn scan(root: &Path) -> Result<(Vec<ScanEntry>, Vec<Skipped>)> {
         .add_custom_ignore_filename(".lifeosignore")
         .filter_entry(|e| {
             let name = e.file_name();
-            !(e.file_type().is_some_and(|t| t.is_dir()) && (name == DOT_DIR || name == ".git"))
+            // Never record the repository itself, git's, or lifeos's own temporary files.
+            let is_dir = e.file_type().is_some_and(|t| t.is_dir());
+            !((is_dir && (name == DOT_DIR || name == ".git"))
+                || name.as_encoded_bytes().starts_with(b".lifeos-tmp-"))
         })
         .build_parallel();
     walker.run(|| {

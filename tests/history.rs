@@ -638,3 +638,61 @@ fn kill_during_history_operations_keeps_the_op_log_consistent() {
         assert_eq!(json(d, &["fsck"])["ok"], true);
     }
 }
+
+#[test]
+fn undo_after_concurrent_operations_undoes_the_newest() {
+    use lifeos_vcs::object::Event;
+    let repo = repo(false);
+    let d = repo.path();
+    write(d, "a.txt", b"a");
+    ok(d, &["commit", "-m", "base"]);
+    // Two writers that both started from the same operation: two op heads.
+    let r = lifeos_vcs::Repo::discover(d).unwrap();
+    let head = r.head().unwrap();
+    let at = head.view.at_commit().unwrap();
+    for (name, t) in [("first", 1_000), ("second", 2_000)] {
+        let mut view = head.view.clone();
+        view.set_branch(name, Some(at));
+        let tx = r.store().transaction().unwrap();
+        let ev = vec![Event::BranchMoved {
+            name: name.into(),
+            from: None,
+            to: Some(at),
+        }];
+        r.publish(
+            tx,
+            &[head.id],
+            view,
+            &format!("branch create {name}"),
+            ev,
+            head.op.end_ms + t,
+        )
+        .unwrap();
+    }
+    assert_eq!(
+        std::fs::read_dir(d.join(".lifeos/op_heads"))
+            .unwrap()
+            .count(),
+        2
+    );
+    // The next command merges them: both branches are there.
+    let names = |d: &Path| -> Vec<String> {
+        json(d, &["branch", "list"])["branches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(names(d), ["first", "main", "second"]);
+    let ops = json(d, &["op", "log", "-n", "1"]);
+    assert_eq!(
+        ops["operations"][0]["events"][0]["type"],
+        "operations.merged"
+    );
+    // Undo undoes the newest of the concurrent operations, and undo again redoes it.
+    ok(d, &["undo"]);
+    assert_eq!(names(d), ["first", "main"]);
+    ok(d, &["undo"]);
+    assert_eq!(names(d), ["first", "main", "second"]);
+}

@@ -86,6 +86,35 @@ pub fn run(cli: Cli, style: Style) -> CliResult<u8> {
             json,
             style,
         ),
+        Command::Diff {
+            paths,
+            revisions,
+            from,
+            to,
+            from_at,
+            to_at,
+            at,
+            stat,
+            name_only,
+            visual,
+            json,
+        } => crate::diff::run(
+            &open(&here)?,
+            crate::diff::DiffArgs {
+                paths,
+                revisions,
+                from,
+                to,
+                at,
+                from_at,
+                to_at,
+                stat,
+                name_only,
+                json,
+                visual,
+            },
+            style,
+        ),
         Command::Show { revision, at, json } => {
             history::show(&open(&here)?, &revision, &at, json, style)
         }

@@ -4,6 +4,7 @@
 #![warn(missing_docs)]
 
 mod commands;
+mod diff;
 mod error;
 mod history;
 mod output;
@@ -121,6 +122,42 @@ pub enum Command {
         #[allow(missing_docs)]
         at: AtArg,
         /// Print JSON (schema lifeos.log.v1).
+        #[arg(long)]
+        json: bool,
+    },
+    /// What changed, file by file, in the terms of each file's kind: the working folder
+    /// against `@` by default; `-r A` compares A with the folder, `-r A -r B` A with B.
+    Diff {
+        /// Only these paths (files or folders).
+        paths: Vec<String>,
+        /// Revisions: one (against the folder) or two (from, to).
+        #[arg(short, long = "revision")]
+        revisions: Vec<String>,
+        /// The old side (a revision).
+        #[arg(long, conflicts_with = "revisions")]
+        from: Option<String>,
+        /// The new side (a revision).
+        #[arg(long, conflicts_with = "revisions")]
+        to: Option<String>,
+        /// The old side is `@` as of WHEN.
+        #[arg(long, value_name = "WHEN")]
+        from_at: Option<String>,
+        /// The new side is `@` as of WHEN.
+        #[arg(long, value_name = "WHEN")]
+        to_at: Option<String>,
+        #[command(flatten)]
+        #[allow(missing_docs)]
+        at: AtArg,
+        /// One line per file.
+        #[arg(long)]
+        stat: bool,
+        /// Only the changed paths.
+        #[arg(long)]
+        name_only: bool,
+        /// Write a PNG highlighting what changed in an image.
+        #[arg(long, value_name = "PNG")]
+        visual: Option<PathBuf>,
+        /// Print JSON (schema lifeos.diff.v1).
         #[arg(long)]
         json: bool,
     },

@@ -66,6 +66,11 @@ impl Style {
         self.paint("1;31", s)
     }
 
+    /// Emphasised words inside a changed line.
+    pub fn emph(&self, s: &str) -> String {
+        self.paint("1;4", s)
+    }
+
     /// Secondary text.
     pub fn dim(&self, s: &str) -> String {
         self.paint("2", s)

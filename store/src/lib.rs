@@ -19,6 +19,7 @@ pub mod manifest;
 pub mod pack;
 pub mod par;
 pub mod pipeline;
+pub mod reader;
 pub mod store;
 
 pub use config::StoreConfig;

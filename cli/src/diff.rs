@@ -1,0 +1,498 @@
+//! `lifeos diff`: what changed between two revisions, or between a revision and the
+//! working folder, file by file, in the terms of each file's kind.
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use lifeos_diff::{Anchor, DiffError, FileDiff, Loader, Options, ReadSeek, Registry, Side};
+use lifeos_store::{Id, Manifest, Store};
+use lifeos_vcs::treediff::{diff_flat, ChangeKind, FlatTree};
+use lifeos_vcs::{EntryKind, Repo, TreeEntry};
+use serde_json::json;
+
+use crate::commands::{resolve_in, view_at};
+use crate::error::{CliError, CliResult};
+use crate::output::{print_json, Style};
+use crate::AtArg;
+
+/// A version in the store.
+struct StoreLoader {
+    store: Arc<Store>,
+    id: Id,
+    path: String,
+}
+
+impl StoreLoader {
+    fn err(&self, e: impl std::fmt::Display) -> DiffError {
+        DiffError::Read {
+            path: self.path.clone(),
+            reason: e.to_string(),
+        }
+    }
+}
+
+impl Loader for StoreLoader {
+    fn load(&self) -> Result<Vec<u8>, DiffError> {
+        let mut v = Vec::new();
+        self.store
+            .read_file(&self.id, &mut v)
+            .map_err(|e| self.err(e))?;
+        Ok(v)
+    }
+    fn head(&self, n: usize) -> Result<Vec<u8>, DiffError> {
+        let mut r = lifeos_store::reader::FileReader::open(self.store.clone(), &self.id)
+            .map_err(|e| self.err(e))?;
+        let mut v = Vec::new();
+        r.by_ref()
+            .take(n as u64)
+            .read_to_end(&mut v)
+            .map_err(|e| self.err(e))?;
+        Ok(v)
+    }
+    fn chunks(&self) -> Result<Manifest, DiffError> {
+        self.store.file_chunks(&self.id).map_err(|e| self.err(e))
+    }
+    fn reader(&self) -> Result<Box<dyn ReadSeek>, DiffError> {
+        Ok(Box::new(
+            lifeos_store::reader::FileReader::open(self.store.clone(), &self.id)
+                .map_err(|e| self.err(e))?,
+        ))
+    }
+}
+
+/// A version in the working folder.
+struct FsLoader {
+    path: PathBuf,
+    chunking: lifeos_store::config::Chunking,
+    symlink: bool,
+}
+
+impl FsLoader {
+    fn err(&self, e: impl std::fmt::Display) -> DiffError {
+        DiffError::Read {
+            path: self.path.display().to_string(),
+            reason: e.to_string(),
+        }
+    }
+}
+
+impl Loader for FsLoader {
+    fn load(&self) -> Result<Vec<u8>, DiffError> {
+        if self.symlink {
+            return std::fs::read_link(&self.path)
+                .map(|t| t.into_os_string().into_encoded_bytes())
+                .map_err(|e| self.err(e));
+        }
+        std::fs::read(&self.path).map_err(|e| self.err(e))
+    }
+    fn head(&self, n: usize) -> Result<Vec<u8>, DiffError> {
+        if self.symlink {
+            return self.load().map(|mut v| {
+                v.truncate(n);
+                v
+            });
+        }
+        let mut v = Vec::new();
+        std::fs::File::open(&self.path)
+            .and_then(|f| f.take(n as u64).read_to_end(&mut v))
+            .map_err(|e| self.err(e))?;
+        Ok(v)
+    }
+    fn chunks(&self) -> Result<Manifest, DiffError> {
+        let f: Box<dyn Read> = if self.symlink {
+            Box::new(std::io::Cursor::new(self.load()?))
+        } else {
+            Box::new(std::fs::File::open(&self.path).map_err(|e| self.err(e))?)
+        };
+        let mut c = lifeos_store::chunker::Chunker::new(f, self.chunking);
+        let mut chunks = Vec::new();
+        while let Some(ch) = c.next_chunk().map_err(|e| self.err(e))? {
+            chunks.push(lifeos_store::ChunkRef {
+                id: Id::hash(ch),
+                len: ch.len() as u32,
+            });
+        }
+        Ok(Manifest { chunks })
+    }
+    fn reader(&self) -> Result<Box<dyn ReadSeek>, DiffError> {
+        let f = std::fs::File::open(&self.path).map_err(|e| self.err(e))?;
+        Ok(Box::new(std::io::BufReader::with_capacity(1 << 20, f)))
+    }
+}
+
+/// One side of the comparison.
+enum End {
+    Commit(Id),
+    Folder,
+}
+
+/// A file pair to compare.
+struct Pair {
+    path: String,
+    old_path: Option<String>,
+    status: &'static str,
+    similarity: Option<f64>,
+    old: Option<TreeEntry>,
+    new: Option<TreeEntry>,
+}
+
+/// Arguments of `lifeos diff`.
+pub struct DiffArgs {
+    pub paths: Vec<String>,
+    pub revisions: Vec<String>,
+    pub from: Option<String>,
+    pub to: Option<String>,
+    pub at: AtArg,
+    pub from_at: Option<String>,
+    pub to_at: Option<String>,
+    pub stat: bool,
+    pub name_only: bool,
+    pub json: bool,
+    pub visual: Option<PathBuf>,
+}
+
+fn under(paths: &[String], p: &str) -> bool {
+    paths.is_empty()
+        || paths
+            .iter()
+            .any(|q| p == q || p.starts_with(&format!("{q}/")))
+}
+
+fn end_json(e: &End) -> serde_json::Value {
+    match e {
+        End::Commit(c) => json!({"commit": c.to_hex()}),
+        End::Folder => json!({"working_folder": true}),
+    }
+}
+
+/// Renames: a removed path and an added path with the same content, or (both stored, of
+/// several chunks) mostly the same chunks.
+fn pair_renames(
+    store: &Store,
+    changes: Vec<lifeos_vcs::treediff::Change>,
+    both_stored: bool,
+) -> Vec<Pair> {
+    let mut pairs: Vec<Pair> = Vec::new();
+    let mut deleted: Vec<lifeos_vcs::treediff::Change> = Vec::new();
+    let mut added: Vec<lifeos_vcs::treediff::Change> = Vec::new();
+    for c in changes {
+        match c.kind {
+            ChangeKind::Deleted => deleted.push(c),
+            ChangeKind::Added => added.push(c),
+            ChangeKind::Modified => pairs.push(Pair {
+                path: c.path,
+                old_path: None,
+                status: "modified",
+                similarity: None,
+                old: c.old,
+                new: c.new,
+            }),
+        }
+    }
+    let mut used = vec![false; deleted.len()];
+    for a in added {
+        let new = a.new.clone().expect("added has new");
+        let exact = deleted
+            .iter()
+            .enumerate()
+            .find(|(i, d)| !used[*i] && d.old.as_ref().is_some_and(|o| o.id == new.id));
+        let found = match exact {
+            Some((i, _)) => Some((i, 1.0)),
+            None if both_stored && deleted.len() <= 200 => {
+                let nb = store.file_chunks(&new.id).ok();
+                let mut best = None;
+                for (i, d) in deleted.iter().enumerate() {
+                    if used[i] {
+                        continue;
+                    }
+                    let (Some(nb), Some(oa)) = (
+                        nb.as_ref(),
+                        d.old.as_ref().and_then(|o| store.file_chunks(&o.id).ok()),
+                    ) else {
+                        continue;
+                    };
+                    if nb.chunks.len() < 2 || oa.chunks.len() < 2 {
+                        continue;
+                    }
+                    let set: std::collections::HashSet<Id> =
+                        oa.chunks.iter().map(|c| c.id).collect();
+                    let shared: u64 = nb
+                        .chunks
+                        .iter()
+                        .filter(|c| set.contains(&c.id))
+                        .map(|c| u64::from(c.len))
+                        .sum();
+                    let sim = shared as f64 / nb.size().max(oa.size()).max(1) as f64;
+                    if sim >= 0.5 && best.is_none_or(|(_, s)| sim > s) {
+                        best = Some((i, sim));
+                    }
+                }
+                best
+            }
+            None => None,
+        };
+        match found {
+            Some((i, sim)) => {
+                used[i] = true;
+                let d = &deleted[i];
+                pairs.push(Pair {
+                    path: a.path,
+                    old_path: Some(d.path.clone()),
+                    status: "renamed",
+                    similarity: Some(sim),
+                    old: d.old.clone(),
+                    new: Some(new),
+                });
+            }
+            None => pairs.push(Pair {
+                path: a.path,
+                old_path: None,
+                status: "added",
+                similarity: None,
+                old: None,
+                new: Some(new),
+            }),
+        }
+    }
+    for (i, d) in deleted.into_iter().enumerate() {
+        if !used[i] {
+            pairs.push(Pair {
+                path: d.path,
+                old_path: None,
+                status: "deleted",
+                similarity: None,
+                old: d.old,
+                new: None,
+            });
+        }
+    }
+    pairs.sort_by(|a, b| a.path.cmp(&b.path));
+    pairs
+}
+
+fn print_change(out: &mut impl Write, style: Style, c: &lifeos_diff::Located) {
+    let mark = match c.op {
+        lifeos_diff::Op::Added => style.name("+"),
+        lifeos_diff::Op::Removed => style.bad("-"),
+        lifeos_diff::Op::Changed => style.id("~"),
+        lifeos_diff::Op::Moved => style.id(">"),
+    };
+    let where_ = match &c.at {
+        Anchor::Lines {
+            old_start,
+            old_len,
+            new_start,
+            new_len,
+        } => format!("@@ -{old_start},{old_len} +{new_start},{new_len} @@ "),
+        _ => String::new(),
+    };
+    let _ = writeln!(out, "  {mark} {where_}{}", c.text);
+    let hunks: Vec<serde_json::Value> = match &c.detail {
+        Some(d) if d.get("lines").is_some() => vec![d.clone()],
+        Some(d) => d
+            .get("hunks")
+            .and_then(|h| h.as_array())
+            .map(|h| h.iter().filter_map(|x| x.get("detail").cloned()).collect())
+            .unwrap_or_default(),
+        None => Vec::new(),
+    };
+    for h in hunks {
+        for l in h["lines"].as_array().into_iter().flatten() {
+            let tag = l["tag"].as_str().unwrap_or(" ");
+            let mut line = String::new();
+            for seg in l["segments"].as_array().into_iter().flatten() {
+                let t = seg["text"].as_str().unwrap_or("");
+                if seg["emphasized"].as_bool() == Some(true) && tag != " " {
+                    line.push_str(&style.emph(t));
+                } else {
+                    line.push_str(t);
+                }
+            }
+            let line = match tag {
+                "-" => style.bad(&format!("-{line}")),
+                "+" => style.name(&format!("+{line}")),
+                _ => format!(" {line}"),
+            };
+            let _ = writeln!(out, "      {line}");
+        }
+    }
+}
+
+/// Runs `lifeos diff`.
+pub fn run(repo: &Repo, args: DiffArgs, style: Style) -> CliResult<u8> {
+    let view = view_at(repo, &args.at)?;
+    let resolve =
+        |rev: &str| -> CliResult<End> { Ok(End::Commit(resolve_in(repo, &view, rev)?.0)) };
+    let at_end = |when: &str| -> CliResult<End> {
+        let a = repo.op_at(when)?;
+        let c = a
+            .state
+            .view
+            .at_commit()
+            .ok_or_else(|| CliError::new(format!("there were no commits at {when}")))?;
+        Ok(End::Commit(c))
+    };
+    if args.revisions.len() > 2 {
+        return Err(CliError::new("give at most two revisions (-r FROM -r TO)"));
+    }
+    let from = match (&args.from, args.revisions.first(), &args.from_at) {
+        (Some(r), _, _) | (None, Some(r), _) => resolve(r)?,
+        (None, None, Some(w)) => at_end(w)?,
+        (None, None, None) => resolve("@")?,
+    };
+    let to = match (&args.to, args.revisions.get(1), &args.to_at) {
+        (Some(r), _, _) | (None, Some(r), _) => resolve(r)?,
+        (None, None, Some(w)) => at_end(w)?,
+        (None, None, None) => End::Folder,
+    };
+    let paths: Vec<String> = args
+        .paths
+        .iter()
+        .map(|p| lifeos_vcs::repo::split_path(p).map(|c| c.join("/")))
+        .collect::<Result<_, _>>()?;
+    let flat = |e: &End| -> CliResult<FlatTree> {
+        Ok(match e {
+            End::Commit(c) => repo.flatten(&repo.commit(c)?.tree)?,
+            End::Folder => repo.working_tree()?.0,
+        })
+    };
+    let (a, b) = (flat(&from)?, flat(&to)?);
+    let changes: Vec<_> = diff_flat(&a, &b)
+        .into_iter()
+        .filter(|c| under(&paths, &c.path))
+        .collect();
+    let store = Arc::new(Store::open(repo.store().dir())?);
+    let pairs = pair_renames(&store, changes, matches!(to, End::Commit(_)));
+    if args.name_only {
+        for p in &pairs {
+            println!("{}", p.path);
+        }
+        return Ok(0);
+    }
+    let mut registry = Registry::builtin();
+    let cfg_text = std::fs::read_to_string(repo.dot_dir().join("config")).unwrap_or_default();
+    for c in lifeos_diff::external::load_config(&cfg_text)
+        .map_err(|e| CliError::new(format!("repository config [diff]: {e}")))?
+    {
+        registry.add(Box::new(
+            lifeos_diff::external::ExternalPlugin::new(c).map_err(CliError::new)?,
+        ));
+    }
+    let opts = Options {
+        visual: args.visual.is_some(),
+    };
+    let chunking = repo.store().config().chunking;
+    let mut files = Vec::new();
+    let mut visual_written = false;
+    for p in &pairs {
+        let old_path = p.old_path.clone().unwrap_or_else(|| p.path.clone());
+        let old_loader = p.old.as_ref().map(|e| StoreLoader {
+            store: store.clone(),
+            id: e.id,
+            path: old_path.clone(),
+        });
+        let new_store = matches!(to, End::Commit(_));
+        let new_store_loader = p.new.as_ref().filter(|_| new_store).map(|e| StoreLoader {
+            store: store.clone(),
+            id: e.id,
+            path: p.path.clone(),
+        });
+        let new_fs_loader = p.new.as_ref().filter(|_| !new_store).map(|e| FsLoader {
+            path: repo.workdir().join(&p.path),
+            chunking,
+            symlink: e.kind == EntryKind::Symlink,
+        });
+        let old_side = p.old.as_ref().zip(old_loader.as_ref()).map(|(e, l)| Side {
+            path: &old_path,
+            size: e.size,
+            id: Some(e.id),
+            loader: l as &dyn Loader,
+        });
+        let new_loader: Option<&dyn Loader> = match (&new_store_loader, &new_fs_loader) {
+            (Some(l), _) => Some(l),
+            (_, Some(l)) => Some(l),
+            _ => None,
+        };
+        let new_side = p.new.as_ref().zip(new_loader).map(|(e, l)| Side {
+            path: &p.path,
+            size: e.size,
+            id: Some(e.id),
+            loader: l,
+        });
+        let d = if p.status == "renamed" && p.similarity == Some(1.0) {
+            FileDiff {
+                plugin: "rename".into(),
+                summary: format!("renamed from {old_path}, content unchanged"),
+                ..FileDiff::default()
+            }
+        } else {
+            match registry.diff(old_side.as_ref(), new_side.as_ref(), &opts) {
+                Ok(d) => d,
+                Err(e) => FileDiff {
+                    plugin: "none".into(),
+                    summary: format!("could not be compared: {e}"),
+                    ..FileDiff::default()
+                },
+            }
+        };
+        if let (Some(out), Some(png)) = (&args.visual, &d.visual) {
+            std::fs::write(out, png)
+                .map_err(|e| CliError::new(format!("writing {}: {e}", out.display())))?;
+            visual_written = true;
+        }
+        files.push((p, d));
+    }
+    if let Some(out) = &args.visual {
+        if !visual_written {
+            eprintln!("warning: no visual diff was produced (it needs one changed image of the same size); {} not written", out.display());
+        }
+    }
+    if args.json {
+        print_json(
+            "lifeos.diff.v1",
+            json!({
+                "from": end_json(&from),
+                "to": end_json(&to),
+                "files": files.iter().map(|(p, d)| json!({
+                    "path": p.path,
+                    "old_path": p.old_path,
+                    "status": p.status,
+                    "similarity": p.similarity,
+                    "plugin": d.plugin,
+                    "summary": d.summary,
+                    "changes": d.changes,
+                    "notes": d.notes,
+                })).collect::<Vec<_>>(),
+            }),
+        );
+        return Ok(0);
+    }
+    let mut out = std::io::stdout().lock();
+    for (p, d) in &files {
+        let status = match (&p.old_path, p.similarity) {
+            (Some(o), Some(s)) => format!("renamed from {o}, {:.0}% similar", 100.0 * s),
+            _ => p.status.to_string(),
+        };
+        if args.stat {
+            let _ = writeln!(out, "{} ({status}, {}): {}", p.path, d.plugin, d.summary);
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "{}",
+            style.id(&format!("── {} ({status}; {}) ──", p.path, d.plugin))
+        );
+        let _ = writeln!(out, "  {}", d.summary);
+        for n in &d.notes {
+            let _ = writeln!(out, "  {}", style.dim(&format!("note: {n}")));
+        }
+        for c in &d.changes {
+            print_change(&mut out, style, c);
+        }
+    }
+    if files.is_empty() && !args.stat {
+        let _ = writeln!(out, "no changes");
+    }
+    Ok(0)
+}

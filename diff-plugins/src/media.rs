@@ -1,0 +1,434 @@
+//! Audio and video: container, codec, duration, sample rate, channels; and for the audio
+//! (a video's audio track too) the time ranges whose loudness envelope differs.
+
+use symphonia::core::audio::SampleBuffer;
+use symphonia::core::codecs::{DecoderOptions, CODEC_TYPE_NULL};
+use symphonia::core::formats::FormatOptions;
+use symphonia::core::io::{MediaSourceStream, MediaSourceStreamOptions};
+use symphonia::core::meta::MetadataOptions;
+use symphonia::core::probe::Hint;
+
+use crate::{
+    clock, Anchor, DiffError, DiffPlugin, FileDiff, Located, Op, Options, Probe, ReadSeek, Side,
+};
+
+/// Envelope window.
+const WINDOW_MS: u64 = 100;
+/// Windows whose loudness differs by more than this (dB) are changed.
+const CHANGED_DB: f32 = 3.0;
+/// Windows within this (dB) count as the same when aligning versions.
+const SAME_DB: f32 = 1.5;
+
+/// The audio/video plugin.
+pub struct MediaPlugin;
+
+const EXTS: &[&str] = &[
+    "wav", "mp3", "flac", "ogg", "oga", "m4a", "mp4", "m4v", "mov", "mkv", "webm", "aac", "opus",
+    "aiff",
+];
+
+/// What a media file is, and its loudness envelope (dB per window).
+#[derive(Debug, Clone, Default)]
+pub struct MediaInfo {
+    /// Container.
+    pub container: String,
+    /// Audio codec.
+    pub codec: String,
+    /// Sample rate (Hz).
+    pub sample_rate: u32,
+    /// Channels.
+    pub channels: u32,
+    /// Duration in ms.
+    pub duration_ms: u64,
+    /// Tracks in the container.
+    pub tracks: usize,
+    /// RMS loudness per window, dB.
+    pub envelope: Vec<f32>,
+}
+
+struct Source(Box<dyn ReadSeek>);
+
+impl std::io::Read for Source {
+    fn read(&mut self, b: &mut [u8]) -> std::io::Result<usize> {
+        self.0.read(b)
+    }
+}
+
+impl std::io::Seek for Source {
+    fn seek(&mut self, p: std::io::SeekFrom) -> std::io::Result<u64> {
+        self.0.seek(p)
+    }
+}
+
+impl symphonia::core::io::MediaSource for Source {
+    fn is_seekable(&self) -> bool {
+        true
+    }
+    fn byte_len(&self) -> Option<u64> {
+        None
+    }
+}
+
+fn codec_name(c: symphonia::core::codecs::CodecType) -> String {
+    symphonia::default::get_codecs()
+        .get_codec(c)
+        .map(|d| d.short_name.to_string())
+        .unwrap_or_else(|| format!("{c}"))
+}
+
+/// Probes and decodes the first audio track into a loudness envelope, streaming.
+pub fn analyse(side: &Side<'_>) -> Result<MediaInfo, DiffError> {
+    let fallback = |e: String| {
+        DiffError::Fallback(format!(
+            "{} cannot be read as audio or video: {e}",
+            side.path
+        ))
+    };
+    let reader = side.loader.reader()?;
+    let mss = MediaSourceStream::new(
+        Box::new(Source(reader)),
+        MediaSourceStreamOptions::default(),
+    );
+    let mut hint = Hint::new();
+    hint.with_extension(&side.extension());
+    let probed = symphonia::default::get_probe()
+        .format(
+            &hint,
+            mss,
+            &FormatOptions {
+                enable_gapless: true,
+                ..Default::default()
+            },
+            &MetadataOptions::default(),
+        )
+        .map_err(|e| fallback(e.to_string()))?;
+    let mut format = probed.format;
+    let tracks = format.tracks().len();
+    let container = match side.extension().as_str() {
+        "m4a" | "mp4" | "m4v" | "mov" => "MP4".into(),
+        "mkv" | "webm" => "Matroska".into(),
+        "ogg" | "oga" | "opus" => "Ogg".into(),
+        other => other.to_uppercase(),
+    };
+    let Some(track) = format
+        .tracks()
+        .iter()
+        .find(|t| t.codec_params.codec != CODEC_TYPE_NULL && t.codec_params.sample_rate.is_some())
+        .cloned()
+    else {
+        return Ok(MediaInfo {
+            container,
+            codec: "none (no audio track)".into(),
+            tracks,
+            ..Default::default()
+        });
+    };
+    let params = &track.codec_params;
+    let sample_rate = params.sample_rate.unwrap_or(0);
+    let codec = codec_name(params.codec);
+    let mut decoder = symphonia::default::get_codecs()
+        .make(params, &DecoderOptions::default())
+        .map_err(|e| {
+            DiffError::Fallback(format!("{}: unsupported codec {codec}: {e}", side.path))
+        })?;
+    let per_window = (u64::from(sample_rate) * WINDOW_MS / 1000).max(1) as usize;
+    let (mut acc, mut count, mut frames_total) = (0f64, 0usize, 0u64);
+    let mut envelope = Vec::new();
+    let mut channels = params.channels.map(|c| c.count() as u32).unwrap_or(0);
+    let mut buf: Option<SampleBuffer<f32>> = None;
+    loop {
+        let packet = match format.next_packet() {
+            Ok(p) => p,
+            Err(symphonia::core::errors::Error::IoError(e))
+                if e.kind() == std::io::ErrorKind::UnexpectedEof =>
+            {
+                break
+            }
+            Err(symphonia::core::errors::Error::ResetRequired) => break,
+            Err(e) => return Err(fallback(e.to_string())),
+        };
+        if packet.track_id() != track.id {
+            continue;
+        }
+        let decoded = match decoder.decode(&packet) {
+            Ok(d) => d,
+            Err(symphonia::core::errors::Error::DecodeError(_)) => continue,
+            Err(e) => return Err(fallback(e.to_string())),
+        };
+        let spec = *decoded.spec();
+        channels = spec.channels.count() as u32;
+        if buf
+            .as_ref()
+            .is_none_or(|b| b.capacity() < decoded.capacity() * spec.channels.count())
+        {
+            buf = Some(SampleBuffer::new(decoded.capacity() as u64, spec));
+        }
+        let b = buf.as_mut().expect("allocated");
+        b.copy_interleaved_ref(decoded);
+        let ch = spec.channels.count().max(1);
+        for frame in b.samples().chunks(ch) {
+            let mono = frame.iter().sum::<f32>() / ch as f32;
+            acc += f64::from(mono * mono);
+            count += 1;
+            frames_total += 1;
+            if count == per_window {
+                envelope.push(db(acc / count as f64));
+                acc = 0.0;
+                count = 0;
+            }
+        }
+    }
+    if count > 0 {
+        envelope.push(db(acc / count as f64));
+    }
+    let duration_ms = if sample_rate > 0 {
+        frames_total * 1000 / u64::from(sample_rate)
+    } else {
+        0
+    };
+    Ok(MediaInfo {
+        container,
+        codec,
+        sample_rate,
+        channels,
+        duration_ms,
+        tracks,
+        envelope,
+    })
+}
+
+fn db(mean_square: f64) -> f32 {
+    (10.0 * (mean_square.max(1e-10)).log10()) as f32
+}
+
+fn same(a: f32, b: f32) -> bool {
+    (a - b).abs() <= SAME_DB
+}
+
+/// Located changes between two loudness envelopes, in ms of the new version.
+pub fn envelope_changes(a: &[f32], b: &[f32]) -> Vec<Located> {
+    let ms = |w: usize| w as u64 * WINDOW_MS;
+    let p = a.iter().zip(b).take_while(|(x, y)| same(**x, **y)).count();
+    let max_s = a.len().min(b.len()) - p;
+    let s = a
+        .iter()
+        .rev()
+        .zip(b.iter().rev())
+        .take(max_s)
+        .take_while(|(x, y)| same(**x, **y))
+        .count();
+    let (ma, mb) = (p..a.len() - s, p..b.len() - s);
+    let mut out = Vec::new();
+    if ma.is_empty() && mb.is_empty() {
+        return out;
+    }
+    if a.len() == b.len() {
+        // Same length: the runs of windows that differ.
+        let mut w = ma.start;
+        while w < ma.end {
+            if (a[w] - b[w]).abs() > CHANGED_DB {
+                let start = w;
+                while w < ma.end && (a[w] - b[w]).abs() > SAME_DB {
+                    w += 1;
+                }
+                out.push(Located::new(
+                    Op::Changed,
+                    Anchor::Time {
+                        start_ms: ms(start),
+                        end_ms: ms(w),
+                    },
+                    format!(
+                        "{}–{} changed",
+                        clock(ms(start), false),
+                        clock(ms(w), false)
+                    ),
+                ));
+            } else {
+                w += 1;
+            }
+        }
+    } else if ma.is_empty() {
+        let d = ms(mb.len());
+        out.push(Located::new(
+            Op::Added,
+            Anchor::Time {
+                start_ms: ms(mb.start),
+                end_ms: ms(mb.end),
+            },
+            format!(
+                "{:.1} s added at {}",
+                d as f64 / 1000.0,
+                clock(ms(mb.start), false)
+            ),
+        ));
+    } else if mb.is_empty() {
+        out.push(Located::new(
+            Op::Removed,
+            Anchor::Time {
+                start_ms: ms(mb.start),
+                end_ms: ms(mb.start),
+            },
+            format!(
+                "{:.1} s removed at {} (old {}–{})",
+                ms(ma.len()) as f64 / 1000.0,
+                clock(ms(mb.start), false),
+                clock(ms(ma.start), false),
+                clock(ms(ma.end), false)
+            ),
+        ));
+    } else {
+        out.push(Located::new(
+            Op::Changed,
+            Anchor::Time {
+                start_ms: ms(mb.start),
+                end_ms: ms(mb.end),
+            },
+            format!(
+                "{}–{} changed (was {}–{})",
+                clock(ms(mb.start), false),
+                clock(ms(mb.end), false),
+                clock(ms(ma.start), false),
+                clock(ms(ma.end), false)
+            ),
+        ));
+    }
+    out
+}
+
+impl DiffPlugin for MediaPlugin {
+    fn name(&self) -> &str {
+        "media"
+    }
+
+    fn score(&self, probe: &Probe<'_>) -> Option<u8> {
+        let h = probe.head;
+        let magic = (h.len() >= 12
+            && (&h[..4] == b"RIFF" && &h[8..12] == b"WAVE" || &h[4..8] == b"ftyp"))
+            || h.starts_with(b"ID3")
+            || h.starts_with(b"fLaC")
+            || h.starts_with(b"OggS")
+            || h.starts_with(&[0x1a, 0x45, 0xdf, 0xa3]);
+        if magic {
+            Some(60)
+        } else if EXTS.contains(&probe.extension.as_str()) {
+            Some(50)
+        } else {
+            None
+        }
+    }
+
+    fn diff(
+        &self,
+        old: Option<&Side<'_>>,
+        new: Option<&Side<'_>>,
+        _opts: &Options,
+    ) -> Result<FileDiff, DiffError> {
+        let describe = |m: &MediaInfo| {
+            format!(
+                "{} {} {} Hz {} ch {}",
+                m.container,
+                m.codec,
+                m.sample_rate,
+                m.channels,
+                clock(m.duration_ms, true)
+            )
+        };
+        let (a, b) = match (old, new) {
+            (Some(o), Some(n)) => (analyse(o)?, analyse(n)?),
+            (None, Some(n)) => {
+                let m = analyse(n)?;
+                return Ok(FileDiff {
+                    plugin: "media".into(),
+                    summary: format!("new media: {}", describe(&m)),
+                    ..FileDiff::default()
+                });
+            }
+            (Some(o), None) => {
+                let m = analyse(o)?;
+                return Ok(FileDiff {
+                    plugin: "media".into(),
+                    summary: format!("media removed: {}", describe(&m)),
+                    ..FileDiff::default()
+                });
+            }
+            (None, None) => unreachable!("a side exists"),
+        };
+        let mut changes = Vec::new();
+        let mut field = |name: &str, x: String, y: String| {
+            if x != y {
+                changes.push(
+                    Located::new(
+                        Op::Changed,
+                        Anchor::Field { name: name.into() },
+                        format!("{name} {x} → {y}"),
+                    )
+                    .values(Some(x), Some(y)),
+                );
+            }
+        };
+        field("container", a.container.clone(), b.container.clone());
+        field("codec", a.codec.clone(), b.codec.clone());
+        field(
+            "sample rate",
+            a.sample_rate.to_string(),
+            b.sample_rate.to_string(),
+        );
+        field("channels", a.channels.to_string(), b.channels.to_string());
+        field(
+            "duration",
+            clock(a.duration_ms, true),
+            clock(b.duration_ms, true),
+        );
+        let mut notes = Vec::new();
+        if a.sample_rate == b.sample_rate {
+            changes.extend(envelope_changes(&a.envelope, &b.envelope));
+        } else {
+            notes.push("sample rates differ; loudness envelopes compared by time".into());
+            changes.extend(envelope_changes(&a.envelope, &b.envelope));
+        }
+        let ranges = changes
+            .iter()
+            .filter(|c| matches!(c.at, Anchor::Time { .. }))
+            .count();
+        let summary = format!(
+            "{} → {}: {ranges} time ranges differ",
+            describe(&a),
+            describe(&b)
+        );
+        Ok(FileDiff {
+            plugin: "media".into(),
+            summary,
+            changes,
+            notes,
+            visual: None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn envelope_ranges() {
+        let a: Vec<f32> = (0..100).map(|i| -20.0 - (i % 7) as f32).collect();
+        let mut b = a.clone();
+        for x in &mut b[41..47] {
+            *x += 12.0;
+        }
+        let c = envelope_changes(&a, &b);
+        assert_eq!(c.len(), 1);
+        assert_eq!(
+            c[0].at,
+            Anchor::Time {
+                start_ms: 4100,
+                end_ms: 4700
+            }
+        );
+        let mut d = a.clone();
+        d.splice(70..70, std::iter::repeat_n(-60.0, 32));
+        let c = envelope_changes(&a, &d);
+        assert_eq!(c[0].op, Op::Added);
+        assert_eq!(c[0].text, "3.2 s added at 00:07");
+    }
+}

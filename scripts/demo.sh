@@ -35,6 +35,11 @@ python3 "$here/scripts/gen_library.py" edit "$lib"
 step lifeos status; "$lifeos" status
 step lifeos commit -m "edits"; "$lifeos" commit -m "edits"
 step lifeos log; "$lifeos" log
+step lifeos diff -r @- -r @ --stat; "$lifeos" diff -r @- -r @ --stat
+step lifeos diff -r @- -r @ notes/plan.md records; "$lifeos" diff -r @- -r @ notes/plan.md records
+step lifeos diff -r @- -r @ photos/2026-11/img_003.png --visual "$demo/img_003-diff.png"
+"$lifeos" diff -r @- -r @ photos/2026-11/img_003.png --visual "$demo/img_003-diff.png"
+step lifeos diff -r @- -r @ recordings/memo_1.wav raw/sensor.bin; "$lifeos" diff -r @- -r @ recordings/memo_1.wav raw/sensor.bin
 step lifeos ls photos; "$lifeos" ls photos
 step lifeos cat notes/plan.md -r @-; "$lifeos" cat notes/plan.md -r @-
 step lifeos cat notes/plan.md; "$lifeos" cat notes/plan.md

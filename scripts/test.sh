@@ -10,8 +10,11 @@ echo "==> cargo fmt --check"
 cargo fmt --all -- --check
 echo "==> cargo clippy (all targets, warnings are errors)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
-echo "==> cargo test (workspace: unit, property, end-to-end, bench smoke runs)"
-cargo test --workspace --all-targets --locked
-echo "==> doc tests"
-cargo test --workspace --doc --locked
-echo "==> all checks passed"
+echo "==> cargo test (workspace: unit, property, end-to-end, doc tests, bench smoke runs)"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+cargo test --workspace --doc --locked 2>&1 | tee "$log"
+cargo test --workspace --all-targets --locked 2>&1 | tee -a "$log"
+# One closing line with the totals of every test binary above.
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i ~ /^passed;?$/) p += $(i-1); if ($i ~ /^failed;?$/) f += $(i-1) } }
+     END { printf "all checks passed: %d passed, %d failed\n", p, f }' "$log"

@@ -1,6 +1,8 @@
 //! Audio and video: container, codec, duration, sample rate, channels; and for the audio
 //! (a video's audio track too) the time ranges whose loudness envelope differs.
 
+use std::io::{Read, Seek};
+
 use symphonia::core::audio::SampleBuffer;
 use symphonia::core::codecs::{DecoderOptions, CODEC_TYPE_NULL};
 use symphonia::core::formats::FormatOptions;
@@ -44,6 +46,96 @@ pub struct MediaInfo {
     pub tracks: usize,
     /// RMS loudness per window, dB.
     pub envelope: Vec<f32>,
+    /// Video resolution (width, height), when the container has a video track.
+    pub resolution: Option<(u32, u32)>,
+}
+
+fn read_u32(r: &mut dyn ReadSeek) -> Option<u32> {
+    let mut b = [0u8; 4];
+    r.read_exact(&mut b).ok()?;
+    Some(u32::from_be_bytes(b))
+}
+
+/// The video resolution of an MP4/MOV file, from the first video track's `tkhd` box
+/// (width and height are 16.16 fixed point, the last 8 bytes of the box).
+fn mp4_resolution(r: &mut dyn ReadSeek) -> Option<(u32, u32)> {
+    use std::io::SeekFrom;
+    fn boxes(r: &mut dyn ReadSeek, start: u64, end: u64, depth: u32) -> Option<(u32, u32)> {
+        let mut pos = start;
+        while pos + 8 <= end && depth < 6 {
+            r.seek(SeekFrom::Start(pos)).ok()?;
+            let mut size = u64::from(read_u32(r)?);
+            let mut kind = [0u8; 4];
+            r.read_exact(&mut kind).ok()?;
+            let mut header = 8;
+            if size == 1 {
+                let hi = u64::from(read_u32(r)?);
+                size = (hi << 32) | u64::from(read_u32(r)?);
+                header = 16;
+            } else if size == 0 {
+                size = end - pos;
+            }
+            if size < header + 8 && &kind == b"tkhd" || size < header {
+                return None;
+            }
+            match &kind {
+                b"moov" | b"trak" => {
+                    if let Some(res) = boxes(r, pos + header, pos + size, depth + 1) {
+                        return Some(res);
+                    }
+                }
+                b"tkhd" => {
+                    r.seek(SeekFrom::Start(pos + size - 8)).ok()?;
+                    let (w, h) = (read_u32(r)? >> 16, read_u32(r)? >> 16);
+                    if w > 0 && h > 0 {
+                        return Some((w, h));
+                    }
+                }
+                _ => {}
+            }
+            pos += size;
+        }
+        None
+    }
+    let end = r.seek(SeekFrom::End(0)).ok()?;
+    boxes(r, 0, end, 0)
+}
+
+/// The video resolution of a Matroska/WebM file: PixelWidth (0xB0) and PixelHeight (0xBA)
+/// right after the first Video element (0xE0) of the track entries, which come early.
+fn mkv_resolution(r: &mut dyn ReadSeek) -> Option<(u32, u32)> {
+    r.seek(std::io::SeekFrom::Start(0)).ok()?;
+    let mut head = Vec::new();
+    r.take(4 << 20).read_to_end(&mut head).ok()?;
+    let video = head.iter().position(|b| *b == 0xE0)?;
+    // An element's one-byte size (0x81..=0x84) and big-endian value.
+    let uint = |at: usize| -> Option<(u32, usize)> {
+        let first = *head.get(at)?;
+        let len = (first & 0x7f) as usize;
+        if first & 0x80 == 0 || len == 0 || len > 4 {
+            return None;
+        }
+        let v = head
+            .get(at + 1..at + 1 + len)?
+            .iter()
+            .fold(0u32, |a, b| (a << 8) | u32::from(*b));
+        Some((v, at + 1 + len))
+    };
+    let (mut w, mut h) = (None, None);
+    let mut i = video + 1;
+    while i < head.len().min(video + 64) && (w.is_none() || h.is_none()) {
+        let found = match head[i] {
+            0xB0 => uint(i + 1).map(|(v, n)| (true, v, n)),
+            0xBA => uint(i + 1).map(|(v, n)| (false, v, n)),
+            _ => None,
+        };
+        match found {
+            Some((true, v, n)) => (w, i) = (Some(v), n),
+            Some((false, v, n)) => (h, i) = (Some(v), n),
+            None => i += 1,
+        }
+    }
+    w.zip(h)
 }
 
 struct Source(Box<dyn ReadSeek>);
@@ -84,24 +176,45 @@ pub fn analyse(side: &Side<'_>) -> Result<MediaInfo, DiffError> {
             side.path
         ))
     };
-    let reader = side.loader.reader()?;
+    let mut reader = side.loader.reader()?;
+    let resolution = match side.extension().as_str() {
+        "mp4" | "m4v" | "mov" => mp4_resolution(&mut *reader),
+        "mkv" | "webm" => mkv_resolution(&mut *reader),
+        _ => None,
+    };
+    reader
+        .seek(std::io::SeekFrom::Start(0))
+        .map_err(|e| DiffError::Read {
+            path: side.path.into(),
+            reason: e.to_string(),
+        })?;
     let mss = MediaSourceStream::new(
         Box::new(Source(reader)),
         MediaSourceStreamOptions::default(),
     );
     let mut hint = Hint::new();
     hint.with_extension(&side.extension());
-    let probed = symphonia::default::get_probe()
-        .format(
-            &hint,
-            mss,
-            &FormatOptions {
-                enable_gapless: true,
+    let probed = match symphonia::default::get_probe().format(
+        &hint,
+        mss,
+        &FormatOptions {
+            enable_gapless: true,
+            ..Default::default()
+        },
+        &MetadataOptions::default(),
+    ) {
+        Ok(p) => p,
+        // A video whose container symphonia cannot open still has a resolution to compare.
+        Err(_) if resolution.is_some() => {
+            return Ok(MediaInfo {
+                container: side.extension().to_uppercase(),
+                codec: "unknown".into(),
+                resolution,
                 ..Default::default()
-            },
-            &MetadataOptions::default(),
-        )
-        .map_err(|e| fallback(e.to_string()))?;
+            })
+        }
+        Err(e) => return Err(fallback(e.to_string())),
+    };
     let mut format = probed.format;
     let tracks = format.tracks().len();
     let container = match side.extension().as_str() {
@@ -120,6 +233,7 @@ pub fn analyse(side: &Side<'_>) -> Result<MediaInfo, DiffError> {
             container,
             codec: "none (no audio track)".into(),
             tracks,
+            resolution,
             ..Default::default()
         });
     };
@@ -194,6 +308,7 @@ pub fn analyse(side: &Side<'_>) -> Result<MediaInfo, DiffError> {
         duration_ms,
         tracks,
         envelope,
+        resolution,
     })
 }
 
@@ -323,9 +438,18 @@ impl DiffPlugin for MediaPlugin {
         new: Option<&Side<'_>>,
         _opts: &Options,
     ) -> Result<FileDiff, DiffError> {
+        let res = |m: &MediaInfo| {
+            m.resolution
+                .map(|(w, h)| format!("{w}×{h}"))
+                .unwrap_or_else(|| "no video".into())
+        };
         let describe = |m: &MediaInfo| {
+            let video = m
+                .resolution
+                .map(|(w, h)| format!(" {w}×{h}"))
+                .unwrap_or_default();
             format!(
-                "{} {} {} Hz {} ch {}",
+                "{}{video} {} {} Hz {} ch {}",
                 m.container,
                 m.codec,
                 m.sample_rate,
@@ -379,6 +503,7 @@ impl DiffPlugin for MediaPlugin {
             clock(a.duration_ms, true),
             clock(b.duration_ms, true),
         );
+        field("resolution", res(&a), res(&b));
         let mut notes = Vec::new();
         if a.sample_rate == b.sample_rate {
             changes.extend(envelope_changes(&a.envelope, &b.envelope));
@@ -408,6 +533,38 @@ impl DiffPlugin for MediaPlugin {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn mp4_box(kind: &[u8], body: &[u8]) -> Vec<u8> {
+        let mut v = ((body.len() + 8) as u32).to_be_bytes().to_vec();
+        v.extend_from_slice(kind);
+        v.extend_from_slice(body);
+        v
+    }
+
+    #[test]
+    fn reads_mp4_and_mkv_resolution() {
+        let mut tkhd = vec![0u8; 76];
+        tkhd.extend_from_slice(&(1920u32 << 16).to_be_bytes());
+        tkhd.extend_from_slice(&(1080u32 << 16).to_be_bytes());
+        let file = [
+            mp4_box(b"ftyp", b"isom\0\0\0\0"),
+            mp4_box(b"moov", &mp4_box(b"trak", &mp4_box(b"tkhd", &tkhd))),
+        ]
+        .concat();
+        assert_eq!(
+            mp4_resolution(&mut std::io::Cursor::new(file)),
+            Some((1920, 1080))
+        );
+        let mkv = [
+            &[0x1a, 0x45, 0xdf, 0xa3, 0x80][..],
+            &[0xE0, 0x88, 0xB0, 0x82, 0x05, 0x00, 0xBA, 0x82, 0x02, 0xD0],
+        ]
+        .concat();
+        assert_eq!(
+            mkv_resolution(&mut std::io::Cursor::new(mkv)),
+            Some((1280, 720))
+        );
+    }
 
     #[test]
     fn envelope_ranges() {

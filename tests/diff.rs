@@ -684,3 +684,19 @@ fn bad_input_gets_a_bounded_diff_or_a_clear_fallback() {
     assert!(note(&f, "more than the"), "{f}");
     assert_eq!(f["changes"].as_array().unwrap().len(), 1, "{f}");
 }
+
+#[test]
+fn a_mode_change_alone_is_reported_and_dot_means_everything() {
+    let repo = repo(false);
+    let d = repo.path();
+    write(d, "run.sh", b"#!/bin/sh\necho hi\n");
+    ok(d, &["commit", "-m", "v1"]);
+    std::fs::set_permissions(
+        d.join("run.sh"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let f = diff_file(d, &["."], "run.sh");
+    assert_eq!(f["status"], "modified");
+    assert_eq!(f["summary"], "content unchanged; file → executable");
+}

@@ -153,10 +153,11 @@ pub struct DiffArgs {
 }
 
 fn under(paths: &[String], p: &str) -> bool {
+    // An empty path (`.` or `/`) is the whole repository.
     paths.is_empty()
         || paths
             .iter()
-            .any(|q| p == q || p.starts_with(&format!("{q}/")))
+            .any(|q| q.is_empty() || p == q || p.starts_with(&format!("{q}/")))
 }
 
 fn end_json(e: &End) -> serde_json::Value {
@@ -215,12 +216,23 @@ fn pair_renames(
                     if nb.chunks.len() < 2 || oa.chunks.len() < 2 {
                         continue;
                     }
-                    let set: std::collections::HashSet<Id> =
-                        oa.chunks.iter().map(|c| c.id).collect();
+                    // Shared bytes, counting a repeated chunk only as often as the old file has it.
+                    let mut have: std::collections::HashMap<Id, usize> =
+                        std::collections::HashMap::new();
+                    for c in &oa.chunks {
+                        *have.entry(c.id).or_default() += 1;
+                    }
                     let shared: u64 = nb
                         .chunks
                         .iter()
-                        .filter(|c| set.contains(&c.id))
+                        .filter(|c| {
+                            have.get_mut(&c.id).is_some_and(|n| {
+                                *n > 0 && {
+                                    *n -= 1;
+                                    true
+                                }
+                            })
+                        })
                         .map(|c| u64::from(c.len))
                         .sum();
                     let sim = shared as f64 / nb.size().max(oa.size()).max(1) as f64;
@@ -420,10 +432,29 @@ pub fn run(repo: &Repo, args: DiffArgs, style: Style) -> CliResult<u8> {
             id: Some(e.id),
             loader: l,
         });
-        let d = if p.status == "renamed" && p.similarity == Some(1.0) {
+        let same_content = p
+            .old
+            .as_ref()
+            .zip(p.new.as_ref())
+            .is_some_and(|(o, n)| o.id == n.id);
+        let d = if same_content {
+            let (o, n) = (p.old.as_ref().expect("both"), p.new.as_ref().expect("both"));
+            let mut summary = if p.status == "renamed" {
+                format!("renamed from {old_path}, content unchanged")
+            } else {
+                "content unchanged".into()
+            };
+            if o.kind != n.kind {
+                summary.push_str(&format!("; {} → {}", o.kind.name(), n.kind.name()));
+            }
+            let plugin = if p.status == "renamed" {
+                "rename"
+            } else {
+                "mode"
+            };
             FileDiff {
-                plugin: "rename".into(),
-                summary: format!("renamed from {old_path}, content unchanged"),
+                plugin: plugin.into(),
+                summary,
                 ..FileDiff::default()
             }
         } else {

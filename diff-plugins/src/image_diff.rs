@@ -17,8 +17,19 @@ const CELL: u32 = 8;
 /// The image plugin.
 pub struct ImagePlugin;
 
-fn sniff(head: &[u8]) -> Option<ImageFormat> {
-    image::guess_format(head).ok()
+/// The formats this plugin decodes, recognised by their magic bytes (BMP's two-letter
+/// magic is too weak to trust without the extension).
+fn sniff(head: &[u8], ext: &str) -> Option<ImageFormat> {
+    let f = image::guess_format(head).ok()?;
+    match f {
+        ImageFormat::Png
+        | ImageFormat::Jpeg
+        | ImageFormat::Gif
+        | ImageFormat::WebP
+        | ImageFormat::Tiff => Some(f),
+        ImageFormat::Bmp if ext == "bmp" => Some(f),
+        _ => None,
+    }
 }
 
 struct Decoded {
@@ -204,7 +215,7 @@ impl DiffPlugin for ImagePlugin {
     }
 
     fn score(&self, probe: &Probe<'_>) -> Option<u8> {
-        if sniff(probe.head).is_some() {
+        if sniff(probe.head, &probe.extension).is_some() {
             Some(60)
         } else if matches!(
             probe.extension.as_str(),

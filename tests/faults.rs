@@ -562,3 +562,56 @@ fn a_full_disk_gives_a_clear_error_and_leaves_the_repository_unchanged() {
     assert!(tmp_left.is_empty(), "{tmp_left:?}");
     ok(&d, &["commit", "-m", "after freeing space"]);
 }
+
+#[test]
+fn gc_killed_midway_leaves_a_healthy_repository() {
+    let repo = repo(true);
+    let d = repo.path();
+    for i in 0..12 {
+        write(d, &format!("keep/f{i}.bin"), &noise(400_000, i));
+    }
+    ok(d, &["commit", "-m", "keep"]);
+    let expect = snapshot_of(d);
+    let id = rev_id(d, "@");
+    let mut rng = 0x2545_f491_4f6c_dd1du64;
+    for round in 0..10u64 {
+        // Garbage for gc to remove: a commit of new data that is killed before it publishes.
+        write(d, "junk/j.bin", &noise(3_000_000, 100 + round));
+        let mut c = cmd(d)
+            .args(["commit", "-m", "junk"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        let _ = c.kill();
+        let _ = c.wait();
+        std::fs::remove_dir_all(d.join("junk")).unwrap();
+        // If that commit did publish, undo it so its data becomes garbage too.
+        if rev_id(d, "@") != id {
+            ok(d, &["undo"]);
+        }
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        let mut g = cmd(d)
+            .args(["gc"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(rng % 80));
+        let _ = g.kill();
+        let _ = g.wait();
+        let f = json(d, &["fsck"]);
+        assert_eq!(f["ok"], true, "after gc killed in round {round}: {f}");
+        let out = tempfile::tempdir().unwrap();
+        let t = out.path().join("r");
+        ok(d, &["restore", "--to", t.to_str().unwrap(), "-r", &id]);
+        let mut restored = snapshot_of(&t);
+        restored.retain(|(p, _)| !p.starts_with("junk"));
+        let mut want = expect.clone();
+        want.retain(|(p, _)| !p.starts_with("junk"));
+        assert_eq!(restored, want);
+    }
+    ok(d, &["gc"]);
+    assert_eq!(json(d, &["fsck"])["ok"], true);
+}

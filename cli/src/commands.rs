@@ -133,6 +133,28 @@ pub fn run(cli: Cli, style: Style) -> CliResult<u8> {
         Command::Op(o) => history::op(&open(&here)?, o, style),
         Command::Undo { force } => history::undo(&open(&here)?, force, style),
         Command::Reindex => history::reindex(&open(&here)?),
+        Command::Ingest { retry_failed, json } => {
+            crate::knowledge::ingest(&open(&here)?, retry_failed, json)
+        }
+        Command::Search {
+            query,
+            at,
+            all_history,
+            file_type,
+            path,
+            limit,
+            json,
+        } => crate::knowledge::search(
+            &open(&here)?,
+            &query,
+            &at,
+            all_history,
+            file_type.as_deref(),
+            path.as_deref(),
+            limit,
+            json,
+            style,
+        ),
         Command::Stats { json } => stats(&open(&here)?, json),
         Command::Fsck { json } => fsck(&open(&here)?, json, style),
         Command::Gc { json } => gc(&open(&here)?, json),

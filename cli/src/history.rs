@@ -442,6 +442,9 @@ fn event_json(e: &Event) -> Value {
         Event::PathRestored { path, commit } => json!({"path": path, "commit": commit.to_hex()}),
         Event::Undo { op } | Event::OpRestored { op } => json!({"operation": op.to_hex()}),
         Event::CommitRewritten { from, to } => json!({"from": from.to_hex(), "to": to.to_hex()}),
+        Event::ContentExtracted { results } => {
+            json!({"results": results.iter().map(|r| r.to_hex()).collect::<Vec<_>>()})
+        }
     };
     v["type"] = e.type_name().into();
     v
@@ -461,6 +464,9 @@ fn event_text(e: &Event) -> String {
         Event::Undo { op } => format!("operation {} undone", s(op)),
         Event::OpRestored { op } => format!("view of operation {} restored", s(op)),
         Event::CommitRewritten { from, to } => format!("commit {} rewritten as {}", s(from), s(to)),
+        Event::ContentExtracted { results } => {
+            format!("content extracted from {} files", results.len())
+        }
     }
 }
 
@@ -573,8 +579,9 @@ pub fn undo(repo: &Repo, force: bool, style: Style) -> CliResult<u8> {
 pub fn reindex(repo: &Repo) -> CliResult<u8> {
     let t = std::time::Instant::now();
     let cat = repo.reindex()?;
+    let (done, failed) = cat.extract_counts()?;
     println!(
-        "Rebuilt the catalog from the objects: {} operations ({:.2} s)",
+        "Rebuilt the catalog from the objects: {} operations, {done} extracted files, {failed} failures ({:.2} s)",
         cat.op_count()?,
         t.elapsed().as_secs_f64()
     );

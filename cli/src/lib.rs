@@ -7,6 +7,7 @@ mod commands;
 mod diff;
 mod error;
 mod history;
+mod knowledge;
 mod output;
 
 use std::path::PathBuf;
@@ -221,6 +222,39 @@ pub enum Command {
     },
     /// Rebuild the catalog (the index of history and content) from the objects.
     Reindex,
+    /// Extract searchable text from files not indexed yet (every version in the history).
+    Ingest {
+        /// Run again the files whose extraction failed before.
+        #[arg(long)]
+        retry_failed: bool,
+        /// Print JSON (schema lifeos.ingest.v1).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Search documents, subtitles and images; every hit cites path, revision and place.
+    Search {
+        /// Words, "exact phrases", and -exclusions, as one argument: 'budget -draft'.
+        #[arg(allow_hyphen_values = true)]
+        query: String,
+        #[command(flatten)]
+        #[allow(missing_docs)]
+        at: AtArg,
+        /// Every version that ever matched, grouped by file.
+        #[arg(long, conflicts_with = "at")]
+        all_history: bool,
+        /// Only files of this type: text, markdown, html, subtitles, pdf, image, document.
+        #[arg(long = "type", value_name = "TYPE")]
+        file_type: Option<String>,
+        /// Only paths matching this glob.
+        #[arg(long, value_name = "GLOB")]
+        path: Option<String>,
+        /// At most this many hits.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+        /// Print JSON (schema lifeos.search.v1).
+        #[arg(long)]
+        json: bool,
+    },
     /// Logical bytes, stored bytes, dedup ratio, chunks, packs.
     Stats {
         /// Print JSON (schema lifeos.stats.v1).

@@ -46,6 +46,8 @@ pub enum Kind {
     Operation = 5,
     /// A view (the refs after an operation).
     View = 6,
+    /// The text extracted from a file by one extractor (segments, or why it failed).
+    Extract = 7,
 }
 
 impl Kind {
@@ -58,6 +60,7 @@ impl Kind {
             4 => Kind::Commit,
             5 => Kind::Operation,
             6 => Kind::View,
+            7 => Kind::Extract,
             _ => return None,
         })
     }
@@ -71,6 +74,7 @@ impl Kind {
             Kind::Commit => "commit",
             Kind::Operation => "operation",
             Kind::View => "view",
+            Kind::Extract => "extract",
         }
     }
 }

@@ -17,6 +17,7 @@ pub const CATALOG_FILE: &str = "catalog.sqlite";
 pub const MIGRATIONS: &[(u32, &str)] = &[
     (1, include_str!("../../migrations/0001_history.sql")),
     (2, include_str!("../../migrations/0002_commits.sql")),
+    (3, include_str!("../../migrations/0003_content.sql")),
 ];
 
 /// An open catalog.
@@ -116,6 +117,7 @@ impl Catalog {
         }
         let path = self.path.clone();
         let tx = self.conn.transaction().map_err(|e| db_err(&path, e))?;
+        let mut new_extracts = Vec::new();
         {
             let mut known = tx
                 .prepare("SELECT 1 FROM operations WHERE id = ?1")
@@ -148,6 +150,11 @@ impl Catalog {
                     .map_err(|e| db_err(&path, e))?;
                 stack.extend(op.parents.iter().copied());
                 new_views.push(op.view);
+                for e in &op.events {
+                    if let crate::object::Event::ContentExtracted { results } = e {
+                        new_extracts.extend(results.iter().copied());
+                    }
+                }
             }
             // Commits named by the new views, and their ancestors not yet indexed.
             let mut known_commit = tx
@@ -183,6 +190,7 @@ impl Catalog {
                 commits.extend(c.parents);
             }
         }
+        index_extracts(&tx, repo, &path, &new_extracts)?;
         tx.execute(
             "INSERT OR REPLACE INTO meta (key, value) VALUES ('op_heads', ?1)",
             [&key],
@@ -276,6 +284,208 @@ impl Catalog {
     pub fn op_count(&self) -> Result<u64> {
         self.conn
             .query_row("SELECT COUNT(*) FROM operations", [], |r| r.get(0))
+            .map_err(|e| db_err(&self.path, e))
+    }
+}
+
+/// How a segment's anchor is stored in the catalog (JSON).
+pub fn anchor_json(a: &crate::object::Anchor) -> String {
+    use crate::object::Anchor;
+    match a {
+        Anchor::File => r#"{"kind":"file"}"#.to_string(),
+        Anchor::Lines { start, end } => {
+            format!(r#"{{"kind":"lines","start":{start},"end":{end}}}"#)
+        }
+        Anchor::Page(p) => format!(r#"{{"kind":"page","page":{p}}}"#),
+        Anchor::Time { start_ms, end_ms } => {
+            format!(r#"{{"kind":"time","start_ms":{start_ms},"end_ms":{end_ms}}}"#)
+        }
+        Anchor::Region { x, y, w, h } => {
+            format!(r#"{{"kind":"region","x":{x},"y":{y},"w":{w},"h":{h}}}"#)
+        }
+    }
+}
+
+/// Indexes extract objects (newest last wins for a key: a retried failure replaces it).
+fn index_extracts(
+    tx: &rusqlite::Transaction<'_>,
+    repo: &Repo,
+    path: &Path,
+    ids: &[Id],
+) -> Result<()> {
+    // Operations are walked newest first; apply their extracts oldest first.
+    for id in ids.iter().rev() {
+        let raw = repo.store().read_object(id, lifeos_store::Kind::Extract)?;
+        let x = crate::object::Extract::decode(&raw).map_err(|source| VcsError::Decode {
+            kind: "extract",
+            id: *id,
+            source,
+        })?;
+        let key = params![&x.file.0[..], x.extractor, x.version];
+        let existing: Option<Vec<u8>> = tx
+            .query_row("SELECT object FROM extracts WHERE file_id = ?1 AND extractor = ?2 AND version = ?3", key, |r| r.get(0))
+            .optional()
+            .map_err(|e| db_err(path, e))?;
+        if existing.as_deref() == Some(&id.0[..]) {
+            continue;
+        }
+        if existing.is_some() {
+            tx.execute(
+                "INSERT INTO segments_fts (segments_fts, rowid, text) SELECT 'delete', id, text FROM segments WHERE file_id = ?1 AND extractor = ?2 AND version = ?3",
+                key,
+            )
+            .map_err(|e| db_err(path, e))?;
+            tx.execute(
+                "DELETE FROM segments WHERE file_id = ?1 AND extractor = ?2 AND version = ?3",
+                key,
+            )
+            .map_err(|e| db_err(path, e))?;
+        }
+        let (ok, reason) = match &x.outcome {
+            Ok(_) => (1, None),
+            Err(r) => (0, Some(r.clone())),
+        };
+        tx.execute(
+            "INSERT OR REPLACE INTO extracts (file_id, extractor, version, object, ok, reason) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![&x.file.0[..], x.extractor, x.version, &id.0[..], ok, reason],
+        )
+        .map_err(|e| db_err(path, e))?;
+        if let Ok(segs) = &x.outcome {
+            let mut ins = tx
+                .prepare_cached("INSERT INTO segments (file_id, extractor, version, kind, anchor, text, meta) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")
+                .map_err(|e| db_err(path, e))?;
+            let mut fts = tx
+                .prepare_cached("INSERT INTO segments_fts (rowid, text) VALUES (?1, ?2)")
+                .map_err(|e| db_err(path, e))?;
+            for s in segs {
+                ins.execute(params![
+                    &x.file.0[..],
+                    x.extractor,
+                    x.version,
+                    s.kind,
+                    anchor_json(&s.anchor),
+                    s.text,
+                    s.meta
+                ])
+                .map_err(|e| db_err(path, e))?;
+                fts.execute(params![tx.last_insert_rowid(), s.text])
+                    .map_err(|e| db_err(path, e))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A search hit: one segment of one file content.
+#[derive(Debug, Clone)]
+pub struct SegmentHit {
+    /// The file content.
+    pub file: Id,
+    /// Extractor.
+    pub extractor: String,
+    /// Segment kind.
+    pub kind: String,
+    /// Anchor, as JSON.
+    pub anchor: String,
+    /// Snippet with the match marked by `[` and `]`.
+    pub snippet: String,
+    /// bm25 score (lower is better).
+    pub score: f64,
+    /// Segment metadata JSON.
+    pub meta: String,
+}
+
+/// How ingest stands for one (file, extractor, version).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobState {
+    /// Extracted.
+    Done,
+    /// Failed, with the reason.
+    Failed(String),
+}
+
+impl Catalog {
+    /// The state of a job, if it ran.
+    pub fn job(&self, file: &Id, extractor: &str, version: u32) -> Result<Option<JobState>> {
+        self.conn
+            .query_row(
+                "SELECT ok, reason FROM extracts WHERE file_id = ?1 AND extractor = ?2 AND version = ?3",
+                params![&file.0[..], extractor, version],
+                |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Option<String>>(1)?)),
+            )
+            .optional()
+            .map_err(|e| db_err(&self.path, e))
+            .map(|o| o.map(|(ok, reason)| if ok == 1 { JobState::Done } else { JobState::Failed(reason.unwrap_or_default()) }))
+    }
+
+    /// Segments matching an FTS5 query, best first (bm25), restricted to `files` when given.
+    pub fn search_segments(
+        &self,
+        fts_query: &str,
+        files: Option<&std::collections::HashSet<Id>>,
+        limit: usize,
+    ) -> Result<Vec<SegmentHit>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT s.file_id, s.extractor, s.kind, s.anchor, snippet(segments_fts, 0, '[', ']', '…', 12), bm25(segments_fts), s.meta
+                 FROM segments_fts JOIN segments s ON s.id = segments_fts.rowid
+                 WHERE segments_fts MATCH ?1 ORDER BY bm25(segments_fts) LIMIT ?2",
+            )
+            .map_err(|e| db_err(&self.path, e))?;
+        // Ask for more rows than needed when filtering by file set.
+        let fetch = if files.is_some() {
+            limit.saturating_mul(20).max(1000)
+        } else {
+            limit
+        };
+        let rows = stmt
+            .query_map(params![fts_query, fetch as i64], |r| {
+                Ok((
+                    r.get::<_, Vec<u8>>(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                    r.get(6)?,
+                ))
+            })
+            .map_err(|e| db_err(&self.path, e))?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (file, extractor, kind, anchor, snippet, score, meta) =
+                row.map_err(|e| db_err(&self.path, e))?;
+            let Some(file) = Id::from_slice(&file) else {
+                continue;
+            };
+            if files.is_some_and(|f| !f.contains(&file)) {
+                continue;
+            }
+            out.push(SegmentHit {
+                file,
+                extractor,
+                kind,
+                anchor,
+                snippet,
+                score,
+                meta,
+            });
+            if out.len() >= limit {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Counts of extracts: (done, failed).
+    pub fn extract_counts(&self) -> Result<(u64, u64)> {
+        self.conn
+            .query_row(
+                "SELECT COALESCE(SUM(ok), 0), COALESCE(SUM(1 - ok), 0) FROM extracts",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
             .map_err(|e| db_err(&self.path, e))
     }
 }

@@ -105,6 +105,19 @@ impl Repo {
                 }
             };
             ops.extend(op.parents.iter().copied());
+            for e in &op.events {
+                if let crate::object::Event::ContentExtracted { results } = e {
+                    for x in results {
+                        if r.ids.insert(*x) && !self.store().contains(x)? {
+                            problems.push(problem(
+                                "missing-object",
+                                *x,
+                                format!("extract named by operation {}", op_id.short(12)),
+                            ));
+                        }
+                    }
+                }
+            }
             if !r.ids.insert(op.view) {
                 continue;
             }

@@ -1,0 +1,32 @@
+//! lifeos-ingest: the knowledge layer. Extractors turn files into cited segments (lines,
+//! pages, time ranges, image regions), ingest runs them once per (file content, extractor,
+//! version) and records the results as objects, and search answers queries over them
+//! with citations, for the library as it is or as it was.
+
+#![warn(missing_docs)]
+
+pub mod extract;
+pub mod query;
+pub mod redact;
+pub mod run;
+pub mod search;
+
+/// Errors of ingest and search.
+#[derive(Debug, thiserror::Error)]
+pub enum IngestError {
+    /// From the history layer.
+    #[error(transparent)]
+    Vcs(#[from] lifeos_vcs::VcsError),
+    /// From the store.
+    #[error(transparent)]
+    Store(#[from] lifeos_store::StoreError),
+    /// The repository config's `[ingest]` section is invalid.
+    #[error("repository config [ingest]: {0}")]
+    Config(String),
+    /// A search query has nothing to search for, or cannot be used.
+    #[error("{0}")]
+    Query(String),
+}
+
+/// Result alias.
+pub type Result<T, E = IngestError> = std::result::Result<T, E>;

@@ -1,0 +1,79 @@
+//! Redaction of obvious secrets before anything is stored or indexed.
+
+use regex::Regex;
+
+/// The default patterns: private keys, cloud and service tokens, JWTs, and the value in
+/// `password=...`-like assignments.
+pub const DEFAULT_PATTERNS: &[&str] = &[
+    r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
+    r"\bAKIA[0-9A-Z]{16}\b",
+    r"\b(?:sk|pk|rk)_(?:live|test)_[A-Za-z0-9]{16,}\b",
+    r"\bsk-[A-Za-z0-9_-]{20,}",
+    r"\bgh[pousr]_[A-Za-z0-9]{30,}\b",
+    r"\bxox[abposr]-[A-Za-z0-9-]{10,}",
+    r"\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}",
+];
+
+/// Keys whose values are secrets in `key = value` or `key: value`.
+const ASSIGNMENT: &str = r#"(?i)\b(password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|client[_-]?secret)(\s*[=:]\s*)("[^"\n]*"|'[^'\n]*'|[^\s,;]+)"#;
+
+/// What replaces a secret.
+pub const MARK: &str = "[REDACTED]";
+
+/// A set of redaction patterns.
+pub struct Redactor {
+    patterns: Vec<Regex>,
+    assignment: Regex,
+}
+
+impl Redactor {
+    /// The default patterns plus `extra` (from the repository config).
+    pub fn new(extra: &[String]) -> Result<Redactor, String> {
+        let mut patterns = Vec::new();
+        for p in DEFAULT_PATTERNS
+            .iter()
+            .copied()
+            .chain(extra.iter().map(String::as_str))
+        {
+            patterns.push(Regex::new(p).map_err(|e| format!("bad redaction pattern {p:?}: {e}"))?);
+        }
+        Ok(Redactor {
+            patterns,
+            assignment: Regex::new(ASSIGNMENT).expect("valid pattern"),
+        })
+    }
+
+    /// `text` with every secret replaced by [`MARK`].
+    pub fn redact(&self, text: &str) -> String {
+        let mut out = self
+            .assignment
+            .replace_all(text, format!("${{1}}${{2}}{MARK}").as_str())
+            .into_owned();
+        for p in &self.patterns {
+            out = p.replace_all(&out, MARK).into_owned();
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_replaced() {
+        let r = Redactor::new(&[]).unwrap();
+        let t = "key AKIAABCDEFGHIJKLMNOP and password = hunter2, token: 'abc def'\n-----BEGIN RSA PRIVATE KEY-----\nMIIB\n-----END RSA PRIVATE KEY-----";
+        let o = r.redact(t);
+        assert!(
+            !o.contains("AKIAABCDEFGHIJKLMNOP")
+                && !o.contains("hunter2")
+                && !o.contains("abc def")
+                && !o.contains("MIIB"),
+            "{o}"
+        );
+        assert!(o.contains("password = [REDACTED]"), "{o}");
+        let custom = Redactor::new(&["INTERNAL-[0-9]{4}".into()]).unwrap();
+        assert_eq!(custom.redact("ticket INTERNAL-1234"), "ticket [REDACTED]");
+    }
+}

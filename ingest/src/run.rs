@@ -1,0 +1,239 @@
+//! Running ingest: one job per (file content, extractor, version), in parallel, with
+//! results published in batches so a killed ingest resumes where it stopped.
+
+use std::collections::{HashMap, HashSet};
+use std::io::Read;
+use std::sync::Arc;
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use lifeos_store::{Id, Kind, Store};
+use lifeos_vcs::catalog::JobState;
+use lifeos_vcs::object::{EntryKind, Event, Extract};
+use lifeos_vcs::repo::now_ms;
+use lifeos_vcs::Repo;
+use serde::Deserialize;
+
+use crate::extract::{choose, tesseract_available};
+use crate::redact::Redactor;
+use crate::{IngestError, Result};
+
+/// Files larger than this are recorded as failures instead of being read.
+pub const MAX_INGEST: u64 = 256 << 20;
+/// Results are published every this many jobs.
+const BATCH: usize = 64;
+
+/// The `[ingest]` section of the repository config.
+#[derive(Debug, Default, Deserialize)]
+pub struct IngestConfig {
+    /// Globs of paths never indexed.
+    #[serde(default)]
+    pub exclude: Vec<String>,
+    /// Extra redaction patterns (regular expressions).
+    #[serde(default)]
+    pub redact: Vec<String>,
+    /// Run OCR on images when tesseract is installed (default true).
+    #[serde(default)]
+    pub ocr: Option<bool>,
+}
+
+#[derive(Deserialize, Default)]
+struct ConfigFile {
+    #[serde(default)]
+    ingest: IngestConfig,
+}
+
+/// Ingest settings, read from the repository config.
+pub struct Settings {
+    exclude: GlobSet,
+    /// The redactor applied to every segment.
+    pub redactor: Redactor,
+    /// Whether OCR runs.
+    pub ocr: bool,
+    /// Whether tesseract is installed.
+    pub tesseract: bool,
+}
+
+impl Settings {
+    /// Reads `[ingest]` from `.lifeos/config`.
+    pub fn load(repo: &Repo) -> Result<Settings> {
+        let text = std::fs::read_to_string(repo.dot_dir().join("config")).unwrap_or_default();
+        let cfg: ConfigFile =
+            toml::from_str(&text).map_err(|e| IngestError::Config(e.to_string()))?;
+        let mut b = GlobSetBuilder::new();
+        for g in &cfg.ingest.exclude {
+            b.add(Glob::new(g).map_err(|e| IngestError::Config(format!("exclude {g:?}: {e}")))?);
+        }
+        let tesseract = tesseract_available();
+        Ok(Settings {
+            exclude: b.build().map_err(|e| IngestError::Config(e.to_string()))?,
+            redactor: Redactor::new(&cfg.ingest.redact).map_err(IngestError::Config)?,
+            ocr: cfg.ingest.ocr.unwrap_or(true) && tesseract,
+            tesseract,
+        })
+    }
+
+    /// Whether a path is excluded from indexing.
+    pub fn excluded(&self, path: &str) -> bool {
+        self.exclude.is_match(path)
+    }
+}
+
+/// What `ingest` did.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// Distinct file contents considered.
+    pub files: u64,
+    /// Already extracted before this run.
+    pub already: u64,
+    /// Extracted now.
+    pub extracted: u64,
+    /// Failed now (path, reason).
+    pub failed: Vec<(String, String)>,
+    /// Failed before and not retried (use --retry-failed).
+    pub failed_before: u64,
+    /// Excluded by config.
+    pub excluded: u64,
+    /// Of a kind no extractor reads (still found by name).
+    pub no_extractor: u64,
+    /// Whether OCR ran (false when tesseract is missing or OCR is off).
+    pub ocr: bool,
+    /// Whether tesseract is installed.
+    pub tesseract: bool,
+    /// Operations published.
+    pub operations: u64,
+}
+
+/// Every distinct file content reachable from the current view, with one path for it.
+pub fn reachable_files(repo: &Repo) -> Result<Vec<(Id, String, u64)>> {
+    let head = repo.head()?;
+    let commits = lifeos_vcs::rev::all_commits(repo, &head.view)?;
+    let mut seen_trees = HashSet::new();
+    let mut files: HashMap<Id, (String, u64)> = HashMap::new();
+    let mut stack: Vec<(Id, String)> = commits
+        .iter()
+        .map(|(_, c)| (c.tree, String::new()))
+        .collect();
+    while let Some((t, prefix)) = stack.pop() {
+        if !seen_trees.insert(t) {
+            continue;
+        }
+        for e in repo.tree(&t)?.entries {
+            let name = String::from_utf8_lossy(&e.name);
+            let path = if prefix.is_empty() {
+                name.into_owned()
+            } else {
+                format!("{prefix}/{name}")
+            };
+            match e.kind {
+                EntryKind::Dir => stack.push((e.id, path)),
+                EntryKind::Symlink => {}
+                _ => {
+                    files.entry(e.id).or_insert((path, e.size));
+                }
+            }
+        }
+    }
+    let mut v: Vec<(Id, String, u64)> = files.into_iter().map(|(id, (p, s))| (id, p, s)).collect();
+    v.sort_by(|a, b| a.1.cmp(&b.1));
+    Ok(v)
+}
+
+fn head_bytes(store: &Arc<Store>, id: &Id) -> Vec<u8> {
+    let mut v = Vec::new();
+    if let Ok(r) = lifeos_store::reader::FileReader::open(store.clone(), id) {
+        let _ = r.take(4096).read_to_end(&mut v);
+    }
+    v
+}
+
+/// Extracts every file content that has not been extracted yet (and, with
+/// `retry_failed`, those that failed), on every core. `progress(done, total)` is called
+/// as jobs finish.
+pub fn ingest(
+    repo: &Repo,
+    retry_failed: bool,
+    progress: &(dyn Fn(u64, u64) + Sync),
+) -> Result<Report> {
+    let settings = Settings::load(repo)?;
+    let store = Arc::new(Store::open(repo.store().dir())?);
+    let catalog = repo.catalog()?;
+    let mut report = Report {
+        ocr: settings.ocr,
+        tesseract: settings.tesseract,
+        ..Report::default()
+    };
+    let mut jobs = Vec::new();
+    for (id, path, size) in reachable_files(repo)? {
+        report.files += 1;
+        if settings.excluded(&path) {
+            report.excluded += 1;
+            continue;
+        }
+        let Some(ex) = choose(&path, &head_bytes(&store, &id), settings.ocr) else {
+            report.no_extractor += 1;
+            continue;
+        };
+        match catalog.job(&id, ex.name(), ex.version())? {
+            Some(JobState::Done) => report.already += 1,
+            Some(JobState::Failed(_)) if !retry_failed => report.failed_before += 1,
+            _ => jobs.push((id, path, size, ex)),
+        }
+    }
+    drop(catalog);
+    let total = jobs.len() as u64;
+    let done = std::sync::atomic::AtomicU64::new(0);
+    for batch in jobs.chunks(BATCH) {
+        let results = lifeos_store::par::map(batch, |(id, path, size, ex)| {
+            let outcome = if *size > MAX_INGEST {
+                Err(format!(
+                    "too large to index ({size} bytes, the limit is {MAX_INGEST})"
+                ))
+            } else {
+                let mut bytes = Vec::new();
+                match store.read_file(id, &mut bytes) {
+                    Ok(_) => ex.extract(path, &bytes),
+                    Err(e) => Err(format!("cannot read the stored file: {e}")),
+                }
+            };
+            let outcome = outcome.map(|segs| {
+                segs.into_iter()
+                    .map(|mut s| {
+                        s.text = settings.redactor.redact(&s.text);
+                        s.meta = settings.redactor.redact(&s.meta);
+                        s
+                    })
+                    .collect()
+            });
+            let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            progress(n, total);
+            Extract {
+                file: *id,
+                extractor: ex.name().to_string(),
+                version: ex.version(),
+                outcome,
+            }
+        });
+        let start = now_ms();
+        let head = repo.head()?;
+        let mut tx = repo.store().transaction()?;
+        let mut ids = Vec::new();
+        for (x, (_, path, _, _)) in results.iter().zip(batch) {
+            ids.push(tx.write_object(Kind::Extract, &x.encode())?);
+            match &x.outcome {
+                Ok(_) => report.extracted += 1,
+                Err(r) => report.failed.push((path.clone(), r.clone())),
+            }
+        }
+        let n = ids.len();
+        repo.publish(
+            tx,
+            &[head.id],
+            head.view.clone(),
+            &format!("ingest: {n} files"),
+            vec![Event::ContentExtracted { results: ids }],
+            start,
+        )?;
+        report.operations += 1;
+    }
+    Ok(report)
+}

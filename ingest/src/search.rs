@@ -1,0 +1,202 @@
+//! Search: ranked, cited hits over extracted segments and file names, for the library as
+//! it is, as it was (`--at`), or across every version.
+
+use std::collections::{HashMap, HashSet};
+
+use globset::Glob;
+use lifeos_store::Id;
+use lifeos_vcs::object::EntryKind;
+use lifeos_vcs::{Repo, View};
+
+use crate::query::parse;
+use crate::{IngestError, Result};
+
+/// Which versions to search.
+pub enum Scope<'a> {
+    /// The files of `@` in a view (the current one, or one found with `--at`).
+    View(&'a View),
+    /// Every version of every file in the visible history.
+    AllHistory,
+}
+
+/// One cited hit.
+#[derive(Debug, Clone)]
+pub struct Hit {
+    /// Repository path.
+    pub path: String,
+    /// The commit the version comes from.
+    pub commit: Id,
+    /// The file content.
+    pub file: Id,
+    /// Where in the file (JSON anchor: lines, page, time, region, file).
+    pub anchor: serde_json::Value,
+    /// The anchor for people: "lines 12–18", "p. 7", "00:07.9–00:12.1", "region ...".
+    pub cite: String,
+    /// The matching text with the match marked by `[` and `]`.
+    pub snippet: String,
+    /// Segment kind (`section`, `page`, `cue`, `ocr`, `metadata`, `name`, ...).
+    pub kind: String,
+    /// The file type: text, markdown, html, subtitles, pdf, image.
+    pub file_type: String,
+    /// bm25 rank (lower is better; name matches rank after content).
+    pub score: f64,
+}
+
+fn clock(ms: u64) -> String {
+    let s = ms / 1000;
+    let base = if s >= 3600 {
+        format!("{}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60)
+    } else {
+        format!("{:02}:{:02}", s / 60, s % 60)
+    };
+    format!("{base}.{}", (ms % 1000) / 100)
+}
+
+/// The human citation of an anchor.
+pub fn cite(anchor: &serde_json::Value) -> String {
+    let n = |k: &str| anchor[k].as_u64().unwrap_or(0);
+    match anchor["kind"].as_str() {
+        Some("lines") if n("start") == n("end") => format!("line {}", n("start")),
+        Some("lines") => format!("lines {}–{}", n("start"), n("end")),
+        Some("page") => format!("p. {}", n("page")),
+        Some("time") => format!("{}–{}", clock(n("start_ms")), clock(n("end_ms"))),
+        Some("region") => format!("region {}×{} at ({}, {})", n("w"), n("h"), n("x"), n("y")),
+        _ => "file".into(),
+    }
+}
+
+fn file_type(extractor: &str) -> &str {
+    match extractor {
+        "image-ocr" => "image",
+        other => other,
+    }
+}
+
+fn type_matches(wanted: &str, ty: &str) -> bool {
+    wanted == ty || (wanted == "document" && matches!(ty, "text" | "markdown" | "html" | "pdf"))
+}
+
+/// Searches; at most `limit` hits.
+pub fn search(
+    repo: &Repo,
+    input: &str,
+    scope: Scope<'_>,
+    type_filter: Option<&str>,
+    path_glob: Option<&str>,
+    limit: usize,
+) -> Result<Vec<Hit>> {
+    let q = parse(input);
+    let fts = q
+        .fts()
+        .ok_or_else(|| IngestError::Query(format!("{input:?} has no words to search for")))?;
+    let glob = path_glob
+        .map(|g| {
+            Glob::new(g)
+                .map(|g| g.compile_matcher())
+                .map_err(|e| IngestError::Query(format!("bad --path glob {g:?}: {e}")))
+        })
+        .transpose()?;
+    // The versions in scope: file content -> (path, commit) pairs.
+    let mut versions: HashMap<Id, Vec<(String, Id)>> = HashMap::new();
+    let mut add_tree = |repo: &Repo, commit: Id, seen: &mut HashSet<(String, Id)>| -> Result<()> {
+        let tree = repo.commit(&commit)?.tree;
+        for (path, e) in repo.flatten(&tree)? {
+            if e.kind == EntryKind::Symlink || glob.as_ref().is_some_and(|g| !g.is_match(&path)) {
+                continue;
+            }
+            if seen.insert((path.clone(), e.id)) {
+                versions.entry(e.id).or_default().push((path, commit));
+            }
+        }
+        Ok(())
+    };
+    let mut seen = HashSet::new();
+    match scope {
+        Scope::View(view) => {
+            if let Some(c) = view.at_commit() {
+                add_tree(repo, c, &mut seen)?;
+            }
+        }
+        Scope::AllHistory => {
+            let head = repo.head()?;
+            for (c, _) in lifeos_vcs::rev::all_commits(repo, &head.view)? {
+                add_tree(repo, c, &mut seen)?;
+            }
+        }
+    }
+    let files: HashSet<Id> = versions.keys().copied().collect();
+    let catalog = repo.catalog()?;
+    let mut hits = Vec::new();
+    for s in catalog.search_segments(&fts, Some(&files), limit.saturating_mul(4).max(limit))? {
+        let ty = file_type(&s.extractor).to_string();
+        if type_filter.is_some_and(|t| !type_matches(t, &ty)) {
+            continue;
+        }
+        let anchor: serde_json::Value = serde_json::from_str(&s.anchor).unwrap_or_default();
+        for (path, commit) in &versions[&s.file] {
+            hits.push(Hit {
+                path: path.clone(),
+                commit: *commit,
+                file: s.file,
+                cite: cite(&anchor),
+                anchor: anchor.clone(),
+                snippet: s.snippet.clone(),
+                kind: s.kind.clone(),
+                file_type: ty.clone(),
+                score: s.score,
+            });
+        }
+    }
+    // Names: every file whose path holds the words (found even when no extractor reads it).
+    let mut names: Vec<Hit> = Vec::new();
+    for (file, vs) in &versions {
+        for (path, commit) in vs {
+            if q.matches_path(path) {
+                let ext = path
+                    .rsplit_once('.')
+                    .map(|(_, e)| e.to_ascii_lowercase())
+                    .unwrap_or_default();
+                let ty = match ext.as_str() {
+                    "png" | "jpg" | "jpeg" | "gif" | "webp" | "tif" | "tiff" | "bmp" => "image",
+                    "pdf" => "pdf",
+                    "md" | "markdown" => "markdown",
+                    "srt" | "vtt" => "subtitles",
+                    "html" | "htm" => "html",
+                    _ => "file",
+                };
+                if type_filter.is_some_and(|t| !type_matches(t, ty)) {
+                    continue;
+                }
+                names.push(Hit {
+                    path: path.clone(),
+                    commit: *commit,
+                    file: *file,
+                    anchor: serde_json::json!({"kind": "file"}),
+                    cite: "file name".into(),
+                    snippet: path.clone(),
+                    kind: "name".into(),
+                    file_type: ty.into(),
+                    score: f64::MAX,
+                });
+            }
+        }
+    }
+    names.sort_by(|a, b| a.path.cmp(&b.path));
+    hits.extend(names);
+    if matches!(scope, Scope::AllHistory) {
+        // Grouped by file: each path's versions together, best first.
+        let mut best: HashMap<String, f64> = HashMap::new();
+        for h in &hits {
+            let e = best.entry(h.path.clone()).or_insert(h.score);
+            *e = e.min(h.score);
+        }
+        hits.sort_by(|a, b| {
+            best[&a.path]
+                .total_cmp(&best[&b.path])
+                .then(a.path.cmp(&b.path))
+                .then(a.score.total_cmp(&b.score))
+        });
+    }
+    hits.truncate(limit);
+    Ok(hits)
+}

@@ -1,0 +1,423 @@
+//! Ingest and search: cited hits with exact anchors, time travel, reindex equivalence,
+//! resumable jobs, recorded failures, exclusions and redaction of secrets.
+
+mod common;
+use common::*;
+
+use std::path::Path;
+use std::process::Output;
+
+use serde_json::Value;
+
+fn hits(d: &Path, args: &[&str]) -> Vec<Value> {
+    let mut a = vec!["search"];
+    a.extend_from_slice(args);
+    let v = json(d, &a);
+    assert_eq!(v["schema"], "lifeos.search.v1");
+    v["hits"].as_array().unwrap().clone()
+}
+
+fn at_time(d: &Path, now: &str, args: &[&str]) -> Output {
+    cmd(d).env("LIFEOS_NOW", now).args(args).output().unwrap()
+}
+
+fn minimal_pdf(pages: &[&str]) -> Vec<u8> {
+    let mut objs: Vec<String> = vec!["<< /Type /Catalog /Pages 2 0 R >>".into()];
+    let kids: Vec<String> = (0..pages.len())
+        .map(|i| format!("{} 0 R", 4 + 2 * i))
+        .collect();
+    objs.push(format!(
+        "<< /Type /Pages /Kids [{}] /Count {} >>",
+        kids.join(" "),
+        pages.len()
+    ));
+    objs.push("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>".into());
+    for (i, text) in pages.iter().enumerate() {
+        objs.push(format!("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> /Contents {} 0 R >>", 5 + 2 * i));
+        let stream = format!("BT /F1 12 Tf 72 720 Td ({text}) Tj ET");
+        objs.push(format!(
+            "<< /Length {} >>\nstream\n{stream}\nendstream",
+            stream.len()
+        ));
+    }
+    let mut out = b"%PDF-1.4\n".to_vec();
+    let mut offsets = Vec::new();
+    for (i, o) in objs.iter().enumerate() {
+        offsets.push(out.len());
+        out.extend_from_slice(format!("{} 0 obj\n{o}\nendobj\n", i + 1).as_bytes());
+    }
+    let xref = out.len();
+    out.extend_from_slice(format!("xref\n0 {}\n0000000000 65535 f \n", objs.len() + 1).as_bytes());
+    for off in offsets {
+        out.extend_from_slice(format!("{off:010} 00000 n \n").as_bytes());
+    }
+    out.extend_from_slice(
+        format!(
+            "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
+            objs.len() + 1
+        )
+        .as_bytes(),
+    );
+    out
+}
+
+fn jpeg_with_camera(model: &str) -> Vec<u8> {
+    use exif::{Field, In, Tag, Value as EV};
+    let img = image::RgbImage::from_fn(40, 30, |x, y| image::Rgb([x as u8 * 6, y as u8 * 8, 90]));
+    let mut jpg = Vec::new();
+    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpg, 90)
+        .encode_image(&img)
+        .unwrap();
+    let f = Field {
+        tag: Tag::Model,
+        ifd_num: In::PRIMARY,
+        value: EV::Ascii(vec![model.as_bytes().to_vec()]),
+    };
+    let d = Field {
+        tag: Tag::DateTimeOriginal,
+        ifd_num: In::PRIMARY,
+        value: EV::Ascii(vec![b"2026:11:03 18:30:00".to_vec()]),
+    };
+    let mut w = exif::experimental::Writer::new();
+    w.push_field(&f);
+    w.push_field(&d);
+    let mut tiff = std::io::Cursor::new(Vec::new());
+    w.write(&mut tiff, false).unwrap();
+    let tiff = tiff.into_inner();
+    let mut out = jpg[..2].to_vec();
+    out.extend_from_slice(&[0xFF, 0xE1]);
+    out.extend_from_slice(&((tiff.len() + 8) as u16).to_be_bytes());
+    out.extend_from_slice(b"Exif\0\0");
+    out.extend_from_slice(&tiff);
+    out.extend_from_slice(&jpg[2..]);
+    out
+}
+
+fn library(d: &Path) {
+    write(d, "notes/plan.md", b"# Plan\nIntro text.\n\n## Budget\nThe quarterly budget is 12,000.\nReviewed in March.\n\n## Team\nAnn and Bob.\n");
+    write(d, "web/launch.html", b"<html><head><title>x</title><script>var budget=1;</script></head>\n<body>\n<h1>News</h1>\n<p>The launch plan moved to Friday.</p>\n</body></html>\n");
+    write(d, "meetings/2026-11-03.srt", b"1\n00:00:01,000 --> 00:00:04,000\nHello everyone.\n\n2\n00:00:07,900 --> 00:00:12,100\nThe quarterly budget meeting moved to Friday afternoon.\n");
+    write(
+        d,
+        "docs/report.pdf",
+        &minimal_pdf(&[
+            "Cover page",
+            "Summary of spending",
+            "Appendix: invoice numbers",
+        ]),
+    );
+    write(d, "scans/receipt.jpg", &jpeg_with_camera("Pixel 8"));
+}
+
+#[test]
+fn search_cites_the_exact_place() {
+    let repo = repo(false);
+    let d = repo.path();
+    library(d);
+    ok(d, &["commit", "-m", "library"]);
+    let ing = json(d, &["ingest"]);
+    assert_eq!(ing["schema"], "lifeos.ingest.v1");
+    assert_eq!(ing["extracted"], 5, "{ing}");
+    let h = hits(d, &["quarterly budget"]);
+    let md = h
+        .iter()
+        .find(|x| x["path"] == "notes/plan.md")
+        .expect("markdown hit");
+    assert_eq!(
+        md["anchor"],
+        serde_json::json!({"kind": "lines", "start": 4, "end": 7})
+    );
+    assert_eq!(md["cite"], "lines 4–7");
+    assert!(
+        md["snippet"]
+            .as_str()
+            .unwrap()
+            .contains("[quarterly] [budget]"),
+        "{md}"
+    );
+    let srt = h
+        .iter()
+        .find(|x| x["path"] == "meetings/2026-11-03.srt")
+        .expect("subtitle hit");
+    assert_eq!(
+        srt["anchor"],
+        serde_json::json!({"kind": "time", "start_ms": 7900, "end_ms": 12100})
+    );
+    assert_eq!(srt["cite"], "00:07.9–00:12.1");
+    assert_eq!(srt["commit"], rev_id(d, "@"));
+    // HTML: visible text only (the script's "budget" is not indexed), with its line.
+    let html = hits(d, &["launch plan"]);
+    assert_eq!(html[0]["path"], "web/launch.html");
+    assert_eq!(
+        html[0]["anchor"],
+        serde_json::json!({"kind": "lines", "start": 4, "end": 4})
+    );
+    assert!(hits(d, &["budget"])
+        .iter()
+        .all(|x| x["path"] != "web/launch.html"));
+    // PDF: the page number.
+    let pdf = hits(d, &["invoice"]);
+    let p = pdf.iter().find(|x| x["path"] == "docs/report.pdf").unwrap();
+    assert_eq!(p["anchor"], serde_json::json!({"kind": "page", "page": 3}));
+    assert_eq!(p["cite"], "p. 3");
+    // Images: EXIF metadata is searchable; filters by type and path.
+    let img = hits(d, &["pixel", "--type", "image", "--path", "scans/**"]);
+    assert_eq!(img.len(), 1, "{img:?}");
+    assert_eq!(img[0]["path"], "scans/receipt.jpg");
+    assert!(
+        img[0]["snippet"].as_str().unwrap().contains("[Pixel]"),
+        "{}",
+        img[0]
+    );
+    assert!(hits(d, &["pixel", "--type", "pdf"]).is_empty());
+    // Phrases and exclusions.
+    assert!(hits(d, &["\"budget quarterly\""]).is_empty());
+    let ex = hits(d, &["budget -meeting"]);
+    assert!(
+        ex.iter().all(|x| x["path"] != "meetings/2026-11-03.srt"),
+        "{ex:?}"
+    );
+    // Human output cites too.
+    let text = ok(d, &["search", "quarterly budget"]);
+    assert!(
+        text.contains("notes/plan.md")
+            && text.contains("lines 4–7")
+            && text.contains("00:07.9–00:12.1"),
+        "{text}"
+    );
+}
+
+#[test]
+fn user_input_cannot_inject_fts_or_sql() {
+    let repo = repo(false);
+    let d = repo.path();
+    write(d, "a.md", b"# A\nbudget notes\n");
+    ok(d, &["commit", "-m", "a"]);
+    ok(d, &["ingest"]);
+    for q in [
+        "budget\" OR 1=1 --",
+        "NEAR(budget notes)",
+        "budget*",
+        "a:b",
+        "'); DROP TABLE segments; --",
+        "^budget",
+        "\"unterminated",
+    ] {
+        let out = run(d, &["search", q, "--json"]);
+        assert!(
+            out.status.success() || String::from_utf8_lossy(&out.stderr).contains("no words"),
+            "{q}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert_eq!(hits(d, &["budget"]).len(), 1, "the catalog is intact");
+}
+
+#[test]
+fn search_at_a_moment_and_across_all_history() {
+    let repo = tempfile::tempdir().unwrap();
+    let d = repo.path();
+    assert!(at_time(d, "2026-09-30T10:00:00Z", &["init"])
+        .status
+        .success());
+    write(
+        d,
+        "notes/launch.md",
+        b"# Launch\nThe launch plan is October.\n",
+    );
+    assert!(at_time(d, "2026-09-30T12:00:00Z", &["commit", "-m", "v1"])
+        .status
+        .success());
+    write(
+        d,
+        "notes/launch.md",
+        b"# Launch\nThe launch plan slipped to December.\n",
+    );
+    assert!(at_time(d, "2026-10-15T12:00:00Z", &["commit", "-m", "v2"])
+        .status
+        .success());
+    assert!(at_time(d, "2026-10-16T12:00:00Z", &["ingest"])
+        .status
+        .success());
+    let now = "2026-10-20T00:00:00Z";
+    let then: Value = serde_json::from_slice(
+        &at_time(
+            d,
+            now,
+            &["search", "launch plan", "--at", "2026-10-01", "--json"],
+        )
+        .stdout,
+    )
+    .unwrap();
+    let h = then["hits"].as_array().unwrap();
+    assert_eq!(h.len(), 1);
+    assert!(
+        h[0]["snippet"].as_str().unwrap().contains("October"),
+        "{then}"
+    );
+    let current = hits(d, &["launch plan"]);
+    assert!(current[0]["snippet"].as_str().unwrap().contains("December"));
+    let all = hits(d, &["launch plan", "--all-history"]);
+    assert_eq!(all.len(), 2, "both versions: {all:?}");
+    assert!(all.iter().all(|x| x["path"] == "notes/launch.md"));
+    assert_ne!(all[0]["commit"], all[1]["commit"]);
+}
+
+#[test]
+fn reindex_gives_identical_results_without_extracting_again() {
+    let repo = repo(false);
+    let d = repo.path();
+    library(d);
+    ok(d, &["commit", "-m", "library"]);
+    ok(d, &["ingest"]);
+    let queries: Vec<Vec<&str>> = vec![
+        vec!["quarterly budget"],
+        vec!["invoice"],
+        vec!["pixel"],
+        vec!["launch plan"],
+        vec!["budget", "--all-history"],
+    ];
+    let answers = |d: &Path| -> Vec<Vec<Value>> { queries.iter().map(|q| hits(d, q)).collect() };
+    let before = answers(d);
+    for f in ["catalog.sqlite", "catalog.sqlite-wal", "catalog.sqlite-shm"] {
+        let _ = std::fs::remove_file(d.join(".lifeos").join(f));
+    }
+    let out = ok(d, &["reindex"]);
+    assert!(out.contains("5 extracted files"), "{out}");
+    assert_eq!(answers(d), before);
+    // Nothing is extracted again: every job is known from its stored result.
+    let ing = json(d, &["ingest"]);
+    assert_eq!(ing["extracted"], 0);
+    assert_eq!(ing["already"], 5);
+}
+
+#[test]
+fn a_killed_ingest_resumes_without_duplicates() {
+    let repo = repo(false);
+    let d = repo.path();
+    let n = 2000;
+    for i in 0..n {
+        write(
+            d,
+            &format!("notes/n{i:04}.md"),
+            format!("# Note {i}\nbudget line {i}\n").as_bytes(),
+        );
+    }
+    ok(d, &["commit", "-m", "many"]);
+    let mut child = cmd(d)
+        .arg("ingest")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Kill it as soon as its first batch is published.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let top = json(d, &["op", "log", "-n", "1"]);
+        if top["operations"][0]["description"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("ingest")
+            || std::time::Instant::now() > deadline
+        {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let ing = json(d, &["ingest"]);
+    let (extracted, already) = (
+        ing["extracted"].as_u64().unwrap(),
+        ing["already"].as_u64().unwrap(),
+    );
+    assert_eq!(extracted + already, n, "{ing}");
+    assert!(
+        already > 0 && extracted > 0,
+        "the first run was killed midway and the second resumed: {ing}"
+    );
+    let h = hits(d, &["budget", "--limit", "5000"]);
+    assert_eq!(h.len() as u64, n, "one hit per note, no duplicates");
+    assert_eq!(json(d, &["fsck"])["ok"], true);
+}
+
+#[test]
+fn failures_are_recorded_and_retried_only_when_asked() {
+    let repo = repo(false);
+    let d = repo.path();
+    write(
+        d,
+        "docs/broken-invoice.pdf",
+        b"%PDF-1.4\nthis is not really a pdf\n",
+    );
+    ok(d, &["commit", "-m", "broken"]);
+    let ing = json(d, &["ingest"]);
+    let failed = ing["failed"].as_array().unwrap();
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0]["path"], "docs/broken-invoice.pdf");
+    assert!(
+        failed[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("not a readable PDF"),
+        "{ing}"
+    );
+    // Still found by name.
+    let h = hits(d, &["invoice"]);
+    assert_eq!(h[0]["path"], "docs/broken-invoice.pdf");
+    assert_eq!(h[0]["kind"], "name");
+    let again = json(d, &["ingest"]);
+    assert_eq!(again["failed_before"], 1);
+    assert_eq!(again["failed"].as_array().unwrap().len(), 0);
+    let retry = json(d, &["ingest", "--retry-failed"]);
+    assert_eq!(
+        retry["failed"].as_array().unwrap().len(),
+        1,
+        "retried: {retry}"
+    );
+}
+
+#[test]
+fn secrets_are_neither_stored_in_the_catalog_nor_findable_and_excluded_paths_are_not_indexed() {
+    let repo = repo(false);
+    let d = repo.path();
+    let key = "AKIAZZZZYYYYXXXXWWWW";
+    write(
+        d,
+        "notes/setup.md",
+        format!("# Setup\nUse the deploy key {key} and password = s3cr3t-Pa55 for staging.\n")
+            .as_bytes(),
+    );
+    write(d, "private/diary.md", b"# Diary\nmy budget secrets\n");
+    let cfg = d.join(".lifeos/config");
+    let mut text = std::fs::read_to_string(&cfg).unwrap();
+    text.push_str("\n[ingest]\nexclude = [\"private/**\"]\n");
+    std::fs::write(&cfg, text).unwrap();
+    ok(d, &["commit", "-m", "secret"]);
+    let ing = json(d, &["ingest"]);
+    assert_eq!(ing["excluded"], 1);
+    assert!(hits(d, &[key]).is_empty());
+    assert!(hits(d, &["s3cr3t"]).is_empty());
+    let h = hits(d, &["deploy key"]);
+    assert_eq!(h.len(), 1);
+    assert!(
+        h[0]["snippet"].as_str().unwrap().contains("[REDACTED]"),
+        "{}",
+        h[0]
+    );
+    for f in ["catalog.sqlite", "catalog.sqlite-wal"] {
+        if let Ok(bytes) = std::fs::read(d.join(".lifeos").join(f)) {
+            assert!(
+                !bytes.windows(key.len()).any(|w| w == key.as_bytes()),
+                "{f} holds the key"
+            );
+            assert!(
+                !bytes.windows(11).any(|w| w == b"s3cr3t-Pa55"),
+                "{f} holds the password"
+            );
+        }
+    }
+    assert!(hits(d, &["diary budget"])
+        .iter()
+        .all(|x| x["kind"] == "name" || x["path"] != "private/diary.md"));
+}

@@ -10,6 +10,10 @@ lifeos_need_packages() {
   command -v python3 >/dev/null 2>&1 || missing+=(python3)
   command -v mount >/dev/null 2>&1 || missing+=(mount)
   command -v cmp >/dev/null 2>&1 || missing+=(diffutils)
+  # OCR for image search, and what the tests draw text images with.
+  command -v tesseract >/dev/null 2>&1 || missing+=(tesseract-ocr tesseract-ocr-eng)
+  command -v convert >/dev/null 2>&1 || missing+=(imagemagick)
+  [ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || missing+=(fonts-dejavu-core)
   if [ ${#missing[@]} -gt 0 ]; then
     local sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"

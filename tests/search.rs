@@ -421,3 +421,97 @@ fn secrets_are_neither_stored_in_the_catalog_nor_findable_and_excluded_paths_are
         .iter()
         .all(|x| x["kind"] == "name" || x["path"] != "private/diary.md"));
 }
+
+#[test]
+fn undo_after_ingest_undoes_the_commit_not_the_index() {
+    let repo = repo(false);
+    let d = repo.path();
+    write(d, "a.md", b"# A\nfirst\n");
+    ok(d, &["commit", "-m", "one"]);
+    write(d, "a.md", b"# A\nsecond\n");
+    ok(d, &["commit", "-m", "two"]);
+    ok(d, &["ingest"]);
+    ok(d, &["undo"]);
+    let log = json(d, &["log"]);
+    assert_eq!(log["commits"].as_array().unwrap().len(), 1, "{log}");
+    assert_eq!(std::fs::read(d.join("a.md")).unwrap(), b"# A\nfirst\n");
+}
+
+/// An image with `text` drawn on it by ImageMagick (installed by the test script).
+fn text_image(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
+    let out = dir.join(name);
+    let status = std::process::Command::new("convert")
+        .args([
+            "-size",
+            "900x220",
+            "xc:white",
+            "-font",
+            "DejaVu-Sans",
+            "-pointsize",
+            "56",
+            "-fill",
+            "black",
+            "-annotate",
+            "+30+130",
+            text,
+        ])
+        .arg(&out)
+        .status()
+        .expect("ImageMagick's convert is installed (scripts/test.sh installs it)");
+    assert!(status.success());
+    out
+}
+
+#[test]
+fn images_are_searchable_by_ocr_text_with_its_region_and_by_metadata_without_tesseract() {
+    let repo = repo(false);
+    let d = repo.path();
+    let tmp = tempfile::tempdir().unwrap();
+    let png = text_image(tmp.path(), "a.png", "Invoice 4711 total");
+    let jpg = text_image(tmp.path(), "b.jpg", "Quarterly Budget Review");
+    std::fs::create_dir_all(d.join("scans")).unwrap();
+    std::fs::copy(&png, d.join("scans/invoice.png")).unwrap();
+    std::fs::copy(&jpg, d.join("scans/slide.jpg")).unwrap();
+    ok(d, &["commit", "-m", "scans"]);
+    // Without tesseract: metadata only, a one-line notice, no error.
+    let out = cmd(d)
+        .env("PATH", "/nonexistent")
+        .arg("ingest")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err.lines().filter(|l| l.contains("tesseract")).count(),
+        1,
+        "{err}"
+    );
+    assert!(hits(d, &["4711"]).is_empty());
+    let meta = hits(d, &["png 900x220"]);
+    assert_eq!(meta[0]["path"], "scans/invoice.png", "{meta:?}");
+    // With tesseract: the text, with the region it is in.
+    let ing = json(d, &["ingest"]);
+    assert_eq!(ing["ocr"], true, "{ing}");
+    let h = hits(d, &["invoice 4711", "--type", "image"]);
+    assert_eq!(h.len(), 1, "{h:?}");
+    assert_eq!(h[0]["path"], "scans/invoice.png");
+    let r = &h[0]["anchor"];
+    assert_eq!(r["kind"], "region");
+    let (x, y, w, hh) = (
+        r["x"].as_u64().unwrap(),
+        r["y"].as_u64().unwrap(),
+        r["w"].as_u64().unwrap(),
+        r["h"].as_u64().unwrap(),
+    );
+    assert!(
+        (20..=60).contains(&x) && (70..=100).contains(&y) && w > 300 && (30..=90).contains(&hh),
+        "region of the drawn text: {r}"
+    );
+    let j = hits(d, &["budget review"]);
+    assert_eq!(j[0]["path"], "scans/slide.jpg", "{j:?}");
+    assert!(j[0]["cite"].as_str().unwrap().starts_with("region "));
+}

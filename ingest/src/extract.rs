@@ -269,7 +269,8 @@ fn parse_time(s: &str) -> Option<u64> {
         [m, s] => m * 60 + s,
         _ => return None,
     };
-    let ms: u64 = format!("{ms:0<3}")[..3].parse().ok()?;
+    let ms: String = ms.chars().take(3).collect();
+    let ms: u64 = format!("{ms:0<3}").parse().ok()?;
     Some(secs * 1000 + ms)
 }
 

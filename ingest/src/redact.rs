@@ -43,16 +43,40 @@ impl Redactor {
         })
     }
 
-    /// `text` with every secret replaced by [`MARK`].
+    /// `text` with every secret replaced by [`MARK`]. A secret spanning several lines
+    /// keeps its line breaks, so line numbers after it stay right.
     pub fn redact(&self, text: &str) -> String {
         let mut out = self
             .assignment
             .replace_all(text, format!("${{1}}${{2}}{MARK}").as_str())
             .into_owned();
         for p in &self.patterns {
-            out = p.replace_all(&out, MARK).into_owned();
+            out = p
+                .replace_all(&out, |c: &regex::Captures<'_>| {
+                    format!("{MARK}{}", "\n".repeat(c[0].matches('\n').count()))
+                })
+                .into_owned();
         }
         out
+    }
+
+    /// A JSON object text with every string value redacted (keys and structure kept).
+    pub fn redact_json(&self, json: &str) -> String {
+        fn walk(r: &Redactor, v: &mut serde_json::Value) {
+            match v {
+                serde_json::Value::String(s) => *s = r.redact(s),
+                serde_json::Value::Array(a) => a.iter_mut().for_each(|x| walk(r, x)),
+                serde_json::Value::Object(o) => o.values_mut().for_each(|x| walk(r, x)),
+                _ => {}
+            }
+        }
+        match serde_json::from_str::<serde_json::Value>(json) {
+            Ok(mut v) => {
+                walk(self, &mut v);
+                v.to_string()
+            }
+            Err(_) => self.redact(json),
+        }
     }
 }
 
@@ -73,6 +97,12 @@ mod tests {
             "{o}"
         );
         assert!(o.contains("password = [REDACTED]"), "{o}");
+        let pem = "a\n-----BEGIN PRIVATE KEY-----\nx\ny\n-----END PRIVATE KEY-----\nb";
+        assert_eq!(r.redact(pem), "a\n[REDACTED]\n\n\n\nb");
+        assert_eq!(
+            r.redact_json(r#"{"heading":"token: x"}"#),
+            r#"{"heading":"token: [REDACTED]"}"#
+        );
         let custom = Redactor::new(&["INTERNAL-[0-9]{4}".into()]).unwrap();
         assert_eq!(custom.redact("ticket INTERNAL-1234"), "ticket [REDACTED]");
     }

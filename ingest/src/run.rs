@@ -191,7 +191,24 @@ pub fn ingest(
             } else {
                 let mut bytes = Vec::new();
                 match store.read_file(id, &mut bytes) {
-                    Ok(_) => ex.extract(path, &bytes),
+                    Ok(_) => {
+                        // Text is redacted whole first, so a secret spanning several
+                        // segments (a long private key) is caught; line breaks are kept.
+                        if let Ok(text) = std::str::from_utf8(&bytes) {
+                            bytes = settings.redactor.redact(text).into_bytes();
+                        }
+                        // An extractor (or a library it uses) that panics on hostile input
+                        // is a failure of this file, not of the whole ingest.
+                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            ex.extract(path, &bytes)
+                        }))
+                        .unwrap_or_else(|_| {
+                            Err(format!(
+                                "the {} extractor failed on this file (it panicked)",
+                                ex.name()
+                            ))
+                        })
+                    }
                     Err(e) => Err(format!("cannot read the stored file: {e}")),
                 }
             };
@@ -199,7 +216,7 @@ pub fn ingest(
                 segs.into_iter()
                     .map(|mut s| {
                         s.text = settings.redactor.redact(&s.text);
-                        s.meta = settings.redactor.redact(&s.meta);
+                        s.meta = settings.redactor.redact_json(&s.meta);
                         s
                     })
                     .collect()

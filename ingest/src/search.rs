@@ -127,9 +127,15 @@ pub fn search(
     let files: HashSet<Id> = versions.keys().copied().collect();
     let catalog = repo.catalog()?;
     let mut hits = Vec::new();
-    for s in catalog.search_segments(&fts, Some(&files), limit.saturating_mul(4).max(limit))? {
+    let keep = |f: &Id, extractor: &str| {
+        files.contains(f) && type_filter.is_none_or(|t| type_matches(t, file_type(extractor)))
+    };
+    let mut seen_hits = HashSet::new();
+    for s in catalog.search_segments(&fts, &keep, limit.saturating_mul(4).max(limit))? {
         let ty = file_type(&s.extractor).to_string();
-        if type_filter.is_some_and(|t| !type_matches(t, &ty)) {
+        // The same segment from two extractors of one file (image and image-ocr both
+        // give its metadata) is one hit.
+        if !seen_hits.insert((s.file, s.anchor.clone(), s.snippet.clone())) {
             continue;
         }
         let anchor: serde_json::Value = serde_json::from_str(&s.anchor).unwrap_or_default();

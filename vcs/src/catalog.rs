@@ -315,12 +315,14 @@ fn index_extracts(
 ) -> Result<()> {
     // Operations are walked newest first; apply their extracts oldest first.
     for id in ids.iter().rev() {
-        let raw = repo.store().read_object(id, lifeos_store::Kind::Extract)?;
-        let x = crate::object::Extract::decode(&raw).map_err(|source| VcsError::Decode {
-            kind: "extract",
-            id: *id,
-            source,
-        })?;
+        // A missing or damaged extract only loses its search results (fsck names it); the
+        // rest of the catalog must still be usable.
+        let Ok(raw) = repo.store().read_object(id, lifeos_store::Kind::Extract) else {
+            continue;
+        };
+        let Ok(x) = crate::object::Extract::decode(&raw) else {
+            continue;
+        };
         let key = params![&x.file.0[..], x.extractor, x.version];
         let existing: Option<Vec<u8>> = tx
             .query_row("SELECT object FROM extracts WHERE file_id = ?1 AND extractor = ?2 AND version = ?3", key, |r| r.get(0))
@@ -376,6 +378,9 @@ fn index_extracts(
     Ok(())
 }
 
+/// Queries matching more segments than this are ranked among the newest this many.
+pub const RANK_WINDOW: i64 = 5_000;
+
 /// A search hit: one segment of one file content.
 #[derive(Debug, Clone)]
 pub struct SegmentHit {
@@ -418,60 +423,86 @@ impl Catalog {
             .map(|o| o.map(|(ok, reason)| if ok == 1 { JobState::Done } else { JobState::Failed(reason.unwrap_or_default()) }))
     }
 
-    /// Segments matching an FTS5 query, best first (bm25), restricted to `files` when given.
+    /// Segments matching an FTS5 query, best first (bm25), keeping those for which
+    /// `keep(file, extractor)` holds (the versions in scope, a type filter).
+    ///
+    /// Ranking uses FTS5's `rank` (bm25) with a limit, so only the best rows are fetched;
+    /// snippets are made for those rows alone. A query matching more than
+    /// [`RANK_WINDOW`] segments is first ranked among the most recently indexed
+    /// [`RANK_WINDOW`] of them, which bounds its cost whatever the index size; if that
+    /// yields fewer than `limit` kept hits, every match is ranked, so no hit is missed.
     pub fn search_segments(
         &self,
         fts_query: &str,
-        files: Option<&std::collections::HashSet<Id>>,
+        keep: &dyn Fn(&Id, &str) -> bool,
         limit: usize,
     ) -> Result<Vec<SegmentHit>> {
-        let mut stmt = self
+        let err = |e| db_err(&self.path, e);
+        let bound: Option<i64> = self
+            .conn
+            .prepare_cached("SELECT rowid FROM segments_fts WHERE segments_fts MATCH ?1 ORDER BY rowid DESC LIMIT 1 OFFSET ?2")
+            .map_err(err)?
+            .query_row(params![fts_query, RANK_WINDOW], |r| r.get(0))
+            .optional()
+            .map_err(err)?;
+        let mut ranked = self
             .conn
             .prepare_cached(
-                "SELECT s.file_id, s.extractor, s.kind, s.anchor, snippet(segments_fts, 0, '[', ']', '…', 12), bm25(segments_fts), s.meta
-                 FROM segments_fts JOIN segments s ON s.id = segments_fts.rowid
-                 WHERE segments_fts MATCH ?1 ORDER BY bm25(segments_fts) LIMIT ?2",
+                "SELECT s.id, s.file_id, s.extractor, rank FROM segments_fts JOIN segments s ON s.id = segments_fts.rowid
+                 WHERE segments_fts MATCH ?1 AND segments_fts.rowid > ?3 ORDER BY rank LIMIT ?2",
             )
-            .map_err(|e| db_err(&self.path, e))?;
-        // Ask for more rows than needed when filtering by file set.
-        let fetch = if files.is_some() {
-            limit.saturating_mul(20).max(1000)
-        } else {
-            limit
-        };
-        let rows = stmt
-            .query_map(params![fts_query, fetch as i64], |r| {
-                Ok((
-                    r.get::<_, Vec<u8>>(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
-                    r.get(6)?,
-                ))
-            })
-            .map_err(|e| db_err(&self.path, e))?;
+            .map_err(err)?;
+        let mut detail = self
+            .conn
+            .prepare_cached(
+                "SELECT s.kind, s.anchor, snippet(segments_fts, 0, '[', ']', '…', 12), s.meta
+                 FROM segments_fts JOIN segments s ON s.id = segments_fts.rowid
+                 WHERE segments_fts MATCH ?1 AND segments_fts.rowid = ?2",
+            )
+            .map_err(err)?;
+        // First the bounded pass (the newest matches, a few pages of rows), then, if it
+        // kept too few, everything.
+        let passes = [
+            (bound.unwrap_or(0), limit.saturating_mul(20).max(200) as i64),
+            (0, i64::MAX),
+        ];
         let mut out = Vec::new();
-        for row in rows {
-            let (file, extractor, kind, anchor, snippet, score, meta) =
-                row.map_err(|e| db_err(&self.path, e))?;
-            let Some(file) = Id::from_slice(&file) else {
-                continue;
-            };
-            if files.is_some_and(|f| !f.contains(&file)) {
-                continue;
+        for (i, (floor, fetch)) in passes.iter().enumerate() {
+            out.clear();
+            let rows: Vec<(i64, Vec<u8>, String, f64)> = ranked
+                .query_map(params![fts_query, fetch, floor], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                })
+                .map_err(err)?
+                .collect::<std::result::Result<_, _>>()
+                .map_err(err)?;
+            let exhausted = bound.is_none() && (rows.len() as i64) < *fetch;
+            for (rowid, file, extractor, score) in rows {
+                let Some(file) = Id::from_slice(&file) else {
+                    continue;
+                };
+                if !keep(&file, &extractor) {
+                    continue;
+                }
+                let (kind, anchor, snippet, meta) = detail
+                    .query_row(params![fts_query, rowid], |r| {
+                        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                    })
+                    .map_err(err)?;
+                out.push(SegmentHit {
+                    file,
+                    extractor,
+                    kind,
+                    anchor,
+                    snippet,
+                    score,
+                    meta,
+                });
+                if out.len() >= limit {
+                    break;
+                }
             }
-            out.push(SegmentHit {
-                file,
-                extractor,
-                kind,
-                anchor,
-                snippet,
-                score,
-                meta,
-            });
-            if out.len() >= limit {
+            if out.len() >= limit || exhausted || i == 1 {
                 break;
             }
         }

@@ -588,13 +588,29 @@ impl Repo {
     /// of them is undone. The folder follows when it is clean; `force` saves it first.
     pub fn undo(&self, force: bool) -> Result<(Id, Id)> {
         let head = self.head()?;
-        let (undone, restore_to) = match head.op.parents.as_slice() {
+        // Operations that left the view as it was (ingest results) are not what a person
+        // means to undo: step back over them to the last one that changed the view.
+        let mut top = head.clone();
+        while let [p] = top.op.parents.as_slice() {
+            let parent = self.op_state(p)?;
+            if parent.op.view != top.op.view
+                || top
+                    .op
+                    .events
+                    .iter()
+                    .any(|e| !matches!(e, Event::ContentExtracted { .. }))
+            {
+                break;
+            }
+            top = parent;
+        }
+        let (undone, restore_to) = match top.op.parents.as_slice() {
             [] => {
                 return Err(VcsError::Refused(
                     "nothing to undo: this is the repository's first operation".into(),
                 ))
             }
-            [p] => (head.id, *p),
+            [p] => (top.id, *p),
             parents => {
                 // A merge of concurrent operations: undo the newest of them.
                 let mut states: Vec<OpState> = parents

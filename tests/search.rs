@@ -9,6 +9,14 @@ use std::process::Output;
 
 use serde_json::Value;
 
+/// Turns off indexing at commit time, for tests of `lifeos ingest` itself.
+fn manual_ingest(d: &Path) {
+    let cfg = d.join(".lifeos/config");
+    let mut text = std::fs::read_to_string(&cfg).unwrap();
+    text.push_str("\n[ingest]\nafter_commit = false\n");
+    std::fs::write(cfg, text).unwrap();
+}
+
 fn hits(d: &Path, args: &[&str]) -> Vec<Value> {
     let mut a = vec!["search"];
     a.extend_from_slice(args);
@@ -113,6 +121,7 @@ fn library(d: &Path) {
 fn search_cites_the_exact_place() {
     let repo = repo(false);
     let d = repo.path();
+    manual_ingest(d);
     library(d);
     ok(d, &["commit", "-m", "library"]);
     let ing = json(d, &["ingest"]);
@@ -345,6 +354,7 @@ fn a_killed_ingest_resumes_without_duplicates() {
 fn failures_are_recorded_and_retried_only_when_asked() {
     let repo = repo(false);
     let d = repo.path();
+    manual_ingest(d);
     write(
         d,
         "docs/broken-invoice.pdf",
@@ -466,6 +476,7 @@ fn text_image(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
 fn images_are_searchable_by_ocr_text_with_its_region_and_by_metadata_without_tesseract() {
     let repo = repo(false);
     let d = repo.path();
+    manual_ingest(d);
     let tmp = tempfile::tempdir().unwrap();
     let png = text_image(tmp.path(), "a.png", "Invoice 4711 total");
     let jpg = text_image(tmp.path(), "b.jpg", "Quarterly Budget Review");
@@ -514,4 +525,45 @@ fn images_are_searchable_by_ocr_text_with_its_region_and_by_metadata_without_tes
     let j = hits(d, &["budget review"]);
     assert_eq!(j[0]["path"], "scans/slide.jpg", "{j:?}");
     assert!(j[0]["cite"].as_str().unwrap().starts_with("region "));
+}
+
+#[test]
+fn small_commits_are_searchable_at_once() {
+    let repo = repo(false);
+    let d = repo.path();
+    write(
+        d,
+        "notes/trip.md",
+        b"# Trip\nPack the passport and the camera.\n",
+    );
+    ok(d, &["commit", "-m", "trip"]);
+    let h = hits(d, &["passport"]);
+    assert_eq!(h.len(), 1, "indexed as part of the commit: {h:?}");
+    assert_eq!(
+        h[0]["anchor"],
+        serde_json::json!({"kind": "lines", "start": 1, "end": 2})
+    );
+    let ops = json(d, &["op", "log", "-n", "1"]);
+    let types: Vec<&str> = ops["operations"][0]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        types,
+        ["commit.created", "branch.moved", "content.extracted"],
+        "one operation records both"
+    );
+    assert_eq!(json(d, &["ingest"])["already"], 1);
+    // The setting turns it off.
+    let cfg = d.join(".lifeos/config");
+    let mut text = std::fs::read_to_string(&cfg).unwrap();
+    text.push_str("\n[ingest]\nafter_commit = false\n");
+    std::fs::write(&cfg, text).unwrap();
+    write(d, "notes/later.md", b"# Later\nvisa\n");
+    ok(d, &["commit", "-m", "later"]);
+    assert!(hits(d, &["visa"]).is_empty());
+    ok(d, &["ingest"]);
+    assert_eq!(hits(d, &["visa"]).len(), 1);
 }

@@ -180,7 +180,13 @@ fn commit(
     style: Style,
 ) -> CliResult<u8> {
     let pb = BarProgress(bar(0, "reading"));
-    let out = repo.commit_working_copy(message.as_bytes(), allow_empty, &pb)?;
+    // Small changes are indexed for search as part of the commit (`[ingest] after_commit`).
+    let settings = lifeos_ingest::run::Settings::load(repo)?;
+    let hook = |tx: &mut lifeos_store::Transaction<'_>,
+                files: &[(String, lifeos_store::Id, u64)]| {
+        lifeos_ingest::run::extract_small_change(repo, &settings, tx, files)
+    };
+    let out = repo.commit_working_copy_with(message.as_bytes(), allow_empty, &pb, Some(&hook))?;
     pb.0.finish_and_clear();
     let s = &out.snapshot;
     for sk in &s.skipped {

@@ -513,7 +513,7 @@ fn exif_fields(bytes: &[u8]) -> Vec<(String, String)> {
 
 /// The extractor for a file, by extension and then by content: `None` for content no
 /// extractor reads (it is still found by name).
-pub fn choose(path: &str, head: &[u8], ocr: bool) -> Option<Box<dyn Extractor>> {
+pub fn choose(path: &str, head: &[u8], ocr: &dyn Fn() -> bool) -> Option<Box<dyn Extractor>> {
     let ext = path
         .rsplit('/')
         .next()
@@ -525,7 +525,9 @@ pub fn choose(path: &str, head: &[u8], ocr: bool) -> Option<Box<dyn Extractor>> 
         "html" | "htm" | "xhtml" => Box::new(Html),
         "srt" | "vtt" => Box::new(Subtitles),
         "pdf" => Box::new(Pdf),
-        "png" | "jpg" | "jpeg" | "gif" | "webp" | "tif" | "tiff" | "bmp" => Box::new(Image { ocr }),
+        "png" | "jpg" | "jpeg" | "gif" | "webp" | "tif" | "tiff" | "bmp" => {
+            Box::new(Image { ocr: ocr() })
+        }
         _ if head.starts_with(b"%PDF-") => Box::new(Pdf),
         _ if image::guess_format(head).is_ok_and(|f| {
             matches!(
@@ -534,7 +536,7 @@ pub fn choose(path: &str, head: &[u8], ocr: bool) -> Option<Box<dyn Extractor>> 
             )
         }) =>
         {
-            Box::new(Image { ocr })
+            Box::new(Image { ocr: ocr() })
         }
         _ if looks_like_text(head) => Box::new(Text),
         _ => return None,

@@ -34,6 +34,9 @@ pub struct IngestConfig {
     /// Run OCR on images when tesseract is installed (default true).
     #[serde(default)]
     pub ocr: Option<bool>,
+    /// Index small changes as part of each commit (default true).
+    #[serde(default)]
+    pub after_commit: Option<bool>,
 }
 
 #[derive(Deserialize, Default)]
@@ -47,10 +50,10 @@ pub struct Settings {
     exclude: GlobSet,
     /// The redactor applied to every segment.
     pub redactor: Redactor,
-    /// Whether OCR runs.
-    pub ocr: bool,
-    /// Whether tesseract is installed.
-    pub tesseract: bool,
+    ocr_wanted: bool,
+    tesseract: std::sync::OnceLock<bool>,
+    /// Whether commits index small changes.
+    pub after_commit: bool,
 }
 
 impl Settings {
@@ -63,13 +66,23 @@ impl Settings {
         for g in &cfg.ingest.exclude {
             b.add(Glob::new(g).map_err(|e| IngestError::Config(format!("exclude {g:?}: {e}")))?);
         }
-        let tesseract = tesseract_available();
         Ok(Settings {
             exclude: b.build().map_err(|e| IngestError::Config(e.to_string()))?,
             redactor: Redactor::new(&cfg.ingest.redact).map_err(IngestError::Config)?,
-            ocr: cfg.ingest.ocr.unwrap_or(true) && tesseract,
-            tesseract,
+            ocr_wanted: cfg.ingest.ocr.unwrap_or(true),
+            tesseract: std::sync::OnceLock::new(),
+            after_commit: cfg.ingest.after_commit.unwrap_or(true),
         })
+    }
+
+    /// Whether tesseract is installed (checked once, when first needed).
+    pub fn tesseract(&self) -> bool {
+        *self.tesseract.get_or_init(tesseract_available)
+    }
+
+    /// Whether OCR runs: wanted by the config and tesseract installed.
+    pub fn ocr(&self) -> bool {
+        self.ocr_wanted && self.tesseract()
     }
 
     /// Whether a path is excluded from indexing.
@@ -158,8 +171,8 @@ pub fn ingest(
     let store = Arc::new(Store::open(repo.store().dir())?);
     let catalog = repo.catalog()?;
     let mut report = Report {
-        ocr: settings.ocr,
-        tesseract: settings.tesseract,
+        ocr: settings.ocr(),
+        tesseract: settings.tesseract(),
         ..Report::default()
     };
     let mut jobs = Vec::new();
@@ -169,7 +182,7 @@ pub fn ingest(
             report.excluded += 1;
             continue;
         }
-        let Some(ex) = choose(&path, &head_bytes(&store, &id), settings.ocr) else {
+        let Some(ex) = choose(&path, &head_bytes(&store, &id), &|| settings.ocr()) else {
             report.no_extractor += 1;
             continue;
         };
@@ -253,4 +266,90 @@ pub fn ingest(
         report.operations += 1;
     }
     Ok(report)
+}
+
+/// A commit indexes what it read only when the change is small: at most this many files...
+const SMALL_FILES: usize = 500;
+/// ...of at most this many bytes in all...
+const SMALL_BYTES: u64 = 32 << 20;
+/// ...none larger than this.
+const SMALL_FILE: u64 = 8 << 20;
+
+/// Extracts the files a commit read, if they are a small change, writing the results into
+/// the commit's transaction; returns the event for the commit's operation. Content is read
+/// from the folder (the transaction is not yet readable) and checked against its id.
+pub fn extract_small_change(
+    repo: &Repo,
+    settings: &Settings,
+    tx: &mut lifeos_store::Transaction<'_>,
+    files: &[(String, Id, u64)],
+) -> lifeos_vcs::Result<Vec<Event>> {
+    if !settings.after_commit {
+        return Ok(Vec::new());
+    }
+    let jobs: Vec<(&String, &Id, Box<dyn crate::extract::Extractor>)> = files
+        .iter()
+        .filter(|(p, _, _)| !settings.excluded(p))
+        .filter_map(|(p, id, _)| {
+            let full = repo.workdir().join(p);
+            let mut head = Vec::new();
+            std::fs::File::open(&full)
+                .ok()?
+                .take(4096)
+                .read_to_end(&mut head)
+                .ok()?;
+            choose(p, &head, &|| settings.ocr()).map(|ex| (p, id, ex))
+        })
+        .collect();
+    let sizes: HashMap<&Id, u64> = files.iter().map(|(_, id, n)| (id, *n)).collect();
+    let total: u64 = jobs.iter().map(|(_, id, _)| sizes[id]).sum();
+    if jobs.is_empty()
+        || jobs.len() > SMALL_FILES
+        || total > SMALL_BYTES
+        || jobs.iter().any(|(_, id, _)| sizes[id] > SMALL_FILE)
+    {
+        return Ok(Vec::new());
+    }
+    let results: Vec<Option<Extract>> = lifeos_store::par::map(&jobs, |(path, id, ex)| {
+        let bytes = std::fs::read(repo.workdir().join(path)).ok()?;
+        if Id::hash(&bytes) != **id {
+            return None; // changed since the snapshot read it: left for `lifeos ingest`
+        }
+        let bytes = match std::str::from_utf8(&bytes) {
+            Ok(t) => settings.redactor.redact(t).into_bytes(),
+            Err(_) => bytes,
+        };
+        let outcome =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ex.extract(path, &bytes)))
+                .unwrap_or_else(|_| {
+                    Err(format!(
+                        "the {} extractor failed on this file (it panicked)",
+                        ex.name()
+                    ))
+                })
+                .map(|segs| {
+                    segs.into_iter()
+                        .map(|mut s| {
+                            s.text = settings.redactor.redact(&s.text);
+                            s.meta = settings.redactor.redact_json(&s.meta);
+                            s
+                        })
+                        .collect()
+                });
+        Some(Extract {
+            file: **id,
+            extractor: ex.name().to_string(),
+            version: ex.version(),
+            outcome,
+        })
+    });
+    let mut ids = Vec::new();
+    for x in results.into_iter().flatten() {
+        ids.push(tx.write_object(Kind::Extract, &x.encode())?);
+    }
+    Ok(if ids.is_empty() {
+        Vec::new()
+    } else {
+        vec![Event::ContentExtracted { results: ids }]
+    })
 }

@@ -24,6 +24,11 @@ pub struct CommitOutcome {
     pub conflicts: Vec<String>,
 }
 
+/// Work done on the files a commit read, inside its transaction, before it is published;
+/// returns events for the commit's operation.
+pub type CommitHook<'a> =
+    dyn Fn(&mut Transaction<'_>, &[(String, Id, u64)]) -> Result<Vec<Event>> + 'a;
+
 /// Random bytes for a new change id.
 pub fn new_change_id() -> [u8; 16] {
     let mut b = [0u8; 16];
@@ -40,11 +45,24 @@ impl Repo {
         allow_empty: bool,
         progress: &dyn SnapshotProgress,
     ) -> Result<CommitOutcome> {
+        self.commit_working_copy_with(message, allow_empty, progress, None)
+    }
+
+    /// Like [`Repo::commit_working_copy`], running `hook` on the files read before the
+    /// commit is published; the events it returns are recorded by the same operation
+    /// (the CLI uses it to index small changes as they are committed).
+    pub fn commit_working_copy_with(
+        &self,
+        message: &[u8],
+        allow_empty: bool,
+        progress: &dyn SnapshotProgress,
+        hook: Option<&CommitHook<'_>>,
+    ) -> Result<CommitOutcome> {
         let start = now_ms();
         let head = self.head()?;
         let tx = self.store().transaction()?;
         let view = head.view.clone();
-        self.record(
+        self.record_with(
             tx,
             &head,
             view,
@@ -53,6 +71,7 @@ impl Repo {
             progress,
             Vec::new(),
             start,
+            hook,
         )
     }
 
@@ -62,6 +81,31 @@ impl Repo {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn record(
         &self,
+        tx: Transaction<'_>,
+        head: &OpState,
+        view: View,
+        message: &[u8],
+        allow_empty: bool,
+        progress: &dyn SnapshotProgress,
+        events: Vec<Event>,
+        start: i64,
+    ) -> Result<CommitOutcome> {
+        self.record_with(
+            tx,
+            head,
+            view,
+            message,
+            allow_empty,
+            progress,
+            events,
+            start,
+            None,
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn record_with(
+        &self,
         mut tx: Transaction<'_>,
         head: &OpState,
         mut view: View,
@@ -70,6 +114,7 @@ impl Repo {
         progress: &dyn SnapshotProgress,
         mut events: Vec<Event>,
         start: i64,
+        hook: Option<&CommitHook<'_>>,
     ) -> Result<CommitOutcome> {
         let snapshot = self.snapshot(&mut tx, progress)?;
         let branch = view.current_branch.clone();
@@ -122,6 +167,9 @@ impl Repo {
                 from: parent,
                 to: Some(id),
             });
+        }
+        if let Some(h) = hook {
+            events.extend(h(&mut tx, &snapshot.read)?);
         }
         let summary = commit.summary();
         let op = self.publish(

@@ -310,6 +310,8 @@ pub struct Snapshot {
     pub state: WcState,
     /// Whether the new state differs from the one loaded.
     pub state_changed: bool,
+    /// The files read (new or changed): path, content id, size.
+    pub read: Vec<(String, Id, u64)>,
 }
 
 enum Node {
@@ -453,6 +455,7 @@ impl Repo {
         let results = tx.store_files(&paths, &|n| progress.read(n))?;
         let mut metas: HashMap<usize, Metadata> = HashMap::new();
         let mut bytes_read = 0;
+        let mut read = Vec::new();
         for (&i, res) in to_read.iter().zip(results) {
             match res {
                 Ok(stored) => {
@@ -466,6 +469,11 @@ impl Repo {
                         stored.id,
                     ));
                     bytes_read += stored.size;
+                    read.push((
+                        String::from_utf8_lossy(&found[i].path).into_owned(),
+                        stored.id,
+                        stored.size,
+                    ));
                     metas.insert(i, stored.metadata);
                 }
                 Err(e) => skipped.push(Skipped {
@@ -517,6 +525,7 @@ impl Repo {
             skipped,
             state,
             state_changed,
+            read,
         })
     }
 }

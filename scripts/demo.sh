@@ -53,6 +53,12 @@ else
   exit 1
 fi
 
+echo "==> search: ingest the library, then ask"
+step lifeos ingest; "$lifeos" ingest
+step lifeos search "quarterly budget"; "$lifeos" search "quarterly budget"
+step lifeos search budget --all-history; "$lifeos" search budget --all-history
+step lifeos search "budget" --at "$after_first"; "$lifeos" search "budget" --at "$after_first"
+
 echo "==> history: branches, time travel, undo"
 step lifeos branch create trip; "$lifeos" branch create trip
 step lifeos checkout trip; "$lifeos" checkout trip

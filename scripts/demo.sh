@@ -55,9 +55,10 @@ fi
 
 echo "==> search: ingest the library, then ask"
 step lifeos ingest; "$lifeos" ingest
-step lifeos search "quarterly budget"; "$lifeos" search "quarterly budget"
-step lifeos search budget --all-history; "$lifeos" search budget --all-history
-step lifeos search "budget" --at "$after_first"; "$lifeos" search "budget" --at "$after_first"
+step lifeos search "'\"quarterly budget is\"'"; "$lifeos" search '"quarterly budget is"'
+step lifeos search budget --path notes/plan.md --all-history; "$lifeos" search budget --path notes/plan.md --all-history
+step lifeos search "'\"budget moved\"'" --at "$after_first"; "$lifeos" search '"budget moved"' --at "$after_first"
+step lifeos search "'\"budget moved\"'"; "$lifeos" search '"budget moved"'
 
 echo "==> history: branches, time travel, undo"
 step lifeos branch create trip; "$lifeos" branch create trip

@@ -567,3 +567,23 @@ fn small_commits_are_searchable_at_once() {
     ok(d, &["ingest"]);
     assert_eq!(hits(d, &["visa"]).len(), 1);
 }
+
+#[test]
+fn a_video_with_sidecar_subtitles_is_searchable_at_once() {
+    let repo = repo(false);
+    let d = repo.path();
+    write(d, "meetings/2026-11-03.mp4", &noise(200_000, 9));
+    write(d, "meetings/2026-11-03.srt", b"1\n00:00:07,900 --> 00:00:12,100\nthe quarterly budget meeting moved to Friday afternoon\n");
+    write(d, "notes/other.md", b"# Other\nbudget meeting notes\n");
+    ok(d, &["commit", "-m", "meeting"]);
+    let h = hits(d, &["budget meeting", "--type", "video"]);
+    assert_eq!(h.len(), 1, "{h:?}");
+    assert_eq!(h[0]["media"], "meetings/2026-11-03.mp4");
+    assert_eq!(h[0]["path"], "meetings/2026-11-03.srt");
+    assert_eq!(h[0]["cite"], "00:07.9–00:12.1");
+    let text = ok(d, &["search", "budget meeting", "--type", "video"]);
+    assert!(
+        text.starts_with("meetings/2026-11-03.mp4 (subtitles meetings/2026-11-03.srt)"),
+        "{text}"
+    );
+}

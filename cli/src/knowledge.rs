@@ -97,7 +97,7 @@ pub fn search(
                 "hits": hits.iter().map(|h| json!({
                     "path": h.path, "commit": h.commit.to_hex(), "file": h.file.to_hex(),
                     "anchor": h.anchor, "cite": h.cite, "snippet": h.snippet,
-                    "kind": h.kind, "type": h.file_type, "score": if h.score.is_finite() && h.score < f64::MAX { json!(h.score) } else { json!(null) },
+                    "kind": h.kind, "type": h.file_type, "media": h.media, "score": if h.score.is_finite() && h.score < f64::MAX { json!(h.score) } else { json!(null) },
                 })).collect::<Vec<_>>(),
             }),
         );
@@ -114,10 +114,13 @@ pub fn search(
         } else {
             snippet
         };
+        let place = match &h.media {
+            Some(m) => format!("{} (subtitles {})", style.name(m), h.path),
+            None => style.name(&h.path),
+        };
         let _ = writeln!(
             out,
-            "{}  @{}  {}  \"{}\"",
-            style.name(&h.path),
+            "{place}  @{}  {}  \"{}\"",
             style.id(&h.commit.short(7)),
             h.cite,
             snippet

@@ -40,6 +40,26 @@ pub struct Hit {
     pub file_type: String,
     /// bm25 rank (lower is better; name matches rank after content).
     pub score: f64,
+    /// For subtitles: the video or recording beside them (same folder and name), which
+    /// the cited time range belongs to.
+    pub media: Option<String>,
+}
+
+/// Extensions of the videos and recordings subtitles can belong to.
+const MEDIA_EXTS: &[&str] = &[
+    "mp4", "mkv", "webm", "mov", "m4v", "avi", "mp3", "m4a", "wav", "flac", "ogg", "opus",
+];
+
+/// The media file beside a subtitle file (`talk.en.srt` or `talk.srt` belongs to
+/// `talk.mp4`), among the paths in scope.
+fn sidecar_media(sub: &str, paths: &HashSet<&str>) -> Option<String> {
+    let stem = sub.rsplit_once('.').map(|(s, _)| s)?;
+    let stems = [Some(stem), stem.rsplit_once('.').map(|(s, _)| s)];
+    stems
+        .into_iter()
+        .flatten()
+        .flat_map(|st| MEDIA_EXTS.iter().map(move |e| format!("{st}.{e}")))
+        .find(|cand| paths.contains(cand.as_str()))
 }
 
 fn clock(ms: u64) -> String {
@@ -74,6 +94,18 @@ fn file_type(extractor: &str) -> &str {
 
 fn type_matches(wanted: &str, ty: &str) -> bool {
     wanted == ty || (wanted == "document" && matches!(ty, "text" | "markdown" | "html" | "pdf"))
+}
+
+/// The type of a media file by extension: `video` or `audio`.
+fn media_type(path: &str) -> &'static str {
+    match path
+        .rsplit_once('.')
+        .map(|(_, e)| e.to_ascii_lowercase())
+        .as_deref()
+    {
+        Some("mp3" | "m4a" | "wav" | "flac" | "ogg" | "opus") => "audio",
+        _ => "video",
+    }
 }
 
 /// Searches; at most `limit` hits.
@@ -127,9 +159,19 @@ pub fn search(
     let files: HashSet<Id> = versions.keys().copied().collect();
     let catalog = repo.catalog()?;
     let mut hits = Vec::new();
+    // Subtitles count as their video's (or recording's) type too.
     let keep = |f: &Id, extractor: &str| {
-        files.contains(f) && type_filter.is_none_or(|t| type_matches(t, file_type(extractor)))
+        files.contains(f)
+            && type_filter.is_none_or(|t| {
+                type_matches(t, file_type(extractor))
+                    || (extractor == "subtitles" && matches!(t, "video" | "audio"))
+            })
     };
+    let all_paths: HashSet<&str> = versions
+        .values()
+        .flatten()
+        .map(|(p, _)| p.as_str())
+        .collect();
     let mut seen_hits = HashSet::new();
     for s in catalog.search_segments(&fts, &keep, limit.saturating_mul(4).max(limit))? {
         let ty = file_type(&s.extractor).to_string();
@@ -140,7 +182,18 @@ pub fn search(
         }
         let anchor: serde_json::Value = serde_json::from_str(&s.anchor).unwrap_or_default();
         for (path, commit) in &versions[&s.file] {
+            let media = if ty == "subtitles" {
+                sidecar_media(path, &all_paths)
+            } else {
+                None
+            };
+            if let Some(t @ ("video" | "audio")) = type_filter {
+                if !type_matches(t, &ty) && media.as_deref().is_none_or(|m| media_type(m) != t) {
+                    continue;
+                }
+            }
             hits.push(Hit {
+                media,
                 path: path.clone(),
                 commit: *commit,
                 file: s.file,
@@ -174,6 +227,7 @@ pub fn search(
                     continue;
                 }
                 names.push(Hit {
+                    media: None,
                     path: path.clone(),
                     commit: *commit,
                     file: *file,

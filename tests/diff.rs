@@ -277,38 +277,6 @@ fn images_report_the_changed_region_and_a_visual() {
     assert!(texts(&f).contains(&"dimensions 320×240 → 160×120".to_string()));
 }
 
-fn jpeg_with_exif(img: &image::RgbImage, date: &str, model: &str) -> Vec<u8> {
-    use exif::{Field, In, Tag, Value as EV};
-    let mut jpg = Vec::new();
-    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpg, 90)
-        .encode_image(img)
-        .unwrap();
-    let f1 = Field {
-        tag: Tag::DateTimeOriginal,
-        ifd_num: In::PRIMARY,
-        value: EV::Ascii(vec![date.as_bytes().to_vec()]),
-    };
-    let f2 = Field {
-        tag: Tag::Model,
-        ifd_num: In::PRIMARY,
-        value: EV::Ascii(vec![model.as_bytes().to_vec()]),
-    };
-    let mut w = exif::experimental::Writer::new();
-    w.push_field(&f1);
-    w.push_field(&f2);
-    let mut tiff = std::io::Cursor::new(Vec::new());
-    w.write(&mut tiff, false).unwrap();
-    let tiff = tiff.into_inner();
-    let mut app1 = vec![0xFF, 0xE1];
-    app1.extend_from_slice(&((tiff.len() + 8) as u16).to_be_bytes());
-    app1.extend_from_slice(b"Exif\0\0");
-    app1.extend_from_slice(&tiff);
-    let mut out = jpg[..2].to_vec();
-    out.extend_from_slice(&app1);
-    out.extend_from_slice(&jpg[2..]);
-    out
-}
-
 #[test]
 fn image_exif_changes_are_named() {
     let img = photo(64, 48);
@@ -405,49 +373,6 @@ fn audio_reports_changed_and_added_time_ranges() {
             .any(|x| x.starts_with("duration 00:10.0 → 00:13.2")),
         "{t:?}"
     );
-}
-
-/// A minimal PDF with one text line per page.
-fn pdf(pages: &[&str]) -> Vec<u8> {
-    let mut objs: Vec<String> = Vec::new();
-    let n = pages.len();
-    let kids: Vec<String> = (0..n).map(|i| format!("{} 0 R", 4 + 2 * i)).collect();
-    objs.push("<< /Type /Catalog /Pages 2 0 R >>".into());
-    objs.push(format!(
-        "<< /Type /Pages /Kids [{}] /Count {n} >>",
-        kids.join(" ")
-    ));
-    objs.push("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>".into());
-    for (i, text) in pages.iter().enumerate() {
-        objs.push(format!(
-            "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> /Contents {} 0 R >>",
-            5 + 2 * i
-        ));
-        let stream = format!("BT /F1 12 Tf 72 720 Td ({text}) Tj ET");
-        objs.push(format!(
-            "<< /Length {} >>\nstream\n{stream}\nendstream",
-            stream.len()
-        ));
-    }
-    let mut out = b"%PDF-1.4\n".to_vec();
-    let mut offsets = Vec::new();
-    for (i, o) in objs.iter().enumerate() {
-        offsets.push(out.len());
-        out.extend_from_slice(format!("{} 0 obj\n{o}\nendobj\n", i + 1).as_bytes());
-    }
-    let xref = out.len();
-    out.extend_from_slice(format!("xref\n0 {}\n0000000000 65535 f \n", objs.len() + 1).as_bytes());
-    for off in offsets {
-        out.extend_from_slice(format!("{off:010} 00000 n \n").as_bytes());
-    }
-    out.extend_from_slice(
-        format!(
-            "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
-            objs.len() + 1
-        )
-        .as_bytes(),
-    );
-    out
 }
 
 #[test]

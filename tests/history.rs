@@ -5,12 +5,6 @@ mod common;
 use common::*;
 
 use std::path::Path;
-use std::process::Output;
-
-/// Runs lifeos with the clock set to `now` (RFC 3339), so operations land at known times.
-fn at_time(d: &Path, now: &str, args: &[&str]) -> Output {
-    cmd(d).env("LIFEOS_NOW", now).args(args).output().unwrap()
-}
 
 fn ok_at(d: &Path, now: &str, args: &[&str]) -> String {
     let out = at_time(d, now, args);

@@ -5,7 +5,6 @@ mod common;
 use common::*;
 
 use std::path::Path;
-use std::process::Output;
 
 use serde_json::Value;
 
@@ -25,82 +24,6 @@ fn hits(d: &Path, args: &[&str]) -> Vec<Value> {
     v["hits"].as_array().unwrap().clone()
 }
 
-fn at_time(d: &Path, now: &str, args: &[&str]) -> Output {
-    cmd(d).env("LIFEOS_NOW", now).args(args).output().unwrap()
-}
-
-fn minimal_pdf(pages: &[&str]) -> Vec<u8> {
-    let mut objs: Vec<String> = vec!["<< /Type /Catalog /Pages 2 0 R >>".into()];
-    let kids: Vec<String> = (0..pages.len())
-        .map(|i| format!("{} 0 R", 4 + 2 * i))
-        .collect();
-    objs.push(format!(
-        "<< /Type /Pages /Kids [{}] /Count {} >>",
-        kids.join(" "),
-        pages.len()
-    ));
-    objs.push("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>".into());
-    for (i, text) in pages.iter().enumerate() {
-        objs.push(format!("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> /Contents {} 0 R >>", 5 + 2 * i));
-        let stream = format!("BT /F1 12 Tf 72 720 Td ({text}) Tj ET");
-        objs.push(format!(
-            "<< /Length {} >>\nstream\n{stream}\nendstream",
-            stream.len()
-        ));
-    }
-    let mut out = b"%PDF-1.4\n".to_vec();
-    let mut offsets = Vec::new();
-    for (i, o) in objs.iter().enumerate() {
-        offsets.push(out.len());
-        out.extend_from_slice(format!("{} 0 obj\n{o}\nendobj\n", i + 1).as_bytes());
-    }
-    let xref = out.len();
-    out.extend_from_slice(format!("xref\n0 {}\n0000000000 65535 f \n", objs.len() + 1).as_bytes());
-    for off in offsets {
-        out.extend_from_slice(format!("{off:010} 00000 n \n").as_bytes());
-    }
-    out.extend_from_slice(
-        format!(
-            "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
-            objs.len() + 1
-        )
-        .as_bytes(),
-    );
-    out
-}
-
-fn jpeg_with_camera(model: &str) -> Vec<u8> {
-    use exif::{Field, In, Tag, Value as EV};
-    let img = image::RgbImage::from_fn(40, 30, |x, y| image::Rgb([x as u8 * 6, y as u8 * 8, 90]));
-    let mut jpg = Vec::new();
-    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpg, 90)
-        .encode_image(&img)
-        .unwrap();
-    let f = Field {
-        tag: Tag::Model,
-        ifd_num: In::PRIMARY,
-        value: EV::Ascii(vec![model.as_bytes().to_vec()]),
-    };
-    let d = Field {
-        tag: Tag::DateTimeOriginal,
-        ifd_num: In::PRIMARY,
-        value: EV::Ascii(vec![b"2026:11:03 18:30:00".to_vec()]),
-    };
-    let mut w = exif::experimental::Writer::new();
-    w.push_field(&f);
-    w.push_field(&d);
-    let mut tiff = std::io::Cursor::new(Vec::new());
-    w.write(&mut tiff, false).unwrap();
-    let tiff = tiff.into_inner();
-    let mut out = jpg[..2].to_vec();
-    out.extend_from_slice(&[0xFF, 0xE1]);
-    out.extend_from_slice(&((tiff.len() + 8) as u16).to_be_bytes());
-    out.extend_from_slice(b"Exif\0\0");
-    out.extend_from_slice(&tiff);
-    out.extend_from_slice(&jpg[2..]);
-    out
-}
-
 fn library(d: &Path) {
     write(d, "notes/plan.md", b"# Plan\nIntro text.\n\n## Budget\nThe quarterly budget is 12,000.\nReviewed in March.\n\n## Team\nAnn and Bob.\n");
     write(d, "web/launch.html", b"<html><head><title>x</title><script>var budget=1;</script></head>\n<body>\n<h1>News</h1>\n<p>The launch plan moved to Friday.</p>\n</body></html>\n");
@@ -108,13 +31,21 @@ fn library(d: &Path) {
     write(
         d,
         "docs/report.pdf",
-        &minimal_pdf(&[
+        &pdf(&[
             "Cover page",
             "Summary of spending",
             "Appendix: invoice numbers",
         ]),
     );
-    write(d, "scans/receipt.jpg", &jpeg_with_camera("Pixel 8"));
+    write(
+        d,
+        "scans/receipt.jpg",
+        &jpeg_with_exif(
+            &image::RgbImage::from_fn(40, 30, |x, y| image::Rgb([x as u8 * 6, y as u8 * 8, 90])),
+            "2026:11:03 18:30:00",
+            "Pixel 8",
+        ),
+    );
 }
 
 #[test]

@@ -428,16 +428,22 @@ impl Store {
         Ok(total)
     }
 
-    /// Starts a write transaction (takes the repository lock shared).
-    pub fn transaction(&self) -> Result<Transaction<'_>> {
-        let lock_path = self.dir.join(LOCK_FILE);
-        let lock = File::options()
+    /// Opens the repository lock file (not yet locked).
+    fn open_lock(&self) -> Result<(File, PathBuf)> {
+        let path = self.dir.join(LOCK_FILE);
+        let f = File::options()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
-            .open(&lock_path)
-            .io("opening", &lock_path)?;
+            .open(&path)
+            .io("opening", &path)?;
+        Ok((f, path))
+    }
+
+    /// Starts a write transaction (takes the repository lock shared).
+    pub fn transaction(&self) -> Result<Transaction<'_>> {
+        let (lock, lock_path) = self.open_lock()?;
         lock.lock_shared().io("locking", &lock_path)?;
         // A gc may have run since the index was loaded: what it removed must not be
         // taken as present.
@@ -478,14 +484,7 @@ impl Store {
 
     /// Takes the repository lock exclusively (for `gc`), waiting for writers to finish.
     pub fn lock_exclusive(&self) -> Result<File> {
-        let lock_path = self.dir.join(LOCK_FILE);
-        let lock = File::options()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&lock_path)
-            .io("opening", &lock_path)?;
+        let (lock, lock_path) = self.open_lock()?;
         lock.lock().io("locking", &lock_path)?;
         Ok(lock)
     }
@@ -686,14 +685,7 @@ impl Store {
     /// readers and writers; data is copied before anything is removed.
     pub fn maintain(&self) -> Result<()> {
         // Maintenance writes and removes files: keep `gc` out for its whole duration.
-        let lock_path = self.dir.join(LOCK_FILE);
-        let lock = File::options()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&lock_path)
-            .io("opening", &lock_path)?;
+        let (lock, lock_path) = self.open_lock()?;
         lock.lock_shared().io("locking", &lock_path)?;
         self.consolidate_small_packs()?;
         self.merge_layers()?;

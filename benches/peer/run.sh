@@ -319,6 +319,20 @@ run_tool() {
         record noop_rc "$(<"$RUN_DIR/noop.rc")"
     fi
 
+    # With GIT_GC=1, also the size of git's repository after a full `git gc` (which lifeos
+    # is compared with: lifeos itself has no gc step).
+    if [[ $TOOL == git && ${GIT_GC:-0} == 1 ]]; then
+        log "git: git gc (GIT_GC=1)"
+        # Timed by hand, so git gc's memory does not count in git's peak RSS above.
+        local t0 t1
+        t0=$(date +%s.%N)
+        git -C "$DATA" gc --quiet >>"$LOG" 2>&1
+        t1=$(date +%s.%N)
+        record gc_s "$(python3 -c "print(f'{$t1 - $t0:.2f}')")"
+        record gc_repo_bytes "$(git_repo_bytes)"
+        log "  git repository after git gc: $(git_repo_bytes) bytes"
+    fi
+
     rm -rf -- "$DATA" "$REPO" "$OUT" "$WORK/cache"
 }
 
@@ -582,7 +596,16 @@ def report(raw_path, meta_path):
         rcs = sorted({r["noop_rc"][0] for r in lif.values()})
         out.append(f"- lifeos no-change snapshot: {noop:.2f} s (exit status {', '.join(rcs)})")
     if "git" in rows or "git-lfs" in rows:
-        out.append("- git / git-lfs: plain .git size (git-lfs includes .git/lfs); `git gc` is not run.")
+        out.append("- git / git-lfs: plain .git size (git-lfs includes .git/lfs), before any `git gc`.")
+    gc_runs = [r for r in raw.get("git", {}).values() if "gc_repo_bytes" in r]
+    if gc_runs:
+        gcb = med([int(r["gc_repo_bytes"][0]) for r in gc_runs])
+        gcs = med([float(r["gc_s"][0]) for r in gc_runs])
+        line = f"- git after a full `git gc` ({gcs:.1f} s): {gcb / 1e6:.1f} MB"
+        if lif:
+            lb = per_run("lifeos", lambda r: first(r, "repo_bytes", int))
+            line += f"; lifeos / git-after-gc: {lb / gcb:.3f}×"
+        out.append(line)
     out.append("- `sync` before every timed step; the page cache is not dropped.")
     out.append(f"- {meta['date']}; nproc {meta['nproc']}; {meta['cpu']}; {meta['kernel']};"
                f" filesystem {meta['filesystem']}")

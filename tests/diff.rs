@@ -625,3 +625,29 @@ fn a_mode_change_alone_is_reported_and_dot_means_everything() {
     assert_eq!(f["status"], "modified");
     assert_eq!(f["summary"], "content unchanged; file → executable");
 }
+
+#[test]
+fn table_columns_added_and_removed_are_listed_in_header_order() {
+    let (_r, f) = two_versions("t.csv", b"id,a,b,c\n1,x,y,z\n", b"id,c,d,e\n1,z,p,q\n");
+    let cols: Vec<String> = texts(&f)
+        .into_iter()
+        .filter(|t| t.starts_with("column"))
+        .collect();
+    assert_eq!(
+        cols,
+        [
+            "column d added",
+            "column e added",
+            "column a removed",
+            "column b removed"
+        ]
+    );
+    // --json with --name-only still prints the JSON document.
+    let repo = repo(false);
+    let d = repo.path();
+    write(d, "x.txt", b"1\n");
+    ok(d, &["commit", "-m", "v1"]);
+    write(d, "x.txt", b"2\n");
+    let v = json(d, &["diff", "--name-only"]);
+    assert_eq!(v["files"][0]["path"], "x.txt");
+}

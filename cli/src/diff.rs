@@ -376,7 +376,7 @@ pub fn run(repo: &Repo, args: DiffArgs, style: Style) -> CliResult<u8> {
         .collect();
     let store = Arc::new(Store::open(repo.store().dir())?);
     let pairs = pair_renames(&store, changes, matches!(to, End::Commit(_)));
-    if args.name_only {
+    if args.name_only && !args.json {
         for p in &pairs {
             println!("{}", p.path);
         }

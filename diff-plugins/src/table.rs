@@ -129,7 +129,8 @@ impl DiffPlugin for TablePlugin {
         if a.header != b.header && old.is_some() && new.is_some() {
             let (ha, hb): (HashSet<&String>, HashSet<&String>) =
                 (a.header.iter().collect(), b.header.iter().collect());
-            for c in hb.difference(&ha) {
+            // In header order, so the output is the same every time.
+            for c in b.header.iter().filter(|c| !ha.contains(c)) {
                 changes.push(Located::new(
                     Op::Added,
                     Anchor::Row {
@@ -139,7 +140,7 @@ impl DiffPlugin for TablePlugin {
                     format!("column {c} added"),
                 ));
             }
-            for c in ha.difference(&hb) {
+            for c in a.header.iter().filter(|c| !hb.contains(c)) {
                 changes.push(Located::new(
                     Op::Removed,
                     Anchor::Row {

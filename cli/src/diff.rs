@@ -374,7 +374,7 @@ pub fn run(repo: &Repo, args: DiffArgs, style: Style) -> CliResult<u8> {
         .into_iter()
         .filter(|c| under(&paths, &c.path))
         .collect();
-    let store = Arc::new(Store::open(repo.store().dir())?);
+    let store = repo.store_arc();
     let pairs = pair_renames(&store, changes, matches!(to, End::Commit(_)));
     if args.name_only && !args.json {
         for p in &pairs {

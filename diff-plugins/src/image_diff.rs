@@ -215,16 +215,13 @@ impl DiffPlugin for ImagePlugin {
     }
 
     fn score(&self, probe: &Probe<'_>) -> Option<u8> {
-        if sniff(probe.head, &probe.extension).is_some() {
-            Some(60)
-        } else if matches!(
-            probe.extension.as_str(),
-            "png" | "jpg" | "jpeg" | "gif" | "bmp" | "webp" | "tif" | "tiff"
-        ) {
-            Some(50)
-        } else {
-            None
-        }
+        crate::score_by(
+            sniff(probe.head, &probe.extension).is_some(),
+            matches!(
+                probe.extension.as_str(),
+                "png" | "jpg" | "jpeg" | "gif" | "bmp" | "webp" | "tif" | "tiff"
+            ),
+        )
     }
 
     fn diff(

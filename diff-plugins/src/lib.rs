@@ -357,6 +357,23 @@ impl Registry {
     }
 }
 
+/// Score of a plugin recognising a file by its content's magic bytes.
+pub const BY_MAGIC: u8 = 60;
+/// Score of a plugin recognising a file by its extension.
+pub const BY_EXTENSION: u8 = 50;
+
+/// The score of a plugin that knows a format by magic bytes and by extension: magic
+/// bytes win (a lying extension loses), an extension alone is weaker.
+pub fn score_by(magic: bool, extension: bool) -> Option<u8> {
+    if magic {
+        Some(BY_MAGIC)
+    } else if extension {
+        Some(BY_EXTENSION)
+    } else {
+        None
+    }
+}
+
 /// Whether bytes look like text: no NUL in the sample and mostly valid UTF-8.
 pub fn looks_like_text(head: &[u8]) -> bool {
     if head.contains(&0) {

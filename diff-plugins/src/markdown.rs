@@ -66,7 +66,8 @@ impl DiffPlugin for MarkdownPlugin {
     }
 
     fn score(&self, probe: &Probe<'_>) -> Option<u8> {
-        matches!(probe.extension.as_str(), "md" | "markdown" | "mdown").then_some(50)
+        matches!(probe.extension.as_str(), "md" | "markdown" | "mdown")
+            .then_some(crate::BY_EXTENSION)
     }
 
     fn diff(

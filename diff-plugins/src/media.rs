@@ -423,13 +423,7 @@ impl DiffPlugin for MediaPlugin {
             || h.starts_with(b"fLaC")
             || h.starts_with(b"OggS")
             || h.starts_with(&[0x1a, 0x45, 0xdf, 0xa3]);
-        if magic {
-            Some(60)
-        } else if EXTS.contains(&probe.extension.as_str()) {
-            Some(50)
-        } else {
-            None
-        }
+        crate::score_by(magic, EXTS.contains(&probe.extension.as_str()))
     }
 
     fn diff(

@@ -30,13 +30,7 @@ impl DiffPlugin for PdfPlugin {
     }
 
     fn score(&self, probe: &Probe<'_>) -> Option<u8> {
-        if probe.head.starts_with(b"%PDF-") {
-            Some(60)
-        } else if probe.extension == "pdf" {
-            Some(50)
-        } else {
-            None
-        }
+        crate::score_by(probe.head.starts_with(b"%PDF-"), probe.extension == "pdf")
     }
 
     fn diff(

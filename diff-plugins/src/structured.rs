@@ -167,7 +167,7 @@ impl DiffPlugin for StructuredPlugin {
     }
 
     fn score(&self, probe: &Probe<'_>) -> Option<u8> {
-        format_of(&probe.extension).map(|_| 50)
+        format_of(&probe.extension).map(|_| crate::BY_EXTENSION)
     }
 
     fn diff(

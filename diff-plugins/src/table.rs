@@ -108,7 +108,7 @@ impl DiffPlugin for TablePlugin {
     }
 
     fn score(&self, probe: &Probe<'_>) -> Option<u8> {
-        matches!(probe.extension.as_str(), "csv" | "tsv").then_some(50)
+        matches!(probe.extension.as_str(), "csv" | "tsv").then_some(crate::BY_EXTENSION)
     }
 
     fn diff(

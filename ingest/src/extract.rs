@@ -513,7 +513,11 @@ fn exif_fields(bytes: &[u8]) -> Vec<(String, String)> {
 
 /// The extractor for a file, by extension and then by content: `None` for content no
 /// extractor reads (it is still found by name).
-pub fn choose(path: &str, head: &[u8], ocr: &dyn Fn() -> bool) -> Option<Box<dyn Extractor>> {
+pub fn choose(
+    path: &str,
+    head: &dyn Fn() -> Vec<u8>,
+    ocr: &dyn Fn() -> bool,
+) -> Option<Box<dyn Extractor>> {
     let ext = path
         .rsplit('/')
         .next()
@@ -528,18 +532,25 @@ pub fn choose(path: &str, head: &[u8], ocr: &dyn Fn() -> bool) -> Option<Box<dyn
         "png" | "jpg" | "jpeg" | "gif" | "webp" | "tif" | "tiff" | "bmp" => {
             Box::new(Image { ocr: ocr() })
         }
-        _ if head.starts_with(b"%PDF-") => Box::new(Pdf),
-        _ if image::guess_format(head).is_ok_and(|f| {
-            matches!(
-                f,
-                image::ImageFormat::Png | image::ImageFormat::Jpeg | image::ImageFormat::Gif
-            )
-        }) =>
-        {
-            Box::new(Image { ocr: ocr() })
+        // Only a file whose name does not tell is read (its first bytes) to decide.
+        _ => {
+            let head = head();
+            let image = image::guess_format(&head).is_ok_and(|f| {
+                matches!(
+                    f,
+                    image::ImageFormat::Png | image::ImageFormat::Jpeg | image::ImageFormat::Gif
+                )
+            });
+            if head.starts_with(b"%PDF-") {
+                Box::new(Pdf)
+            } else if image {
+                Box::new(Image { ocr: ocr() })
+            } else if looks_like_text(&head) {
+                Box::new(Text)
+            } else {
+                return None;
+            }
         }
-        _ if looks_like_text(head) => Box::new(Text),
-        _ => return None,
     })
 }
 

@@ -168,7 +168,7 @@ pub fn ingest(
     progress: &(dyn Fn(u64, u64) + Sync),
 ) -> Result<Report> {
     let settings = Settings::load(repo)?;
-    let store = Arc::new(Store::open(repo.store().dir())?);
+    let store = repo.store_arc();
     let catalog = repo.catalog()?;
     let mut report = Report {
         ocr: settings.ocr(),
@@ -182,7 +182,7 @@ pub fn ingest(
             report.excluded += 1;
             continue;
         }
-        let Some(ex) = choose(&path, &head_bytes(&store, &id), &|| settings.ocr()) else {
+        let Some(ex) = choose(&path, &|| head_bytes(&store, &id), &|| settings.ocr()) else {
             report.no_extractor += 1;
             continue;
         };
@@ -291,13 +291,13 @@ pub fn extract_small_change(
         .iter()
         .filter(|(p, _, _)| !settings.excluded(p))
         .filter_map(|(p, id, _)| {
-            let full = repo.workdir().join(p);
-            let mut head = Vec::new();
-            std::fs::File::open(&full)
-                .ok()?
-                .take(4096)
-                .read_to_end(&mut head)
-                .ok()?;
+            let head = || {
+                let mut head = Vec::new();
+                if let Ok(f) = std::fs::File::open(repo.workdir().join(p)) {
+                    let _ = f.take(4096).read_to_end(&mut head);
+                }
+                head
+            };
             choose(p, &head, &|| settings.ocr()).map(|ex| (p, id, ex))
         })
         .collect();

@@ -84,6 +84,9 @@ pub enum StoreError {
     /// A file changed on disk while it was being read, more times than lifeos retries.
     #[error("{0} kept changing while it was being read")]
     Unstable(PathBuf),
+    /// The pack writer of a snapshot stopped (its own error is reported instead).
+    #[error("the pack writer stopped")]
+    PipelineStopped,
     /// An object is too large for the pack format.
     #[error("object of {0} bytes is too large for a pack entry")]
     TooLarge(u64),

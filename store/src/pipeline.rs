@@ -69,7 +69,7 @@ pub(crate) struct Claims<'t> {
 }
 
 impl Claims<'_> {
-    fn claim(&self, id: &Id) -> Result<bool> {
+    pub(crate) fn claim(&self, id: &Id) -> Result<bool> {
         if self.claimed.lock().expect("claimed lock").contains(id) || self.store.contains(id)? {
             return Ok(false);
         }
@@ -78,11 +78,7 @@ impl Claims<'_> {
 }
 
 fn pipeline_broken() -> StoreError {
-    StoreError::Io {
-        action: "writing packs",
-        path: PathBuf::from("(pipeline)"),
-        source: std::io::Error::other("the pack writer stopped"),
-    }
+    StoreError::PipelineStopped
 }
 
 impl Shared<'_, '_> {
@@ -258,7 +254,7 @@ impl Transaction<'_> {
                         let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         let Some(path) = paths.get(i) else { break };
                         let res = shared.store_file(path);
-                        let stop = matches!(res, Err(ref e) if is_pipeline_error(e));
+                        let stop = matches!(res, Err(StoreError::PipelineStopped));
                         *results[i].lock().expect("result lock") = Some(res);
                         if stop {
                             break;
@@ -288,10 +284,6 @@ impl Transaction<'_> {
             })
             .collect())
     }
-}
-
-fn is_pipeline_error(e: &StoreError) -> bool {
-    matches!(e, StoreError::Io { path, .. } if path.as_os_str() == "(pipeline)")
 }
 
 impl Transaction<'_> {

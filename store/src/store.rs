@@ -911,10 +911,11 @@ impl<'s> Transaction<'s> {
     /// Claims `id` for writing: true if the caller must write it (it is neither stored nor
     /// claimed by another writer of this transaction).
     pub(crate) fn claim(&self, id: &Id) -> Result<bool> {
-        if self.claimed.lock().expect("claimed lock").contains(id) || self.store.contains(id)? {
-            return Ok(false);
+        crate::pipeline::Claims {
+            store: self.store,
+            claimed: &self.claimed,
         }
-        Ok(self.claimed.lock().expect("claimed lock").insert(*id))
+        .claim(id)
     }
 
     /// Stores an object whose id is the hash of its bytes (trees, commits, operations,

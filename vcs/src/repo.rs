@@ -95,7 +95,7 @@ pub struct OpState {
 pub struct Repo {
     workdir: PathBuf,
     dot: PathBuf,
-    store: Store,
+    store: std::sync::Arc<Store>,
     /// The acting user.
     pub actor: Actor,
 }
@@ -110,7 +110,7 @@ impl Repo {
             return Err(VcsError::AlreadyInitialized(workdir));
         }
         std::fs::create_dir(&dot).io("creating", &dot)?;
-        let store = Store::init(&dot, config)?;
+        let store = std::sync::Arc::new(Store::init(&dot, config)?);
         std::fs::create_dir(dot.join(OP_HEADS_DIR)).io("creating", dot.join(OP_HEADS_DIR))?;
         let repo = Repo {
             workdir,
@@ -150,7 +150,7 @@ impl Repo {
 
     fn open_at(workdir: &Path) -> Result<Repo> {
         let dot = workdir.join(DOT_DIR);
-        let store = Store::open(&dot)?;
+        let store = std::sync::Arc::new(Store::open(&dot)?);
         Ok(Repo {
             workdir: workdir.into(),
             dot,
@@ -172,6 +172,11 @@ impl Repo {
     /// The store.
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// A shared handle on the store, for readers that outlive a borrow (streamed media).
+    pub fn store_arc(&self) -> std::sync::Arc<Store> {
+        self.store.clone()
     }
 
     /// Reads and decodes an object of the given kind.

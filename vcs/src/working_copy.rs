@@ -479,11 +479,7 @@ impl Repo {
                 Err(e) => skipped.push(Skipped {
                     path: String::from_utf8_lossy(&found[i].path).into_owned(),
                     reason: match &e {
-                        lifeos_store::StoreError::Io { source, .. }
-                            if source.kind() == std::io::ErrorKind::NotFound =>
-                        {
-                            "disappeared while the snapshot was taken".into()
-                        }
+                        lifeos_store::StoreError::Io { source, .. } => io_reason(source),
                         other => other.to_string(),
                     },
                 }),

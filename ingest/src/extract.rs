@@ -2,6 +2,8 @@
 //! (.srt/.vtt cues), PDF (text per page), and images (format, dimensions, EXIF, and OCR
 //! through tesseract when it is installed).
 
+use std::io::Read;
+
 use lifeos_vcs::object::{Anchor, Segment};
 
 /// An extractor of searchable segments.
@@ -12,7 +14,31 @@ pub trait Extractor: Send + Sync {
     fn version(&self) -> u32;
     /// Segments of `bytes`, the content of a file at `path`, or why it cannot be read.
     fn extract(&self, path: &str, bytes: &[u8]) -> Result<Vec<Segment>, String>;
+    /// Whether it reads content as a stream through [`Extractor::extract_from`] (long
+    /// recordings), instead of whole; such jobs run one at a time and are not run by
+    /// commits.
+    fn streams(&self) -> bool {
+        false
+    }
+    /// Segments of the content `open` gives (from its start, each time it is called),
+    /// calling `progress` with seconds of media done.
+    fn extract_from(
+        &self,
+        path: &str,
+        open: &Opener<'_>,
+        progress: &dyn Fn(f64),
+    ) -> Result<Vec<Segment>, String> {
+        let _ = progress;
+        let (mut src, len) = open().map_err(|e| e.to_string())?;
+        let mut bytes = Vec::with_capacity(len as usize);
+        src.read_to_end(&mut bytes).map_err(|e| e.to_string())?;
+        self.extract(path, &bytes)
+    }
 }
+
+/// Opens a file's content from its start: the reader and the content's length.
+pub type Opener<'a> =
+    dyn Fn() -> std::io::Result<(Box<dyn lifeos_speech::audio::Source>, u64)> + Sync + 'a;
 
 fn seg(kind: &str, anchor: Anchor, text: String) -> Segment {
     Segment {
@@ -512,11 +538,13 @@ fn exif_fields(bytes: &[u8]) -> Vec<(String, String)> {
 }
 
 /// The extractor for a file, by extension and then by content: `None` for content no
-/// extractor reads (it is still found by name).
+/// extractor reads (it is still found by name). `speech` gives the loaded speech model,
+/// if any (asked only for recordings and videos).
 pub fn choose(
     path: &str,
     head: &dyn Fn() -> Vec<u8>,
     ocr: &dyn Fn() -> bool,
+    speech: &dyn Fn() -> Option<std::sync::Arc<crate::speech::Engine>>,
 ) -> Option<Box<dyn Extractor>> {
     let ext = path
         .rsplit('/')
@@ -531,6 +559,9 @@ pub fn choose(
         "pdf" => Box::new(Pdf),
         "png" | "jpg" | "jpeg" | "gif" | "webp" | "tif" | "tiff" | "bmp" => {
             Box::new(Image { ocr: ocr() })
+        }
+        _ if crate::speech::is_recording(path) => {
+            Box::new(crate::speech::Media { engine: speech() })
         }
         // Only a file whose name does not tell is read (its first bytes) to decide.
         _ => {

@@ -10,6 +10,7 @@ pub mod query;
 pub mod redact;
 pub mod run;
 pub mod search;
+pub mod speech;
 
 /// Errors of ingest and search.
 #[derive(Debug, thiserror::Error)]

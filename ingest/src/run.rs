@@ -8,13 +8,14 @@ use std::sync::Arc;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use lifeos_store::{Id, Kind, Store};
 use lifeos_vcs::catalog::JobState;
-use lifeos_vcs::object::{EntryKind, Event, Extract};
+use lifeos_vcs::object::{EntryKind, Event, Extract, Segment};
 use lifeos_vcs::repo::now_ms;
 use lifeos_vcs::Repo;
 use serde::Deserialize;
 
-use crate::extract::{choose, tesseract_available};
+use crate::extract::{choose, tesseract_available, Extractor};
 use crate::redact::Redactor;
+use crate::speech::{Engine, SpeechConfig, SpeechStatus};
 use crate::{IngestError, Result};
 
 /// Files larger than this are recorded as failures instead of being read.
@@ -43,6 +44,8 @@ pub struct IngestConfig {
 struct ConfigFile {
     #[serde(default)]
     ingest: IngestConfig,
+    #[serde(default)]
+    speech: SpeechConfig,
 }
 
 /// Ingest settings, read from the repository config.
@@ -54,6 +57,8 @@ pub struct Settings {
     tesseract: std::sync::OnceLock<bool>,
     /// Whether commits index small changes.
     pub after_commit: bool,
+    speech_cfg: SpeechConfig,
+    engine: std::sync::OnceLock<std::result::Result<Arc<Engine>, SpeechStatus>>,
 }
 
 impl Settings {
@@ -72,6 +77,8 @@ impl Settings {
             ocr_wanted: cfg.ingest.ocr.unwrap_or(true),
             tesseract: std::sync::OnceLock::new(),
             after_commit: cfg.ingest.after_commit.unwrap_or(true),
+            speech_cfg: cfg.speech,
+            engine: std::sync::OnceLock::new(),
         })
     }
 
@@ -83,6 +90,23 @@ impl Settings {
     /// Whether OCR runs: wanted by the config and tesseract installed.
     pub fn ocr(&self) -> bool {
         self.ocr_wanted && self.tesseract()
+    }
+
+    /// The speech model, loaded when first needed; `None` when there is none.
+    pub fn speech(&self) -> Option<Arc<Engine>> {
+        self.engine
+            .get_or_init(|| Engine::load(&self.speech_cfg))
+            .as_ref()
+            .ok()
+            .cloned()
+    }
+
+    /// Whether ingest can transcribe, and why not; `None` if no recording needed it.
+    pub fn speech_status(&self) -> Option<SpeechStatus> {
+        self.engine.get().map(|r| match r {
+            Ok(e) => SpeechStatus::Ready(e.model.clone()),
+            Err(s) => s.clone(),
+        })
     }
 
     /// Whether a path is excluded from indexing.
@@ -114,6 +138,27 @@ pub struct Report {
     pub tesseract: bool,
     /// Operations published.
     pub operations: u64,
+    /// Whether recordings were transcribed, and why not (`None`: no recording to do).
+    pub speech: Option<SpeechStatus>,
+    /// Recordings indexed by metadata only, for want of a speech model.
+    pub without_speech: u64,
+    /// Seconds of audio transcribed.
+    pub audio_seconds: f64,
+    /// Seconds spent on them (decoding, transcribing, storing).
+    pub speech_seconds: f64,
+}
+
+/// How far an ingest is.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Progress {
+    /// Jobs finished.
+    pub done: u64,
+    /// Jobs in all.
+    pub total: u64,
+    /// Seconds of audio transcribed so far.
+    pub audio_seconds: f64,
+    /// Seconds spent transcribing so far.
+    pub speech_seconds: f64,
 }
 
 /// Every distinct file content reachable from the current view, with one path for it.
@@ -160,12 +205,13 @@ fn head_bytes(store: &Arc<Store>, id: &Id) -> Vec<u8> {
 }
 
 /// Extracts every file content that has not been extracted yet (and, with
-/// `retry_failed`, those that failed), on every core. `progress(done, total)` is called
-/// as jobs finish.
+/// `retry_failed`, those that failed): documents and images on every core, in batches;
+/// recordings one at a time, each published as soon as it is done, so a killed ingest
+/// loses at most the recording it was on. `progress` is called as jobs finish.
 pub fn ingest(
     repo: &Repo,
     retry_failed: bool,
-    progress: &(dyn Fn(u64, u64) + Sync),
+    progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<Report> {
     let settings = Settings::load(repo)?;
     let store = repo.store_arc();
@@ -175,26 +221,42 @@ pub fn ingest(
         tesseract: settings.tesseract(),
         ..Report::default()
     };
-    let mut jobs = Vec::new();
+    type Job = (Id, String, u64, Box<dyn Extractor>);
+    let (mut jobs, mut streams): (Vec<Job>, Vec<Job>) = (Vec::new(), Vec::new());
     for (id, path, size) in reachable_files(repo)? {
         report.files += 1;
         if settings.excluded(&path) {
             report.excluded += 1;
             continue;
         }
-        let Some(ex) = choose(&path, &|| head_bytes(&store, &id), &|| settings.ocr()) else {
+        let Some(ex) = choose(
+            &path,
+            &|| head_bytes(&store, &id),
+            &|| settings.ocr(),
+            &|| settings.speech(),
+        ) else {
             report.no_extractor += 1;
             continue;
         };
         match catalog.job(&id, ex.name(), ex.version())? {
             Some(JobState::Done) => report.already += 1,
             Some(JobState::Failed(_)) if !retry_failed => report.failed_before += 1,
+            _ if ex.streams() => streams.push((id, path, size, ex)),
             _ => jobs.push((id, path, size, ex)),
         }
     }
     drop(catalog);
-    let total = jobs.len() as u64;
-    let done = std::sync::atomic::AtomicU64::new(0);
+    report.speech = settings.speech_status();
+    let total = (jobs.len() + streams.len()) as u64;
+    let state = std::sync::Mutex::new(Progress {
+        total,
+        ..Progress::default()
+    });
+    let one_done = || {
+        let mut p = state.lock().expect("progress");
+        p.done += 1;
+        progress(*p);
+    };
     for batch in jobs.chunks(BATCH) {
         let results = lifeos_store::par::map(batch, |(id, path, size, ex)| {
             let outcome = if *size > MAX_INGEST {
@@ -210,62 +272,119 @@ pub fn ingest(
                         if let Ok(text) = std::str::from_utf8(&bytes) {
                             bytes = settings.redactor.redact(text).into_bytes();
                         }
-                        // An extractor (or a library it uses) that panics on hostile input
-                        // is a failure of this file, not of the whole ingest.
-                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                            ex.extract(path, &bytes)
-                        }))
-                        .unwrap_or_else(|_| {
-                            Err(format!(
-                                "the {} extractor failed on this file (it panicked)",
-                                ex.name()
-                            ))
-                        })
+                        guarded(ex.as_ref(), || ex.extract(path, &bytes))
                     }
                     Err(e) => Err(format!("cannot read the stored file: {e}")),
                 }
             };
-            let outcome = outcome.map(|segs| {
-                segs.into_iter()
-                    .map(|mut s| {
-                        s.text = settings.redactor.redact(&s.text);
-                        s.meta = settings.redactor.redact_json(&s.meta);
-                        s
-                    })
-                    .collect()
-            });
-            let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-            progress(n, total);
-            Extract {
-                file: *id,
-                extractor: ex.name().to_string(),
-                version: ex.version(),
-                outcome,
-            }
+            one_done();
+            finish(&settings, id, ex.as_ref(), outcome)
         });
-        let start = now_ms();
-        let head = repo.head()?;
-        let mut tx = repo.store().transaction()?;
-        let mut ids = Vec::new();
-        for (x, (_, path, _, _)) in results.iter().zip(batch) {
-            ids.push(tx.write_object(Kind::Extract, &x.encode())?);
-            match &x.outcome {
-                Ok(_) => report.extracted += 1,
-                Err(r) => report.failed.push((path.clone(), r.clone())),
-            }
-        }
-        let n = ids.len();
-        repo.publish(
-            tx,
-            &[head.id],
-            head.view.clone(),
-            &format!("ingest: {n} files"),
-            vec![Event::ContentExtracted { results: ids }],
-            start,
-        )?;
-        report.operations += 1;
+        publish(repo, &mut report, results, batch.iter().map(|j| &j.1))?;
     }
+    for job in &streams {
+        let (id, path, _, ex) = job;
+        let started = std::time::Instant::now();
+        let before = *state.lock().expect("progress");
+        let open = || {
+            let r = lifeos_store::reader::FileReader::open(store.clone(), id)
+                .map_err(std::io::Error::other)?;
+            let len = r.size();
+            Ok((Box::new(r) as Box<dyn lifeos_speech::audio::Source>, len))
+        };
+        let seconds = std::sync::Mutex::new(0f64);
+        let outcome = guarded(ex.as_ref(), || {
+            ex.extract_from(path, &open, &|secs| {
+                *seconds.lock().expect("seconds") = secs;
+                let mut p = state.lock().expect("progress");
+                p.audio_seconds = before.audio_seconds + secs;
+                p.speech_seconds = before.speech_seconds + started.elapsed().as_secs_f64();
+                progress(*p);
+            })
+        });
+        if ex.name() == "speech" {
+            let mut p = state.lock().expect("progress");
+            p.audio_seconds = before.audio_seconds + *seconds.lock().expect("seconds");
+            p.speech_seconds = before.speech_seconds + started.elapsed().as_secs_f64();
+        } else {
+            report.without_speech += 1;
+        }
+        let x = finish(&settings, id, ex.as_ref(), outcome);
+        publish(repo, &mut report, vec![x], std::iter::once(path))?;
+        one_done();
+    }
+    let p = *state.lock().expect("progress");
+    report.audio_seconds = p.audio_seconds;
+    report.speech_seconds = p.speech_seconds;
     Ok(report)
+}
+
+/// Runs an extractor so that a panic on hostile input (in it or a library it uses) is a
+/// failure of this file, not of the whole ingest.
+fn guarded(
+    ex: &dyn Extractor,
+    f: impl FnOnce() -> std::result::Result<Vec<Segment>, String>,
+) -> std::result::Result<Vec<Segment>, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|_| {
+        Err(format!(
+            "the {} extractor failed on this file (it panicked)",
+            ex.name()
+        ))
+    })
+}
+
+/// The extract object of a job: its segments redacted.
+fn finish(
+    settings: &Settings,
+    id: &Id,
+    ex: &dyn Extractor,
+    outcome: std::result::Result<Vec<Segment>, String>,
+) -> Extract {
+    Extract {
+        file: *id,
+        extractor: ex.name().to_string(),
+        version: ex.version(),
+        outcome: outcome.map(|segs| {
+            segs.into_iter()
+                .map(|mut s| {
+                    s.text = settings.redactor.redact(&s.text);
+                    s.meta = settings.redactor.redact_json(&s.meta);
+                    s
+                })
+                .collect()
+        }),
+    }
+}
+
+/// Records extract objects in one operation.
+fn publish<'a>(
+    repo: &Repo,
+    report: &mut Report,
+    results: Vec<Extract>,
+    paths: impl Iterator<Item = &'a String>,
+) -> Result<()> {
+    let start = now_ms();
+    let head = repo.head()?;
+    let mut tx = repo.store().transaction()?;
+    let mut ids = Vec::new();
+    for (x, path) in results.iter().zip(paths) {
+        ids.push(tx.write_object(Kind::Extract, &x.encode())?);
+        match &x.outcome {
+            Ok(_) => report.extracted += 1,
+            Err(r) => report.failed.push((path.clone(), r.clone())),
+        }
+    }
+    let n = ids.len();
+    repo.publish(
+        tx,
+        &[head.id],
+        head.view.clone(),
+        &format!("ingest: {n} files"),
+        vec![Event::ContentExtracted { results: ids }],
+        start,
+    )?;
+    report.operations += 1;
+    Ok(())
 }
 
 /// A commit indexes what it read only when the change is small: at most this many files...
@@ -287,7 +406,8 @@ pub fn extract_small_change(
     if !settings.after_commit {
         return Ok(Vec::new());
     }
-    let jobs: Vec<(&String, &Id, Box<dyn crate::extract::Extractor>)> = files
+    // Recordings are left to `lifeos ingest`: transcription is too slow for a commit.
+    let jobs: Vec<(&String, &Id, Box<dyn Extractor>)> = files
         .iter()
         .filter(|(p, _, _)| !settings.excluded(p))
         .filter_map(|(p, id, _)| {
@@ -298,8 +418,9 @@ pub fn extract_small_change(
                 }
                 head
             };
-            choose(p, &head, &|| settings.ocr()).map(|ex| (p, id, ex))
+            choose(p, &head, &|| settings.ocr(), &|| None).map(|ex| (p, id, ex))
         })
+        .filter(|(_, _, ex)| !ex.streams())
         .collect();
     let sizes: HashMap<&Id, u64> = files.iter().map(|(_, id, n)| (id, *n)).collect();
     let total: u64 = jobs.iter().map(|(_, id, _)| sizes[id]).sum();
@@ -319,29 +440,8 @@ pub fn extract_small_change(
             Ok(t) => settings.redactor.redact(t).into_bytes(),
             Err(_) => bytes,
         };
-        let outcome =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ex.extract(path, &bytes)))
-                .unwrap_or_else(|_| {
-                    Err(format!(
-                        "the {} extractor failed on this file (it panicked)",
-                        ex.name()
-                    ))
-                })
-                .map(|segs| {
-                    segs.into_iter()
-                        .map(|mut s| {
-                            s.text = settings.redactor.redact(&s.text);
-                            s.meta = settings.redactor.redact_json(&s.meta);
-                            s
-                        })
-                        .collect()
-                });
-        Some(Extract {
-            file: **id,
-            extractor: ex.name().to_string(),
-            version: ex.version(),
-            outcome,
-        })
+        let outcome = guarded(ex.as_ref(), || ex.extract(path, &bytes));
+        Some(finish(settings, id, ex.as_ref(), outcome))
     });
     let mut ids = Vec::new();
     for x in results.into_iter().flatten() {

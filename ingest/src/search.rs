@@ -103,7 +103,7 @@ fn media_type(path: &str) -> &'static str {
         .map(|(_, e)| e.to_ascii_lowercase())
         .as_deref()
     {
-        Some("mp3" | "m4a" | "wav" | "flac" | "ogg" | "opus") => "audio",
+        Some("mp3" | "m4a" | "m4b" | "aac" | "wav" | "flac" | "ogg" | "oga" | "opus") => "audio",
         _ => "video",
     }
 }
@@ -164,7 +164,8 @@ pub fn search(
         files.contains(f)
             && type_filter.is_none_or(|t| {
                 type_matches(t, file_type(extractor))
-                    || (extractor == "subtitles" && matches!(t, "video" | "audio"))
+                    || (matches!(extractor, "subtitles" | "speech" | "media")
+                        && matches!(t, "video" | "audio"))
             })
     };
     let all_paths: HashSet<&str> = versions
@@ -182,6 +183,12 @@ pub fn search(
         }
         let anchor: serde_json::Value = serde_json::from_str(&s.anchor).unwrap_or_default();
         for (path, commit) in &versions[&s.file] {
+            // A recording's type is its path's: audio or video.
+            let ty = if matches!(ty.as_str(), "speech" | "media") {
+                media_type(path).to_string()
+            } else {
+                ty.clone()
+            };
             let media = if ty == "subtitles" {
                 sidecar_media(path, &all_paths)
             } else {
@@ -221,6 +228,7 @@ pub fn search(
                     "md" | "markdown" => "markdown",
                     "srt" | "vtt" => "subtitles",
                     "html" | "htm" => "html",
+                    _ if crate::speech::is_recording(path) => media_type(path),
                     _ => "file",
                 };
                 if type_filter.is_some_and(|t| !type_matches(t, ty)) {

@@ -16,6 +16,8 @@ pub fn cmd(dir: &Path) -> Command {
         .env("LIFEOS_AUTHOR_NAME", "Test User")
         .env("LIFEOS_AUTHOR_EMAIL", "test@example.com")
         .env("NO_COLOR", "1")
+        // No speech model unless a test installs one (not the user's own models).
+        .env("LIFEOS_MODELS", "/nonexistent/lifeos-test-models")
         .env_remove("LIFEOS_NOW");
     c
 }

@@ -423,6 +423,29 @@ impl Catalog {
             .map(|o| o.map(|(ok, reason)| if ok == 1 { JobState::Done } else { JobState::Failed(reason.unwrap_or_default()) }))
     }
 
+    /// The segments of one kind that an extractor found in a file, in file order:
+    /// (anchor JSON, text). Empty when the file has not been extracted.
+    pub fn segments_of(
+        &self,
+        file: &Id,
+        extractor: &str,
+        kind: &str,
+    ) -> Result<Vec<(String, String)>> {
+        let err = |e| db_err(&self.path, e);
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "SELECT anchor, text FROM segments WHERE file_id = ?1 AND extractor = ?2 AND kind = ?3 ORDER BY id",
+            )
+            .map_err(err)?;
+        let rows = st
+            .query_map(params![&file.0[..], extractor, kind], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .map_err(err)?;
+        rows.collect::<std::result::Result<_, _>>().map_err(err)
+    }
+
     /// Segments matching an FTS5 query, best first (bm25), keeping those for which
     /// `keep(file, extractor)` holds (the versions in scope, a type filter).
     ///

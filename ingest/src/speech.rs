@@ -1,0 +1,204 @@
+//! Recordings and videos: their codec, rate and length always; the spoken words, each
+//! segment with its start and end, once a speech model is installed (`lifeos model
+//! import`). A recording is decoded as a stream from the store and transcribed in
+//! windows, so a three-hour file takes no more memory than a short one.
+
+use std::sync::Arc;
+
+use lifeos_speech::audio::{self, AudioInfo, Source};
+use lifeos_vcs::object::{Anchor, Segment};
+
+use crate::extract::{Extractor, Opener};
+
+/// Extensions of recordings and videos.
+pub const MEDIA_EXTS: &[&str] = &[
+    "wav", "mp3", "flac", "ogg", "oga", "opus", "m4a", "m4b", "aac", "mp4", "m4v", "mov", "mkv",
+    "webm",
+];
+
+/// Whether a path names a recording or a video (by its extension).
+pub fn is_recording(path: &str) -> bool {
+    path.rsplit('/')
+        .next()
+        .and_then(|n| n.rsplit_once('.'))
+        .is_some_and(|(_, e)| MEDIA_EXTS.contains(&e.to_ascii_lowercase().as_str()))
+}
+
+/// A loaded speech model.
+pub struct Engine {
+    /// The model's name.
+    pub model: String,
+    #[cfg(feature = "speech")]
+    transcriber: lifeos_speech::transcribe::Transcriber,
+    window_secs: u32,
+}
+
+/// Whether and how ingest can transcribe.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SpeechStatus {
+    /// A model is loaded.
+    Ready(String),
+    /// No model is installed.
+    NoModel,
+    /// This build has no whisper.cpp.
+    Disabled,
+    /// The model could not be used (why).
+    Broken(String),
+}
+
+/// The `[speech]` section of the repository config.
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct SpeechConfig {
+    /// The model to use (default: the registry's default).
+    #[serde(default)]
+    pub model: Option<String>,
+    /// whisper.cpp threads (default 1: on small shared machines more threads were slower).
+    #[serde(default)]
+    pub threads: Option<usize>,
+    /// Seconds of audio transcribed at a time (default 300).
+    #[serde(default)]
+    pub window_secs: Option<u32>,
+}
+
+impl Engine {
+    /// Loads the configured (or default) model; `Err` says why there is none.
+    pub fn load(cfg: &SpeechConfig) -> Result<Arc<Engine>, SpeechStatus> {
+        if !lifeos_speech::ENABLED {
+            return Err(SpeechStatus::Disabled);
+        }
+        let registry = lifeos_speech::models::Registry::open()
+            .map_err(|e| SpeechStatus::Broken(e.to_string()))?;
+        let (model, path) = match registry.resolve(cfg.model.as_deref()) {
+            Ok(Some(m)) => m,
+            Ok(None) => return Err(SpeechStatus::NoModel),
+            Err(e) => return Err(SpeechStatus::Broken(e.to_string())),
+        };
+        #[cfg(feature = "speech")]
+        {
+            let transcriber = lifeos_speech::transcribe::Transcriber::load(
+                &path,
+                cfg.threads.unwrap_or(1),
+                model.multilingual,
+            )
+            .map_err(|e| SpeechStatus::Broken(e.to_string()))?;
+            Ok(Arc::new(Engine {
+                model: model.name,
+                transcriber,
+                window_secs: cfg.window_secs.unwrap_or(300),
+            }))
+        }
+        #[cfg(not(feature = "speech"))]
+        {
+            let _ = (model, path);
+            Err(SpeechStatus::Disabled)
+        }
+    }
+}
+
+/// The extractor for recordings and videos: `speech` with a model, `media` (metadata
+/// only) without.
+pub struct Media {
+    /// The model, if one is installed.
+    pub engine: Option<Arc<Engine>>,
+}
+
+fn metadata(info: &AudioInfo, model: Option<&str>) -> Segment {
+    let mut text = format!("audio {}", info.codec);
+    if info.sample_rate > 0 {
+        text.push_str(&format!(" {} Hz", info.sample_rate));
+    }
+    if info.channels > 0 {
+        text.push_str(&format!(" {} ch", info.channels));
+    }
+    if info.seconds > 0.0 {
+        text.push_str(&format!(" {:.1} s", info.seconds));
+    }
+    Segment {
+        kind: "metadata".into(),
+        anchor: Anchor::File,
+        text,
+        meta: serde_json::json!({
+            "codec": info.codec, "sample_rate": info.sample_rate, "channels": info.channels,
+            "seconds": info.seconds, "model": model,
+        })
+        .to_string(),
+    }
+}
+
+impl Extractor for Media {
+    fn name(&self) -> &'static str {
+        if self.engine.is_some() {
+            "speech"
+        } else {
+            "media"
+        }
+    }
+    fn version(&self) -> u32 {
+        1
+    }
+    fn streams(&self) -> bool {
+        true
+    }
+    fn extract(&self, path: &str, bytes: &[u8]) -> Result<Vec<Segment>, String> {
+        let open = || {
+            let src: Box<dyn Source> = Box::new(std::io::Cursor::new(bytes.to_vec()));
+            Ok((src, bytes.len() as u64))
+        };
+        self.extract_from(path, &open, &|_| {})
+    }
+    fn extract_from(
+        &self,
+        path: &str,
+        open: &Opener<'_>,
+        progress: &dyn Fn(f64),
+    ) -> Result<Vec<Segment>, String> {
+        let Some(engine) = &self.engine else {
+            let info = audio::probe(path, open).map_err(|e| e.to_string())?;
+            return Ok(vec![metadata(&info, None)]);
+        };
+        transcribe(engine, path, open, progress)
+    }
+}
+
+#[cfg(feature = "speech")]
+fn transcribe(
+    engine: &Engine,
+    path: &str,
+    open: &Opener<'_>,
+    progress: &dyn Fn(f64),
+) -> Result<Vec<Segment>, String> {
+    let mut session = engine
+        .transcriber
+        .session(engine.window_secs)
+        .map_err(|e| e.to_string())?;
+    let info = audio::decode(path, open, &mut |block| {
+        session.push(block)?;
+        progress(session.position_secs());
+        Ok(())
+    })
+    .map_err(|e| e.to_string())?;
+    let spoken = session.finish().map_err(|e| e.to_string())?;
+    progress(info.seconds);
+    let meta = serde_json::json!({ "model": engine.model }).to_string();
+    let mut out = vec![metadata(&info, Some(&engine.model))];
+    out.extend(spoken.into_iter().map(|t| Segment {
+        kind: "speech".into(),
+        anchor: Anchor::Time {
+            start_ms: t.start_ms,
+            end_ms: t.end_ms.max(t.start_ms),
+        },
+        text: t.text,
+        meta: meta.clone(),
+    }));
+    Ok(out)
+}
+
+#[cfg(not(feature = "speech"))]
+fn transcribe(
+    _: &Engine,
+    _: &str,
+    _: &Opener<'_>,
+    _: &dyn Fn(f64),
+) -> Result<Vec<Segment>, String> {
+    Err("this build of lifeos has no speech support".into())
+}

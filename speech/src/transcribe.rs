@@ -1,0 +1,149 @@
+//! Transcription with whisper.cpp (through whisper-rs): 16 kHz mono samples in, segments
+//! with their start and end out. Long recordings are transcribed in windows, so memory is
+//! bounded by the window; each window ends at the quietest moment of its last 30% (a
+//! pause) and the next starts there, so timestamps run on across windows and no word is
+//! cut at a window's edge.
+
+use std::path::Path;
+
+use whisper_rs::{FullParams, SamplingStrategy, WhisperContext, WhisperContextParameters};
+
+use crate::audio::RATE;
+use crate::{Result, SpeechError, TimedText};
+
+/// A loaded model.
+pub struct Transcriber {
+    ctx: WhisperContext,
+    threads: usize,
+    multilingual: bool,
+}
+
+fn whisper_err(what: &str) -> impl Fn(whisper_rs::WhisperError) -> SpeechError + '_ {
+    move |e| SpeechError::Transcribe(format!("{what}: {e}"))
+}
+
+impl Transcriber {
+    /// Loads a ggml model file; `threads` is whisper.cpp's thread count per transcription.
+    pub fn load(path: &Path, threads: usize, multilingual: bool) -> Result<Transcriber> {
+        static QUIET: std::sync::Once = std::sync::Once::new();
+        // whisper.cpp logs to stderr; its hooks send that to the (absent) log backend.
+        QUIET.call_once(whisper_rs::install_logging_hooks);
+        let p = path
+            .to_str()
+            .ok_or_else(|| SpeechError::Model(format!("{}: not UTF-8", path.display())))?;
+        let ctx = WhisperContext::new_with_params(p, WhisperContextParameters::default()).map_err(
+            |e| {
+                SpeechError::Model(format!(
+                    "whisper.cpp cannot load {}: {e}; import the model again",
+                    path.display()
+                ))
+            },
+        )?;
+        Ok(Transcriber {
+            ctx,
+            threads: threads.max(1),
+            multilingual,
+        })
+    }
+
+    /// A streaming session over one recording, with windows of `window_secs`.
+    pub fn session(&self, window_secs: u32) -> Result<Session<'_>> {
+        Ok(Session {
+            t: self,
+            state: self
+                .ctx
+                .create_state()
+                .map_err(whisper_err("creating a whisper state"))?,
+            window: (window_secs.max(10) * RATE) as usize,
+            buf: Vec::new(),
+            offset: 0,
+            out: Vec::new(),
+        })
+    }
+
+    fn run(&self, state: &mut whisper_rs::WhisperState, samples: &[f32]) -> Result<Vec<TimedText>> {
+        let mut p = FullParams::new(SamplingStrategy::Greedy { best_of: 1 });
+        p.set_n_threads(self.threads as i32);
+        p.set_language(Some(if self.multilingual { "auto" } else { "en" }));
+        p.set_print_progress(false);
+        p.set_print_realtime(false);
+        p.set_print_special(false);
+        p.set_print_timestamps(false);
+        state
+            .full(p, samples)
+            .map_err(whisper_err("transcribing"))?;
+        let mut out = Vec::new();
+        for seg in state.as_iter() {
+            let text = seg
+                .to_str_lossy()
+                .map_err(whisper_err("reading a segment"))?
+                .trim()
+                .to_string();
+            if text.is_empty() {
+                continue;
+            }
+            let (t0, t1) = (seg.start_timestamp(), seg.end_timestamp());
+            out.push(TimedText {
+                start_ms: t0.max(0) as u64 * 10,
+                end_ms: t1.max(0) as u64 * 10,
+                text,
+            });
+        }
+        crate::align::narrow(samples, &mut out);
+        Ok(out)
+    }
+}
+
+/// Transcription of one recording, fed in blocks.
+pub struct Session<'a> {
+    t: &'a Transcriber,
+    state: whisper_rs::WhisperState,
+    window: usize,
+    buf: Vec<f32>,
+    /// Position of `buf[0]` in the recording, in samples.
+    offset: u64,
+    out: Vec<TimedText>,
+}
+
+impl Session<'_> {
+    /// More samples of the recording.
+    pub fn push(&mut self, samples: &[f32]) -> Result<()> {
+        self.buf.extend_from_slice(samples);
+        while self.buf.len() >= self.window {
+            self.window_done(false)?;
+        }
+        Ok(())
+    }
+
+    /// Seconds of the recording transcribed so far.
+    pub fn position_secs(&self) -> f64 {
+        self.offset as f64 / RATE as f64
+    }
+
+    /// The end of the recording: every segment, in order.
+    pub fn finish(mut self) -> Result<Vec<TimedText>> {
+        if !self.buf.is_empty() {
+            self.window_done(true)?;
+        }
+        Ok(self.out)
+    }
+
+    fn window_done(&mut self, last: bool) -> Result<()> {
+        // A window ends in a pause, so no word is split between two windows.
+        let consumed = if last {
+            self.buf.len()
+        } else {
+            crate::align::quiet_cut(&self.buf[..self.window])
+        };
+        let segs = self.t.run(&mut self.state, &self.buf[..consumed])?;
+        let base_ms = self.offset * 1000 / RATE as u64;
+        self.out.extend(segs.into_iter().map(|mut s| {
+            s.start_ms += base_ms;
+            s.end_ms += base_ms;
+            s
+        }));
+        self.buf.drain(..consumed);
+        self.offset += consumed as u64;
+        Ok(())
+    }
+}

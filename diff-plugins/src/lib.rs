@@ -57,8 +57,7 @@ pub trait Loader: Sync {
 }
 
 /// `Read + Seek + Send + Sync`, for streamed decoding.
-pub trait ReadSeek: std::io::Read + std::io::Seek + Send + Sync {}
-impl<T: std::io::Read + std::io::Seek + Send + Sync> ReadSeek for T {}
+pub use lifeos_speech::audio::Source as ReadSeek;
 
 /// One version of a file.
 pub struct Side<'a> {

@@ -6,7 +6,6 @@ use std::io::{Read, Seek};
 use symphonia::core::audio::SampleBuffer;
 use symphonia::core::codecs::{DecoderOptions, CODEC_TYPE_NULL};
 use symphonia::core::formats::FormatOptions;
-use symphonia::core::io::{MediaSourceStream, MediaSourceStreamOptions};
 use symphonia::core::meta::MetadataOptions;
 use symphonia::core::probe::Hint;
 
@@ -138,36 +137,6 @@ fn mkv_resolution(r: &mut dyn ReadSeek) -> Option<(u32, u32)> {
     w.zip(h)
 }
 
-struct Source(Box<dyn ReadSeek>);
-
-impl std::io::Read for Source {
-    fn read(&mut self, b: &mut [u8]) -> std::io::Result<usize> {
-        self.0.read(b)
-    }
-}
-
-impl std::io::Seek for Source {
-    fn seek(&mut self, p: std::io::SeekFrom) -> std::io::Result<u64> {
-        self.0.seek(p)
-    }
-}
-
-impl symphonia::core::io::MediaSource for Source {
-    fn is_seekable(&self) -> bool {
-        true
-    }
-    fn byte_len(&self) -> Option<u64> {
-        None
-    }
-}
-
-fn codec_name(c: symphonia::core::codecs::CodecType) -> String {
-    symphonia::default::get_codecs()
-        .get_codec(c)
-        .map(|d| d.short_name.to_string())
-        .unwrap_or_else(|| format!("{c}"))
-}
-
 /// Probes and decodes the first audio track into a loudness envelope, streaming.
 pub fn analyse(side: &Side<'_>) -> Result<MediaInfo, DiffError> {
     let fallback = |e: String| {
@@ -188,10 +157,7 @@ pub fn analyse(side: &Side<'_>) -> Result<MediaInfo, DiffError> {
             path: side.path.into(),
             reason: e.to_string(),
         })?;
-    let mss = MediaSourceStream::new(
-        Box::new(Source(reader)),
-        MediaSourceStreamOptions::default(),
-    );
+    let mss = lifeos_speech::audio::media_stream(reader, Some(side.size));
     let mut hint = Hint::new();
     hint.with_extension(&side.extension());
     let probed = match symphonia::default::get_probe().format(
@@ -239,7 +205,7 @@ pub fn analyse(side: &Side<'_>) -> Result<MediaInfo, DiffError> {
     };
     let params = &track.codec_params;
     let sample_rate = params.sample_rate.unwrap_or(0);
-    let codec = codec_name(params.codec);
+    let codec = lifeos_speech::audio::codec_name(params.codec);
     let mut decoder = symphonia::default::get_codecs()
         .make(params, &DecoderOptions::default())
         .map_err(|e| {

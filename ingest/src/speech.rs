@@ -30,6 +30,7 @@ pub struct Engine {
     pub model: String,
     #[cfg(feature = "speech")]
     transcriber: lifeos_speech::transcribe::Transcriber,
+    #[cfg(feature = "speech")]
     window_secs: u32,
 }
 

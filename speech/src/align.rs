@@ -73,6 +73,42 @@ pub fn narrow(samples: &[f32], segs: &mut [TimedText]) {
     }
 }
 
+/// Frames of quiet inside a segment that mark it as covering speech it does not hold.
+const LONG_GAP: usize = 150;
+
+/// The first segment that spans a long silence (1.5 s) with sound after it, and that
+/// silence's start and end in milliseconds. Whisper sometimes ends its decoding of a
+/// 30-second chunk after the first sentence and stretches that sentence's segment over
+/// the rest of the chunk, whose speech it then never transcribes; the speech after the
+/// gap must be transcribed again.
+pub fn swallowed(samples: &[f32], segs: &[TimedText]) -> Option<(usize, u64, u64)> {
+    if samples.len() < FRAME {
+        return None;
+    }
+    let rms = frame_rms(samples);
+    let thr = threshold(&rms);
+    let frames = rms.len();
+    for (i, s) in segs.iter().enumerate() {
+        let (a, b) = (
+            ((s.start_ms / 10) as usize).min(frames),
+            ((s.end_ms / 10) as usize).min(frames),
+        );
+        let mut quiet_from = None;
+        for f in a..b {
+            if rms[f] >= thr {
+                if let Some(q) = quiet_from.take() {
+                    if f - q >= LONG_GAP {
+                        return Some((i, q as u64 * 10, f as u64 * 10));
+                    }
+                }
+            } else if quiet_from.is_none() {
+                quiet_from = Some(f);
+            }
+        }
+    }
+    None
+}
+
 /// Where to end a window of `samples` so that no word is cut: the middle of the quietest
 /// 200 ms in its last 30% (a pause, in speech), in samples.
 pub fn quiet_cut(samples: &[f32]) -> usize {
@@ -133,6 +169,24 @@ mod tests {
         s.extend(tone(1.4));
         let cut = quiet_cut(&s) as f32 / RATE as f32;
         assert!((8.0..=8.6).contains(&cut), "cut at {cut} s");
+    }
+
+    #[test]
+    fn a_segment_over_a_long_silence_is_found() {
+        let mut s = tone(1.0);
+        s.extend(vec![0.0; 2 * RATE as usize]);
+        s.extend(tone(1.0));
+        let seg = TimedText {
+            start_ms: 0,
+            end_ms: 4000,
+            text: "x".into(),
+        };
+        assert_eq!(swallowed(&s, &[seg.clone()]), Some((0, 1000, 3000)));
+        let short = TimedText {
+            end_ms: 1000,
+            ..seg
+        };
+        assert_eq!(swallowed(&s, &[short]), None);
     }
 
     #[test]

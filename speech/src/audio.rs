@@ -68,29 +68,31 @@ impl<S: Read + Seek + Send + Sync> MediaSource for Sized<S> {
     }
 }
 
-/// The short name of a codec, also for codecs this build cannot decode.
-fn codec_name(c: codecs::CodecType) -> String {
+/// The short name of a codec ("aac", "pcm_s16le", ...), also for codecs this build
+/// cannot decode ("opus").
+pub fn codec_name(c: codecs::CodecType) -> String {
     use codecs::*;
+    if let Some(d) = symphonia::default::get_codecs().get_codec(c) {
+        return d.short_name.to_string();
+    }
     let known = [
         (CODEC_TYPE_OPUS, "opus"),
-        (CODEC_TYPE_VORBIS, "vorbis"),
-        (CODEC_TYPE_AAC, "aac"),
-        (CODEC_TYPE_MP3, "mp3"),
-        (CODEC_TYPE_MP2, "mp2"),
-        (CODEC_TYPE_MP1, "mp1"),
-        (CODEC_TYPE_FLAC, "flac"),
         (CODEC_TYPE_ALAC, "alac"),
         (CODEC_TYPE_WAVPACK, "wavpack"),
         (CODEC_TYPE_SPEEX, "speex"),
+        (CODEC_TYPE_MP1, "mp1"),
+        (CODEC_TYPE_MP2, "mp2"),
     ];
-    if let Some((_, n)) = known.iter().find(|(t, _)| *t == c) {
-        return n.to_string();
-    }
-    match symphonia::default::get_codecs().get_codec(c) {
-        Some(d) if d.short_name.starts_with("pcm") => "pcm".into(),
-        Some(d) => d.short_name.to_string(),
+    match known.iter().find(|(t, _)| *t == c) {
+        Some((_, n)) => n.to_string(),
         None => format!("{c}"),
     }
+}
+
+/// A symphonia stream over a seekable source of `len` bytes (MP4 files whose index
+/// follows the media need the length to be read).
+pub fn media_stream(source: Box<dyn Source>, len: Option<u64>) -> MediaSourceStream {
+    MediaSourceStream::new(Box::new(Sized(source, len)), Default::default())
 }
 
 /// Downmixes to mono and resamples to [`RATE`], passing blocks of samples to a sink.
@@ -342,7 +344,7 @@ fn open_track(name: &str, mut source: Box<dyn Source>, len: u64) -> Result<Opene
     } else {
         None
     };
-    let mss = MediaSourceStream::new(Box::new(Sized(source, Some(len))), Default::default());
+    let mss = media_stream(source, Some(len));
     let mut hint = Hint::new();
     hint.with_extension(&ext);
     let opts = FormatOptions {

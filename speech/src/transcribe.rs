@@ -61,7 +61,46 @@ impl Transcriber {
         })
     }
 
+    /// Segments of `samples`, narrowed to their sound. Where Whisper stretched a segment
+    /// over a long silence and dropped the speech after it, that speech is transcribed
+    /// again from where it starts.
     fn run(&self, state: &mut whisper_rs::WhisperState, samples: &[f32]) -> Result<Vec<TimedText>> {
+        let mut out = Vec::new();
+        let mut from = 0usize;
+        // Each rerun starts after a silence of 1.5 s or more, so they are few.
+        for _ in 0..64 {
+            let base = (from as u64 * 1000) / RATE as u64;
+            let mut segs = self.run_once(state, &samples[from..])?;
+            for s in &mut segs {
+                s.start_ms += base;
+                s.end_ms += base;
+            }
+            crate::align::narrow(samples, &mut segs);
+            match crate::align::swallowed(samples, &segs) {
+                Some((i, gap_start, gap_end)) => {
+                    segs.truncate(i + 1);
+                    segs[i].end_ms = gap_start;
+                    out.extend(segs);
+                    let next = ((gap_end.saturating_sub(200)) * RATE as u64 / 1000) as usize;
+                    if next <= from || next >= samples.len() {
+                        break;
+                    }
+                    from = next;
+                }
+                None => {
+                    out.extend(segs);
+                    break;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn run_once(
+        &self,
+        state: &mut whisper_rs::WhisperState,
+        samples: &[f32],
+    ) -> Result<Vec<TimedText>> {
         let mut p = FullParams::new(SamplingStrategy::Greedy { best_of: 1 });
         p.set_n_threads(self.threads as i32);
         p.set_language(Some(if self.multilingual { "auto" } else { "en" }));
@@ -89,7 +128,6 @@ impl Transcriber {
                 text,
             });
         }
-        crate::align::narrow(samples, &mut out);
         Ok(out)
     }
 }

@@ -120,15 +120,10 @@ fn models() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         let dir = std::env::temp_dir().join(format!("lifeos-test-models-{}", std::process::id()));
-        let out = cmd(Path::new("."))
-            .env("LIFEOS_MODELS", &dir)
-            .args(["model", "import", &reference_model()])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        ok_with(
+            Path::new("."),
+            &dir,
+            &["model", "import", &reference_model()],
         );
         dir
     })
@@ -143,23 +138,26 @@ fn append_config(dir: &Path, text: &str) {
     std::fs::write(p, cfg).unwrap();
 }
 
-fn with_model(dir: &Path, args: &[&str]) -> std::process::Output {
+/// `lifeos args...` in `dir` with the models in `models`.
+fn run_with(dir: &Path, models: &Path, args: &[&str]) -> std::process::Output {
     cmd(dir)
-        .env("LIFEOS_MODELS", models())
+        .env("LIFEOS_MODELS", models)
         .args(args)
         .output()
         .unwrap()
 }
 
+/// The same, which must succeed; its stdout.
+fn ok_with(dir: &Path, models: &Path, args: &[&str]) -> String {
+    succeeded(run_with(dir, models, args), args)
+}
+
+fn with_model(dir: &Path, args: &[&str]) -> std::process::Output {
+    run_with(dir, models(), args)
+}
+
 fn ok_m(dir: &Path, args: &[&str]) -> String {
-    let out = with_model(dir, args);
-    assert!(
-        out.status.success(),
-        "lifeos {args:?}: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    ok_with(dir, models(), args)
 }
 
 fn json_m(dir: &Path, args: &[&str]) -> serde_json::Value {
@@ -353,19 +351,7 @@ fn wheel() -> PathBuf {
 fn the_converter_builds_the_reference_model_from_the_wheel_and_it_transcribes_the_same() {
     let d = repo(false);
     let models = tempfile::tempdir().unwrap();
-    let m = |args: &[&str]| {
-        let out = cmd(d.path())
-            .env("LIFEOS_MODELS", models.path())
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
+    let m = |args: &[&str]| ok_with(d.path(), models.path(), args);
     let whl = wheel();
     let v: serde_json::Value = serde_json::from_str(&m(&[
         "model",
@@ -395,12 +381,8 @@ fn the_converter_builds_the_reference_model_from_the_wheel_and_it_transcribes_th
         std::fs::copy(&wav, r.path().join(format!("clip{i}.wav"))).unwrap();
         ok(r.path(), &["commit", "-m", "clip"]);
         append_config(r.path(), &format!("[speech]\nmodel = \"{model}\"\n"));
-        let out = cmd(r.path())
-            .env("LIFEOS_MODELS", models.path())
-            .args(["ingest", "--json"])
-            .output()
-            .unwrap();
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let v: serde_json::Value =
+            serde_json::from_str(&ok_with(r.path(), models.path(), &["ingest", "--json"])).unwrap();
         assert_eq!(v["speech"]["model"], *model, "{v}");
         let s: serde_json::Value = serde_json::from_slice(
             &cmd(r.path())
@@ -432,18 +414,14 @@ fn opus_without_ffmpeg_is_a_recorded_failure_and_with_ffmpeg_is_transcribed() {
     encode(&wav, &d.path().join("voice.opus"));
     encode(&wav, &d.path().join("voice.webm"));
     ok(d.path(), &["commit", "-m", "opus"]);
+    let args = ["ingest", "--json"];
     let out = cmd(d.path())
         .env("LIFEOS_MODELS", models())
         .env("LIFEOS_FFMPEG", "/nonexistent/ffmpeg")
-        .args(["ingest", "--json"])
+        .args(args)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&succeeded(out, &args)).unwrap();
     let failed = v["failed"].as_array().unwrap();
     assert_eq!(failed.len(), 2, "{v}");
     for f in failed {
@@ -506,11 +484,7 @@ fn without_a_model_recordings_are_found_by_name_and_metadata_and_ingest_says_how
     std::fs::copy(&wav, d.path().join("call2.wav")).unwrap();
     ok(d.path(), &["commit", "-m", "call"]);
     let empty = tempfile::tempdir().unwrap();
-    let out = cmd(d.path())
-        .env("LIFEOS_MODELS", empty.path())
-        .arg("ingest")
-        .output()
-        .unwrap();
+    let out = run_with(d.path(), empty.path(), &["ingest"]);
     assert!(out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.matches("lifeos model import").count(), 1, "{err}");
@@ -550,4 +524,63 @@ fn long_recordings_are_transcribed_in_windows_with_continuous_timestamps() {
             "{query}: {h:?}, spoken at {start}"
         );
     }
+}
+
+#[test]
+fn a_killed_ingest_resumes_after_the_recordings_it_finished() {
+    let d = repo(false);
+    let fixtures = tempfile::tempdir().unwrap();
+    let (short, _) = speech_wav(fixtures.path(), "a", &PHRASES[..1]);
+    let long_parts: Vec<(f64, &str)> = PHRASES.iter().cycle().take(8).copied().collect();
+    let (long, _) = speech_wav(fixtures.path(), "b", &long_parts);
+    std::fs::copy(&short, d.path().join("a.wav")).unwrap();
+    std::fs::copy(&long, d.path().join("b.wav")).unwrap();
+    ok(d.path(), &["commit", "-m", "two recordings"]);
+    let ops = |d: &Path| {
+        json(d, &["op", "log"])["operations"]
+            .as_array()
+            .unwrap()
+            .len()
+    };
+    let before = ops(d.path());
+    let mut child = cmd(d.path())
+        .env("LIFEOS_MODELS", models())
+        .arg("ingest")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Kill it once the first recording is published, while the second is transcribed.
+    let t = std::time::Instant::now();
+    while ops(d.path()) == before {
+        assert!(t.elapsed().as_secs() < 120, "ingest published nothing");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "ingest ended before it was killed"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the second recording should still be in progress"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let f = json(d.path(), &["fsck"]);
+    assert_eq!(f["ok"], true, "{f}");
+    let v = json_m(d.path(), &["ingest"]);
+    assert_eq!(v["already"], 1, "the finished recording is not redone: {v}");
+    assert_eq!(v["extracted"], 1, "{v}");
+    let secs = v["audio_seconds"].as_f64().unwrap();
+    assert!(
+        secs > wav_seconds(&long) - 1.0 && secs < wav_seconds(&long) + 2.0,
+        "{v}"
+    );
+    let mut paths: Vec<String> = hits(d.path(), &["budget meeting"])
+        .into_iter()
+        .map(|h| h.0)
+        .collect();
+    paths.sort();
+    paths.dedup();
+    assert_eq!(paths, ["a.wav", "b.wav"]);
 }

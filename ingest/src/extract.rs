@@ -546,13 +546,7 @@ pub fn choose(
     ocr: &dyn Fn() -> bool,
     speech: &dyn Fn() -> Option<std::sync::Arc<crate::speech::Engine>>,
 ) -> Option<Box<dyn Extractor>> {
-    let ext = path
-        .rsplit('/')
-        .next()
-        .and_then(|n| n.rsplit_once('.'))
-        .map(|(_, e)| e.to_ascii_lowercase())
-        .unwrap_or_default();
-    Some(match ext.as_str() {
+    Some(match lifeos_speech::audio::extension(path).as_str() {
         "md" | "markdown" => Box::new(Markdown),
         "html" | "htm" | "xhtml" => Box::new(Html),
         "srt" | "vtt" => Box::new(Subtitles),

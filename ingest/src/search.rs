@@ -98,12 +98,8 @@ fn type_matches(wanted: &str, ty: &str) -> bool {
 
 /// The type of a media file by extension: `video` or `audio`.
 fn media_type(path: &str) -> &'static str {
-    match path
-        .rsplit_once('.')
-        .map(|(_, e)| e.to_ascii_lowercase())
-        .as_deref()
-    {
-        Some("mp3" | "m4a" | "m4b" | "aac" | "wav" | "flac" | "ogg" | "oga" | "opus") => "audio",
+    match lifeos_speech::audio::extension(path).as_str() {
+        "mp3" | "m4a" | "m4b" | "aac" | "wav" | "flac" | "ogg" | "oga" | "opus" => "audio",
         _ => "video",
     }
 }
@@ -218,11 +214,7 @@ pub fn search(
     for (file, vs) in &versions {
         for (path, commit) in vs {
             if q.matches_path(path) {
-                let ext = path
-                    .rsplit_once('.')
-                    .map(|(_, e)| e.to_ascii_lowercase())
-                    .unwrap_or_default();
-                let ty = match ext.as_str() {
+                let ty = match lifeos_speech::audio::extension(path).as_str() {
                     "png" | "jpg" | "jpeg" | "gif" | "webp" | "tif" | "tiff" | "bmp" => "image",
                     "pdf" => "pdf",
                     "md" | "markdown" => "markdown",

@@ -18,10 +18,7 @@ pub const MEDIA_EXTS: &[&str] = &[
 
 /// Whether a path names a recording or a video (by its extension).
 pub fn is_recording(path: &str) -> bool {
-    path.rsplit('/')
-        .next()
-        .and_then(|n| n.rsplit_once('.'))
-        .is_some_and(|(_, e)| MEDIA_EXTS.contains(&e.to_ascii_lowercase().as_str()))
+    MEDIA_EXTS.contains(&audio::extension(path).as_str())
 }
 
 /// A loaded speech model.

@@ -94,8 +94,8 @@ pub fn swallowed(samples: &[f32], segs: &[TimedText]) -> Option<(usize, u64, u64
             ((s.end_ms / 10) as usize).min(frames),
         );
         let mut quiet_from = None;
-        for f in a..b {
-            if rms[f] >= thr {
+        for (f, &level) in rms.iter().enumerate().take(b).skip(a) {
+            if level >= thr {
                 if let Some(q) = quiet_from.take() {
                     if f - q >= LONG_GAP {
                         return Some((i, q as u64 * 10, f as u64 * 10));

@@ -326,14 +326,19 @@ struct Opened {
     priming: u64,
 }
 
-fn open_track(name: &str, mut source: Box<dyn Source>, len: u64) -> Result<Opened> {
-    let corrupt = |what: String| SpeechError::Decode(format!("{name}: {what}"));
-    let ext = name
-        .rsplit('/')
+/// The extension of a path's last component, in ASCII lowercase: the text after its last
+/// `.` (`""` without one; `.bashrc` has the extension `bashrc`).
+pub fn extension(path: &str) -> String {
+    path.rsplit('/')
         .next()
         .and_then(|n| n.rsplit_once('.'))
         .map(|(_, e)| e.to_ascii_lowercase())
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+fn open_track(name: &str, mut source: Box<dyn Source>, len: u64) -> Result<Opened> {
+    let corrupt = |what: String| SpeechError::Decode(format!("{name}: {what}"));
+    let ext = extension(name);
     let mp4 = matches!(ext.as_str(), "mp4" | "m4a" | "m4v" | "mov" | "3gp" | "aac");
     let priming = if mp4 {
         let p = mp4_priming(source.as_mut(), len);
@@ -685,6 +690,16 @@ mod tests {
             .unwrap()
             .0;
         assert!((peak as i64 - 20_000).abs() < 32, "peak at {peak}");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn decoding_any_bytes_never_panics(
+            bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..2048),
+            ext in proptest::sample::select(vec!["wav", "mp3", "flac", "ogg", "m4a", "mp4", "mkv"]),
+        ) {
+            let _ = run(&format!("x.{ext}"), bytes);
+        }
     }
 
     #[test]

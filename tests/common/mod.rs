@@ -29,7 +29,11 @@ pub fn run(dir: &Path, args: &[&str]) -> Output {
 
 /// Runs and asserts success; returns stdout as a string.
 pub fn ok(dir: &Path, args: &[&str]) -> String {
-    let out = run(dir, args);
+    succeeded(run(dir, args), args)
+}
+
+/// Asserts that a run of `lifeos args...` succeeded; returns its stdout as a string.
+pub fn succeeded(out: Output, args: &[&str]) -> String {
     assert!(
         out.status.success(),
         "lifeos {args:?} failed ({}):\nstdout:\n{}\nstderr:\n{}",

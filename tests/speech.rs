@@ -14,6 +14,11 @@ use common::*;
 /// The reference model (for tests only; the demo converts its own from the wheel).
 fn reference_model() -> String {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/models/ggml-tiny.en.bin");
+    assert!(
+        p.is_file(),
+        "{} is missing: the speech tests use the reference model from ../shared beside the checkout",
+        p.display()
+    );
     p.to_str().unwrap().to_string()
 }
 const REFERENCE_SHA256: &str = "5b3402dc898c4124fc3c27514ad02e51d763b98083f837dfa6285a55db950211";

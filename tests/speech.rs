@@ -507,6 +507,14 @@ fn truncated_and_corrupt_media_are_recorded_failures_and_the_rest_is_indexed() {
     write(d.path(), "cut.m4a", &m4a[..m4a.len() / 2]);
     write(d.path(), "garbage.mp4", &noise(50_000, 7));
     write(d.path(), "empty.mp3", b"");
+    // An AAC frame past the middle of the file: symphonia 0.5's ADTS reader panics on it.
+    let late = |tail: u8| {
+        let mut b = vec![0u8; 100];
+        b.extend_from_slice(&[0xFF, 0xF1, 0x50, 0x80, 0x01, 0xFF, 0xFC]);
+        b.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0, 0, tail]);
+        b
+    };
+    write(d.path(), "late.aac", &late(0));
     ok(d.path(), &["commit", "-m", "bad media"]);
     let v = json_m(d.path(), &["ingest"]);
     let mut failed: Vec<String> = v["failed"]
@@ -522,15 +530,22 @@ fn truncated_and_corrupt_media_are_recorded_failures_and_the_rest_is_indexed() {
         })
         .collect();
     failed.sort();
-    assert_eq!(failed.len(), 4, "{v}");
-    for (f, path) in failed
-        .iter()
-        .zip(["cut.m4a", "cut.wav", "empty.mp3", "garbage.mp4"])
+    assert_eq!(failed.len(), 5, "{v}");
+    for (f, path) in
+        failed
+            .iter()
+            .zip(["cut.m4a", "cut.wav", "empty.mp3", "garbage.mp4", "late.aac"])
     {
         assert!(f.starts_with(&format!("{path}: {path}: ")), "{f}");
     }
     assert!(failed[1].contains("truncated"), "{failed:?}");
+    assert!(failed[4].contains("corrupt media"), "{failed:?}");
     assert_eq!(hits(d.path(), &["tomato"]).len(), 1);
+    // Diffing the hostile file falls back to bytes instead of crashing.
+    write(d.path(), "late.aac", &late(1));
+    ok(d.path(), &["commit", "-m", "changed"]);
+    let diff = ok(d.path(), &["diff", "late.aac", "-r", "@-", "-r", "@"]);
+    assert!(diff.contains("late.aac (modified; binary)"), "{diff}");
 }
 
 #[test]

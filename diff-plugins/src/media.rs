@@ -137,8 +137,21 @@ fn mkv_resolution(r: &mut dyn ReadSeek) -> Option<(u32, u32)> {
     w.zip(h)
 }
 
-/// Probes and decodes the first audio track into a loudness envelope, streaming.
+/// Probes and decodes the first audio track into a loudness envelope, streaming. A
+/// decoder that panics on hostile bytes is a fallback to the binary diff, not a crash.
 pub fn analyse(side: &Side<'_>) -> Result<MediaInfo, DiffError> {
+    lifeos_speech::audio::guard(
+        || analyse_unguarded(side),
+        |why| {
+            DiffError::Fallback(format!(
+                "{} cannot be read as audio or video: the decoder failed on it ({why})",
+                side.path
+            ))
+        },
+    )
+}
+
+fn analyse_unguarded(side: &Side<'_>) -> Result<MediaInfo, DiffError> {
     let fallback = |e: String| {
         DiffError::Fallback(format!(
             "{} cannot be read as audio or video: {e}",

@@ -224,7 +224,7 @@ pub fn decode(
     sink: &mut dyn FnMut(&[f32]) -> Result<()>,
 ) -> Result<AudioInfo> {
     let (source, len) = reopen().map_err(|e| SpeechError::Io(format!("reading {name}: {e}")))?;
-    match decode_symphonia(name, source, len, sink) {
+    match unpanicked(name, || decode_symphonia(name, source, len, sink)) {
         Err(SpeechError::Unsupported(codec)) => match ffmpeg() {
             Some(bin) => decode_ffmpeg(&bin, name, reopen, &codec, sink),
             None => Err(SpeechError::Unsupported(format!(
@@ -233,6 +233,30 @@ pub fn decode(
         },
         other => other,
     }
+}
+
+/// Runs `f` on untrusted media; a panic in a demuxer or decoder (symphonia 0.5's ADTS
+/// reader overflows on some hostile files) becomes `on_panic(message)`, not a crash.
+pub fn guard<T, E>(
+    f: impl FnOnce() -> std::result::Result<T, E>,
+    on_panic: impl FnOnce(String) -> E,
+) -> std::result::Result<T, E> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|p| {
+        let why = p
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        Err(on_panic(why))
+    })
+}
+
+fn unpanicked<T>(name: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    guard(f, |why| {
+        SpeechError::Decode(format!(
+            "{name}: corrupt media: the decoder failed on it ({why})"
+        ))
+    })
 }
 
 /// Encoder priming of AAC in an MP4/MOV file, in source frames: the first edit's media
@@ -417,8 +441,8 @@ pub fn probe(
     reopen: &dyn Fn() -> std::io::Result<(Box<dyn Source>, u64)>,
 ) -> Result<AudioInfo> {
     let (source, len) = reopen().map_err(|e| SpeechError::Io(format!("reading {name}: {e}")))?;
-    match open_track(name, source, len) {
-        Ok(o) => Ok(o.info),
+    match unpanicked(name, || open_track(name, source, len).map(|o| o.info)) {
+        Ok(info) => Ok(info),
         Err(SpeechError::Unsupported(codec)) => Ok(AudioInfo {
             codec,
             ..AudioInfo::default()
@@ -699,6 +723,21 @@ mod tests {
             ext in proptest::sample::select(vec!["wav", "mp3", "flac", "ogg", "m4a", "mp4", "mkv"]),
         ) {
             let _ = run(&format!("x.{ext}"), bytes);
+        }
+    }
+
+    /// symphonia 0.5's ADTS reader subtracts the sync word's offset twice and overflows
+    /// when the first AAC frame starts past the middle of the file.
+    #[test]
+    fn adts_sync_late_in_a_file_is_an_error_not_a_panic() {
+        let mut b = vec![0u8; 100];
+        b.extend_from_slice(&[0xFF, 0xF1, 0x50, 0x80, 0x01, 0xFF, 0xFC]);
+        b.extend_from_slice(&[0u8; 10]);
+        for ext in ["aac", "m4a", "mp3"] {
+            let e = run(&format!("late.{ext}"), b.clone())
+                .unwrap_err()
+                .to_string();
+            assert!(e.starts_with(&format!("late.{ext}: ")), "{e}");
         }
     }
 

@@ -657,3 +657,40 @@ fn a_killed_ingest_resumes_after_the_recordings_it_finished() {
     paths.dedup();
     assert_eq!(paths, ["a.wav", "b.wav"]);
 }
+
+#[test]
+fn a_damaged_model_is_refused_and_recordings_get_their_metadata() {
+    let d = repo(false);
+    let fixtures = tempfile::tempdir().unwrap();
+    let (wav, _) = speech_wav(fixtures.path(), "memo", &PHRASES[1..]);
+    std::fs::copy(&wav, d.path().join("memo.wav")).unwrap();
+    ok(d.path(), &["commit", "-m", "memo"]);
+    let models = tempfile::tempdir().unwrap();
+    ok_with(
+        d.path(),
+        models.path(),
+        &["model", "import", &reference_model()],
+    );
+    let file = models.path().join("whisper-tiny.en.bin");
+    let mut bytes = std::fs::read(&file).unwrap();
+    bytes[1000] ^= 0xff;
+    std::fs::write(&file, bytes).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&ok_with(d.path(), models.path(), &["ingest", "--json"])).unwrap();
+    assert_eq!(v["speech"]["state"], "broken", "{v}");
+    assert!(
+        v["speech"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("does not match its manifest"),
+        "{v}"
+    );
+    assert_eq!(
+        (v["without_speech"].as_u64(), v["extracted"].as_u64()),
+        (Some(1), Some(1)),
+        "{v}"
+    );
+    assert!(hits(d.path(), &["tomato"]).is_empty());
+    let s = json(d.path(), &["search", "pcm"]);
+    assert_eq!(s["hits"][0]["path"], "memo.wav", "{s}");
+}

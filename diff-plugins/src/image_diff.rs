@@ -60,23 +60,31 @@ fn decode(side: &Side<'_>) -> Result<Decoded, DiffError> {
 
 /// EXIF fields worth comparing: date taken, camera, GPS, orientation.
 pub fn exif_fields(bytes: &[u8]) -> Vec<(String, String)> {
-    use exif::{In, Tag};
+    use exif::Tag;
+    exif_values(
+        bytes,
+        &[
+            ("date taken", Tag::DateTimeOriginal),
+            ("camera make", Tag::Make),
+            ("camera model", Tag::Model),
+            ("orientation", Tag::Orientation),
+            ("GPS latitude", Tag::GPSLatitude),
+            ("GPS latitude ref", Tag::GPSLatitudeRef),
+            ("GPS longitude", Tag::GPSLongitude),
+            ("GPS longitude ref", Tag::GPSLongitudeRef),
+        ],
+    )
+}
+
+/// The values of the named EXIF `tags` an image has (primary image), for people: with
+/// their units, without quotes; none if the image has no readable EXIF.
+pub fn exif_values(bytes: &[u8], tags: &[(&str, exif::Tag)]) -> Vec<(String, String)> {
     let Ok(e) = exif::Reader::new().read_from_container(&mut Cursor::new(bytes)) else {
         return Vec::new();
     };
-    let tags = [
-        ("date taken", Tag::DateTimeOriginal),
-        ("camera make", Tag::Make),
-        ("camera model", Tag::Model),
-        ("orientation", Tag::Orientation),
-        ("GPS latitude", Tag::GPSLatitude),
-        ("GPS latitude ref", Tag::GPSLatitudeRef),
-        ("GPS longitude", Tag::GPSLongitude),
-        ("GPS longitude ref", Tag::GPSLongitudeRef),
-    ];
     tags.iter()
         .filter_map(|(name, tag)| {
-            e.get_field(*tag, In::PRIMARY).map(|f| {
+            e.get_field(*tag, exif::In::PRIMARY).map(|f| {
                 (
                     name.to_string(),
                     f.display_value()

@@ -55,49 +55,19 @@ fn read_u32(r: &mut dyn ReadSeek) -> Option<u32> {
     Some(u32::from_be_bytes(b))
 }
 
-/// The video resolution of an MP4/MOV file, from the first video track's `tkhd` box
+/// The video resolution of an MP4/MOV file, from the first track's `tkhd` box with one
 /// (width and height are 16.16 fixed point, the last 8 bytes of the box).
 fn mp4_resolution(r: &mut dyn ReadSeek) -> Option<(u32, u32)> {
-    use std::io::SeekFrom;
-    fn boxes(r: &mut dyn ReadSeek, start: u64, end: u64, depth: u32) -> Option<(u32, u32)> {
-        let mut pos = start;
-        while pos + 8 <= end && depth < 6 {
-            r.seek(SeekFrom::Start(pos)).ok()?;
-            let mut size = u64::from(read_u32(r)?);
-            let mut kind = [0u8; 4];
-            r.read_exact(&mut kind).ok()?;
-            let mut header = 8;
-            if size == 1 {
-                let hi = u64::from(read_u32(r)?);
-                size = (hi << 32) | u64::from(read_u32(r)?);
-                header = 16;
-            } else if size == 0 {
-                size = end - pos;
-            }
-            if size < header + 8 && &kind == b"tkhd" || size < header {
-                return None;
-            }
-            match &kind {
-                b"moov" | b"trak" => {
-                    if let Some(res) = boxes(r, pos + header, pos + size, depth + 1) {
-                        return Some(res);
-                    }
-                }
-                b"tkhd" => {
-                    r.seek(SeekFrom::Start(pos + size - 8)).ok()?;
-                    let (w, h) = (read_u32(r)? >> 16, read_u32(r)? >> 16);
-                    if w > 0 && h > 0 {
-                        return Some((w, h));
-                    }
-                }
-                _ => {}
-            }
-            pos += size;
+    let end = r.seek(std::io::SeekFrom::End(0)).ok()?;
+    lifeos_speech::audio::mp4_track(r, end, |r, trak| {
+        let tkhd = lifeos_speech::audio::mp4_box(r, trak.0, trak.1, b"tkhd")?;
+        if tkhd.1 - tkhd.0 < 8 {
+            return None;
         }
-        None
-    }
-    let end = r.seek(SeekFrom::End(0)).ok()?;
-    boxes(r, 0, end, 0)
+        r.seek(std::io::SeekFrom::Start(tkhd.1 - 8)).ok()?;
+        let (w, h) = (read_u32(r)? >> 16, read_u32(r)? >> 16);
+        (w > 0 && h > 0).then_some((w, h))
+    })
 }
 
 /// The video resolution of a Matroska/WebM file: PixelWidth (0xB0) and PixelHeight (0xBA)

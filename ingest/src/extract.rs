@@ -510,31 +510,17 @@ impl Extractor for Image {
 }
 
 fn exif_fields(bytes: &[u8]) -> Vec<(String, String)> {
-    use exif::{In, Tag};
-    let Ok(e) = exif::Reader::new().read_from_container(&mut std::io::Cursor::new(bytes)) else {
-        return Vec::new();
-    };
-    [
-        ("date taken", Tag::DateTimeOriginal),
-        ("camera make", Tag::Make),
-        ("camera model", Tag::Model),
-        ("GPS latitude", Tag::GPSLatitude),
-        ("GPS longitude", Tag::GPSLongitude),
-    ]
-    .iter()
-    .filter_map(|(n, t)| {
-        e.get_field(*t, In::PRIMARY).map(|f| {
-            (
-                n.to_string(),
-                f.display_value()
-                    .with_unit(&e)
-                    .to_string()
-                    .trim_matches('"')
-                    .to_string(),
-            )
-        })
-    })
-    .collect()
+    use exif::Tag;
+    lifeos_diff::image_diff::exif_values(
+        bytes,
+        &[
+            ("date taken", Tag::DateTimeOriginal),
+            ("camera make", Tag::Make),
+            ("camera model", Tag::Model),
+            ("GPS latitude", Tag::GPSLatitude),
+            ("GPS longitude", Tag::GPSLongitude),
+        ],
+    )
 }
 
 /// The extractor for a file, by extension and then by content: `None` for content no

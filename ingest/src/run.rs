@@ -92,10 +92,10 @@ impl Settings {
         self.ocr_wanted && self.tesseract()
     }
 
-    /// The speech model, loaded when first needed; `None` when there is none.
+    /// The speech model, found when first needed; `None` when there is none.
     pub fn speech(&self) -> Option<Arc<Engine>> {
         self.engine
-            .get_or_init(|| Engine::load(&self.speech_cfg))
+            .get_or_init(|| Engine::find(&self.speech_cfg))
             .as_ref()
             .ok()
             .cloned()
@@ -104,7 +104,7 @@ impl Settings {
     /// Whether ingest can transcribe, and why not; `None` if no recording needed it.
     pub fn speech_status(&self) -> Option<SpeechStatus> {
         self.engine.get().map(|r| match r {
-            Ok(e) => SpeechStatus::Ready(e.model.clone()),
+            Ok(e) => e.status(),
             Err(s) => s.clone(),
         })
     }
@@ -221,7 +221,6 @@ pub fn ingest(
         tesseract: settings.tesseract(),
         ..Report::default()
     };
-    type Job = (Id, String, u64, Box<dyn Extractor>);
     let (mut jobs, mut streams): (Vec<Job>, Vec<Job>) = (Vec::new(), Vec::new());
     for (id, path, size) in reachable_files(repo)? {
         report.files += 1;
@@ -238,11 +237,30 @@ pub fn ingest(
             report.no_extractor += 1;
             continue;
         };
-        match catalog.job(&id, ex.name(), ex.version())? {
-            Some(JobState::Done) => report.already += 1,
-            Some(JobState::Failed(_)) if !retry_failed => report.failed_before += 1,
-            _ if ex.streams() => streams.push((id, path, size, ex)),
-            _ => jobs.push((id, path, size, ex)),
+        if let Some(job) = to_run(&catalog, &mut report, retry_failed, (id, path, size, ex))? {
+            if job.3.streams() {
+                streams.push(job);
+            } else {
+                jobs.push(job);
+            }
+        }
+    }
+    // The model is verified and loaded only now that a recording needs it; if it cannot
+    // be, recordings get metadata jobs instead, as without a model.
+    let speech_jobs = streams.iter().any(|j| j.3.name() == "speech");
+    if speech_jobs && settings.speech().is_some_and(|e| e.ready().is_err()) {
+        for (id, path, size, ex) in std::mem::take(&mut streams) {
+            let ex: Box<dyn Extractor> = if ex.name() == "speech" {
+                Box::new(crate::speech::Media { engine: None })
+            } else {
+                ex
+            };
+            streams.extend(to_run(
+                &catalog,
+                &mut report,
+                retry_failed,
+                (id, path, size, ex),
+            )?);
         }
     }
     drop(catalog);
@@ -319,17 +337,41 @@ pub fn ingest(
     Ok(report)
 }
 
+/// An ingest job: a file content, one path of it, its size, and its extractor.
+type Job = (Id, String, u64, Box<dyn Extractor>);
+
+/// The job, unless it already ran (counted as done, or as failed before when failures
+/// are not retried).
+fn to_run(
+    catalog: &lifeos_vcs::catalog::Catalog,
+    report: &mut Report,
+    retry_failed: bool,
+    job: Job,
+) -> Result<Option<Job>> {
+    Ok(match catalog.job(&job.0, job.3.name(), job.3.version())? {
+        Some(JobState::Done) => {
+            report.already += 1;
+            None
+        }
+        Some(JobState::Failed(_)) if !retry_failed => {
+            report.failed_before += 1;
+            None
+        }
+        _ => Some(job),
+    })
+}
+
 /// Runs an extractor so that a panic on hostile input (in it or a library it uses) is a
 /// failure of this file, not of the whole ingest.
 fn guarded(
     ex: &dyn Extractor,
     f: impl FnOnce() -> std::result::Result<Vec<Segment>, String>,
 ) -> std::result::Result<Vec<Segment>, String> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|_| {
-        Err(format!(
+    lifeos_speech::audio::guard(f, |_| {
+        format!(
             "the {} extractor failed on this file (it panicked)",
             ex.name()
-        ))
+        )
     })
 }
 

@@ -21,14 +21,22 @@ pub fn is_recording(path: &str) -> bool {
     MEDIA_EXTS.contains(&audio::extension(path).as_str())
 }
 
-/// A loaded speech model.
+/// The speech model ingest uses: found from the manifests when a recording is chosen,
+/// verified and loaded only when one is transcribed (so an ingest with nothing to
+/// transcribe neither hashes nor loads it).
 pub struct Engine {
     /// The model's name.
     pub model: String,
     #[cfg(feature = "speech")]
-    transcriber: lifeos_speech::transcribe::Transcriber,
+    manifest: lifeos_speech::models::Model,
+    #[cfg(feature = "speech")]
+    path: std::path::PathBuf,
+    #[cfg(feature = "speech")]
+    threads: usize,
     #[cfg(feature = "speech")]
     window_secs: u32,
+    #[cfg(feature = "speech")]
+    loaded: std::sync::OnceLock<Result<lifeos_speech::transcribe::Transcriber, String>>,
 }
 
 /// Whether and how ingest can transcribe.
@@ -59,30 +67,27 @@ pub struct SpeechConfig {
 }
 
 impl Engine {
-    /// Loads the configured (or default) model; `Err` says why there is none.
-    pub fn load(cfg: &SpeechConfig) -> Result<Arc<Engine>, SpeechStatus> {
+    /// The configured (or default) model; `Err` says why there is none.
+    pub fn find(cfg: &SpeechConfig) -> Result<Arc<Engine>, SpeechStatus> {
         if !lifeos_speech::ENABLED {
             return Err(SpeechStatus::Disabled);
         }
         let registry = lifeos_speech::models::Registry::open()
             .map_err(|e| SpeechStatus::Broken(e.to_string()))?;
-        let (model, path) = match registry.resolve(cfg.model.as_deref()) {
+        let (model, path) = match registry.find(cfg.model.as_deref()) {
             Ok(Some(m)) => m,
             Ok(None) => return Err(SpeechStatus::NoModel),
             Err(e) => return Err(SpeechStatus::Broken(e.to_string())),
         };
         #[cfg(feature = "speech")]
         {
-            let transcriber = lifeos_speech::transcribe::Transcriber::load(
-                &path,
-                cfg.threads.unwrap_or(1),
-                model.multilingual,
-            )
-            .map_err(|e| SpeechStatus::Broken(e.to_string()))?;
             Ok(Arc::new(Engine {
-                model: model.name,
-                transcriber,
+                model: model.name.clone(),
+                manifest: model,
+                path,
+                threads: cfg.threads.unwrap_or(1),
                 window_secs: cfg.window_secs.unwrap_or(300),
+                loaded: std::sync::OnceLock::new(),
             }))
         }
         #[cfg(not(feature = "speech"))]
@@ -90,6 +95,44 @@ impl Engine {
             let _ = (model, path);
             Err(SpeechStatus::Disabled)
         }
+    }
+
+    /// Verifies the model file against its manifest and loads it (once); why not, if it
+    /// cannot be.
+    pub fn ready(&self) -> Result<(), String> {
+        self.transcriber().map(|_| ())
+    }
+
+    /// Ready once loaded, or why loading failed.
+    pub fn status(&self) -> SpeechStatus {
+        #[cfg(feature = "speech")]
+        if let Some(Err(why)) = self.loaded.get() {
+            return SpeechStatus::Broken(why.clone());
+        }
+        SpeechStatus::Ready(self.model.clone())
+    }
+
+    #[cfg(feature = "speech")]
+    fn transcriber(&self) -> Result<&lifeos_speech::transcribe::Transcriber, String> {
+        self.loaded
+            .get_or_init(|| {
+                lifeos_speech::models::verify(&self.manifest, &self.path)
+                    .and_then(|()| {
+                        lifeos_speech::transcribe::Transcriber::load(
+                            &self.path,
+                            self.threads,
+                            self.manifest.multilingual,
+                        )
+                    })
+                    .map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    #[cfg(not(feature = "speech"))]
+    fn transcriber(&self) -> Result<(), String> {
+        Err("this build of lifeos has no speech support".into())
     }
 }
 
@@ -166,7 +209,7 @@ fn transcribe(
     progress: &dyn Fn(f64),
 ) -> Result<Vec<Segment>, String> {
     let mut session = engine
-        .transcriber
+        .transcriber()?
         .session(engine.window_secs)
         .map_err(|e| e.to_string())?;
     let info = audio::decode(path, open, &mut |block| {

@@ -235,8 +235,8 @@ pub fn decode(
     }
 }
 
-/// Runs `f` on untrusted media; a panic in a demuxer or decoder (symphonia 0.5's ADTS
-/// reader overflows on some hostile files) becomes `on_panic(message)`, not a crash.
+/// Runs `f` on untrusted bytes; a panic in it (a demuxer or decoder: symphonia 0.5's
+/// ADTS reader overflows on some hostile files) becomes `on_panic(message)`, not a crash.
 pub fn guard<T, E>(
     f: impl FnOnce() -> std::result::Result<T, E>,
     on_panic: impl FnOnce(String) -> E,
@@ -263,17 +263,32 @@ fn unpanicked<T>(name: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
 /// time (what players skip), read from the file's `elst` box. symphonia does not apply
 /// it, so without this every timestamp would be late by ~50 ms.
 fn mp4_priming(src: &mut dyn Source, len: u64) -> Option<u64> {
-    let moov = find_box(src, 0, len, b"moov")?;
+    mp4_track(src, len, |src, trak| {
+        is_sound_track(src, trak.0, trak.1).then(|| {
+            let edts = mp4_box(src, trak.0, trak.1, b"edts")?;
+            let elst = mp4_box(src, edts.0, edts.1, b"elst")?;
+            first_media_time(src, elst)
+        })
+    })
+    .flatten()
+}
+
+/// The first value `f` gives for a track (the body of a `moov/trak` box, as start and
+/// end offsets) of an MP4-family file of `len` bytes.
+pub fn mp4_track<T>(
+    src: &mut dyn Source,
+    len: u64,
+    mut f: impl FnMut(&mut dyn Source, (u64, u64)) -> Option<T>,
+) -> Option<T> {
+    let moov = mp4_box(src, 0, len, b"moov")?;
     let mut pos = moov.0;
-    loop {
-        let trak = find_box(src, pos, moov.1, b"trak")?;
-        if is_sound_track(src, trak.0, trak.1) {
-            let edts = find_box(src, trak.0, trak.1, b"edts")?;
-            let elst = find_box(src, edts.0, edts.1, b"elst")?;
-            return first_media_time(src, elst);
+    while let Some(trak) = mp4_box(src, pos, moov.1, b"trak") {
+        if let Some(v) = f(src, trak) {
+            return Some(v);
         }
         pos = trak.1;
     }
+    None
 }
 
 /// The media time of the first non-empty edit of an `elst` box's body.
@@ -301,8 +316,9 @@ fn first_media_time(src: &mut dyn Source, (start, end): (u64, u64)) -> Option<u6
     None
 }
 
-/// The body (start, end) of the first box of `kind` among the boxes in `start..end`.
-fn find_box(src: &mut dyn Source, start: u64, end: u64, kind: &[u8; 4]) -> Option<(u64, u64)> {
+/// The body (start, end) of the first MP4 box of `kind` among the boxes in
+/// `start..end` (32- and 64-bit sizes, and size 0 for "to the end").
+pub fn mp4_box(src: &mut dyn Source, start: u64, end: u64, kind: &[u8; 4]) -> Option<(u64, u64)> {
     let mut pos = start;
     while pos + 8 <= end {
         src.seek(SeekFrom::Start(pos)).ok()?;
@@ -331,8 +347,8 @@ fn find_box(src: &mut dyn Source, start: u64, end: u64, kind: &[u8; 4]) -> Optio
 
 fn is_sound_track(src: &mut dyn Source, start: u64, end: u64) -> bool {
     (|| {
-        let mdia = find_box(src, start, end, b"mdia")?;
-        let hdlr = find_box(src, mdia.0, mdia.1, b"hdlr")?;
+        let mdia = mp4_box(src, start, end, b"mdia")?;
+        let hdlr = mp4_box(src, mdia.0, mdia.1, b"hdlr")?;
         src.seek(SeekFrom::Start(hdlr.0 + 8)).ok()?;
         let mut t = [0u8; 4];
         src.read_exact(&mut t).ok()?;

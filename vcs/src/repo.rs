@@ -393,21 +393,7 @@ impl Repo {
 
     /// Walks a path (components separated by `/`) down from tree `root`.
     pub fn lookup_path(&self, root: &Id, path: &str) -> Result<Option<crate::object::TreeEntry>> {
-        let comps = split_path(path)?;
-        let mut tree = self.tree(root)?;
-        for (i, c) in comps.iter().enumerate() {
-            let Some(e) = tree.get(c.as_bytes()).cloned() else {
-                return Ok(None);
-            };
-            if i + 1 == comps.len() {
-                return Ok(Some(e));
-            }
-            if e.kind != crate::object::EntryKind::Dir {
-                return Ok(None);
-            }
-            tree = self.tree(&e.id)?;
-        }
-        Ok(None)
+        walk_path(root, path, |id| self.tree(id))
     }
 }
 
@@ -428,4 +414,28 @@ pub fn split_path(path: &str) -> Result<Vec<&str>> {
             Ok(c)
         })
         .collect()
+}
+
+/// Walks a path (components separated by `/`) down from tree `root`, reading each tree
+/// with `tree`: the entry it names, or `None` if a component is missing or not a folder.
+pub(crate) fn walk_path(
+    root: &Id,
+    path: &str,
+    mut tree: impl FnMut(&Id) -> Result<Tree>,
+) -> Result<Option<crate::object::TreeEntry>> {
+    let comps = split_path(path)?;
+    let mut t = tree(root)?;
+    for (i, c) in comps.iter().enumerate() {
+        let Some(e) = t.get(c.as_bytes()).cloned() else {
+            return Ok(None);
+        };
+        if i + 1 == comps.len() {
+            return Ok(Some(e));
+        }
+        if e.kind != crate::object::EntryKind::Dir {
+            return Ok(None);
+        }
+        t = tree(&e.id)?;
+    }
+    Ok(None)
 }

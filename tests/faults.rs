@@ -74,15 +74,7 @@ fn flipped_byte_in_a_pack_is_named_by_fsck_and_cat_refuses_wrong_bytes() {
     assert_eq!(ok(d, &["cat", "ok.txt"]), "fine\n");
     // gc neither hides nor drops the damaged chunk: fsck still names it afterwards.
     ok(d, &["gc"]);
-    let f = json(d, &["fsck"]);
-    assert!(
-        f["problems"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|x| x["object"] == chunk.to_hex()),
-        "{f}"
-    );
+    assert_fsck_problem(d, |x| x["object"] == chunk.to_hex());
 }
 
 #[test]
@@ -109,30 +101,14 @@ fn truncated_or_missing_pack_fails_clearly_and_other_files_stay_readable() {
     let out = run(d, &["cat", "b.bin"]);
     assert!(out.status.success());
     assert_eq!(out.stdout, noise(2_000_000, 12));
-    let f = json(d, &["fsck"]);
-    assert!(
-        f["problems"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|x| x["code"] == "damaged-pack" && x["pack"] == pack),
-        "{f}"
-    );
+    assert_fsck_problem(d, |x| x["code"] == "damaged-pack" && x["pack"] == pack);
 
     std::fs::remove_file(&p).unwrap();
     let err = fails(d, &["cat", "a.bin"]);
     assert!(err.contains(&format!("pack {pack} is missing")), "{err}");
     assert!(err.contains("backup"), "{err}");
     assert_eq!(run(d, &["cat", "b.bin"]).stdout, noise(2_000_000, 12));
-    let f = json(d, &["fsck"]);
-    assert!(
-        f["problems"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|x| x["code"] == "missing-pack"),
-        "{f}"
-    );
+    assert_fsck_problem(d, |x| x["code"] == "missing-pack");
 
     // Putting the pack back heals everything.
     std::fs::write(&p, saved).unwrap();
@@ -168,15 +144,7 @@ fn damaged_index_falls_back_to_pack_footers_and_gc_rebuilds_it() {
         err.contains("warning") && err.contains("truncated") && err.contains("lifeos gc"),
         "{err}"
     );
-    let f = json(d, &["fsck"]);
-    assert!(
-        f["problems"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|x| x["code"] == "damaged-index"),
-        "{f}"
-    );
+    assert_fsck_problem(d, |x| x["code"] == "damaged-index");
     ok(d, &["gc"]);
     assert_eq!(json(d, &["fsck"])["ok"], true);
     let out = run(d, &["cat", "a.bin"]);
@@ -615,4 +583,10 @@ fn gc_killed_midway_leaves_a_healthy_repository() {
     }
     ok(d, &["gc"]);
     assert_eq!(json(d, &["fsck"])["ok"], true);
+}
+
+/// Runs `fsck --json` and asserts that one of the problems it reports satisfies `want`.
+fn assert_fsck_problem(d: &Path, want: impl Fn(&serde_json::Value) -> bool) {
+    let f = json(d, &["fsck"]);
+    assert!(f["problems"].as_array().unwrap().iter().any(want), "{f}");
 }

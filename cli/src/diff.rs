@@ -346,14 +346,15 @@ fn add_transcript(
     };
     let mut sides = Vec::new();
     for id in [old, new] {
-        if catalog.job(id, "speech", 1)? != Some(lifeos_vcs::catalog::JobState::Done) {
+        let (speech, version) = lifeos_ingest::speech::SPEECH;
+        if catalog.job(id, speech, version)? != Some(lifeos_vcs::catalog::JobState::Done) {
             d.notes.push(
                 "transcripts not compared: a version has not been transcribed (run `lifeos ingest` with a speech model installed)".into(),
             );
             return Ok(());
         }
         let segs: Vec<lifeos_diff::transcript::Spoken> = catalog
-            .segments_of(id, "speech", "speech")?
+            .segments_of(id, speech, "speech")?
             .into_iter()
             .map(|(anchor, text)| {
                 let a: serde_json::Value = serde_json::from_str(&anchor).unwrap_or_default();

@@ -247,10 +247,12 @@ pub fn ingest(
     }
     // The model is verified and loaded only now that a recording needs it; if it cannot
     // be, recordings get metadata jobs instead, as without a model.
-    let speech_jobs = streams.iter().any(|j| j.3.name() == "speech");
+    let speech_jobs = streams
+        .iter()
+        .any(|j| j.3.name() == crate::speech::SPEECH.0);
     if speech_jobs && settings.speech().is_some_and(|e| e.ready().is_err()) {
         for (id, path, size, ex) in std::mem::take(&mut streams) {
-            let ex: Box<dyn Extractor> = if ex.name() == "speech" {
+            let ex: Box<dyn Extractor> = if ex.name() == crate::speech::SPEECH.0 {
                 Box::new(crate::speech::Media { engine: None })
             } else {
                 ex
@@ -320,7 +322,7 @@ pub fn ingest(
                 progress(*p);
             })
         });
-        if ex.name() == "speech" {
+        if ex.name() == crate::speech::SPEECH.0 {
             let mut p = state.lock().expect("progress");
             p.audio_seconds = before.audio_seconds + *seconds.lock().expect("seconds");
             p.speech_seconds = before.speech_seconds + started.elapsed().as_secs_f64();

@@ -24,20 +24,25 @@ pub fn is_recording(path: &str) -> bool {
 /// The speech model ingest uses: found from the manifests when a recording is chosen,
 /// verified and loaded only when one is transcribed (so an ingest with nothing to
 /// transcribe neither hashes nor loads it).
+#[cfg_attr(not(feature = "speech"), allow(dead_code))]
 pub struct Engine {
     /// The model's name.
     pub model: String,
-    #[cfg(feature = "speech")]
     manifest: lifeos_speech::models::Model,
-    #[cfg(feature = "speech")]
     path: std::path::PathBuf,
-    #[cfg(feature = "speech")]
     threads: usize,
-    #[cfg(feature = "speech")]
     window_secs: u32,
-    #[cfg(feature = "speech")]
-    loaded: std::sync::OnceLock<Result<lifeos_speech::transcribe::Transcriber, String>>,
+    loaded: std::sync::OnceLock<Result<Transcriber, String>>,
 }
+
+#[cfg(feature = "speech")]
+use lifeos_speech::transcribe::Transcriber;
+/// Without whisper.cpp, nothing is ever loaded.
+#[cfg(not(feature = "speech"))]
+type Transcriber = std::convert::Infallible;
+
+/// The transcribing extractor's name and version: the job key of a transcript.
+pub const SPEECH: (&str, u32) = ("speech", 1);
 
 /// Whether and how ingest can transcribe.
 #[derive(Debug, Clone, PartialEq)]
@@ -58,7 +63,7 @@ pub struct SpeechConfig {
     /// The model to use (default: the registry's default).
     #[serde(default)]
     pub model: Option<String>,
-    /// whisper.cpp threads (default 1: on small shared machines more threads were slower).
+    /// whisper.cpp threads (default 1, leaving the other cores to the rest of the machine).
     #[serde(default)]
     pub threads: Option<usize>,
     /// Seconds of audio transcribed at a time (default 300).
@@ -79,22 +84,14 @@ impl Engine {
             Ok(None) => return Err(SpeechStatus::NoModel),
             Err(e) => return Err(SpeechStatus::Broken(e.to_string())),
         };
-        #[cfg(feature = "speech")]
-        {
-            Ok(Arc::new(Engine {
-                model: model.name.clone(),
-                manifest: model,
-                path,
-                threads: cfg.threads.unwrap_or(1),
-                window_secs: cfg.window_secs.unwrap_or(300),
-                loaded: std::sync::OnceLock::new(),
-            }))
-        }
-        #[cfg(not(feature = "speech"))]
-        {
-            let _ = (model, path);
-            Err(SpeechStatus::Disabled)
-        }
+        Ok(Arc::new(Engine {
+            model: model.name.clone(),
+            manifest: model,
+            path,
+            threads: cfg.threads.unwrap_or(1),
+            window_secs: cfg.window_secs.unwrap_or(300),
+            loaded: std::sync::OnceLock::new(),
+        }))
     }
 
     /// Verifies the model file against its manifest and loads it (once); why not, if it
@@ -105,33 +102,28 @@ impl Engine {
 
     /// Ready once loaded, or why loading failed.
     pub fn status(&self) -> SpeechStatus {
-        #[cfg(feature = "speech")]
         if let Some(Err(why)) = self.loaded.get() {
             return SpeechStatus::Broken(why.clone());
         }
         SpeechStatus::Ready(self.model.clone())
     }
 
-    #[cfg(feature = "speech")]
-    fn transcriber(&self) -> Result<&lifeos_speech::transcribe::Transcriber, String> {
+    fn transcriber(&self) -> Result<&Transcriber, String> {
         self.loaded
-            .get_or_init(|| {
-                lifeos_speech::models::verify(&self.manifest, &self.path)
-                    .and_then(|()| {
-                        lifeos_speech::transcribe::Transcriber::load(
-                            &self.path,
-                            self.threads,
-                            self.manifest.multilingual,
-                        )
-                    })
-                    .map_err(|e| e.to_string())
-            })
+            .get_or_init(|| self.load())
             .as_ref()
             .map_err(Clone::clone)
     }
 
+    #[cfg(feature = "speech")]
+    fn load(&self) -> Result<Transcriber, String> {
+        lifeos_speech::models::verify(&self.manifest, &self.path)
+            .and_then(|()| Transcriber::load(&self.path, self.threads, self.manifest.multilingual))
+            .map_err(|e| e.to_string())
+    }
+
     #[cfg(not(feature = "speech"))]
-    fn transcriber(&self) -> Result<(), String> {
+    fn load(&self) -> Result<Transcriber, String> {
         Err("this build of lifeos has no speech support".into())
     }
 }
@@ -169,13 +161,13 @@ fn metadata(info: &AudioInfo, model: Option<&str>) -> Segment {
 impl Extractor for Media {
     fn name(&self) -> &'static str {
         if self.engine.is_some() {
-            "speech"
+            SPEECH.0
         } else {
             "media"
         }
     }
     fn version(&self) -> u32 {
-        1
+        SPEECH.1
     }
     fn streams(&self) -> bool {
         true
@@ -234,12 +226,13 @@ fn transcribe(
     Ok(out)
 }
 
+/// Without whisper.cpp the model never loads, so this only returns why.
 #[cfg(not(feature = "speech"))]
 fn transcribe(
-    _: &Engine,
+    engine: &Engine,
     _: &str,
     _: &Opener<'_>,
     _: &dyn Fn(f64),
 ) -> Result<Vec<Segment>, String> {
-    Err("this build of lifeos has no speech support".into())
+    match *engine.transcriber()? {}
 }

@@ -31,14 +31,30 @@ fn threshold(rms: &[f32]) -> f32 {
     floor + (loud - floor) * 0.05
 }
 
-/// Narrows `segs` (times relative to `samples[0]`, in order) to the sound within them.
-pub fn narrow(samples: &[f32], segs: &mut [TimedText]) {
-    if samples.len() < FRAME || segs.is_empty() {
-        return;
+/// The loudness of a window of samples, 10 ms frame by frame, and the level that counts
+/// as sound; computed once per window for [`narrow`] and [`swallowed`].
+pub struct Loudness {
+    rms: Vec<f32>,
+    thr: f32,
+}
+
+impl Loudness {
+    /// The loudness of `samples`; `None` for less than one frame.
+    pub fn of(samples: &[f32]) -> Option<Loudness> {
+        if samples.len() < FRAME {
+            return None;
+        }
+        let rms = frame_rms(samples);
+        let thr = threshold(&rms);
+        Some(Loudness { rms, thr })
     }
-    let rms = frame_rms(samples);
-    let thr = threshold(&rms);
-    if thr <= 0.0 {
+}
+
+/// Narrows `segs` (times relative to the window's start, in order) to the sound within
+/// them.
+pub fn narrow(loud: &Loudness, segs: &mut [TimedText]) {
+    let (rms, thr) = (&loud.rms, loud.thr);
+    if segs.is_empty() || thr <= 0.0 {
         return;
     }
     let frames = rms.len();
@@ -81,12 +97,8 @@ const LONG_GAP: usize = 150;
 /// 30-second chunk after the first sentence and stretches that sentence's segment over
 /// the rest of the chunk, whose speech it then never transcribes; the speech after the
 /// gap must be transcribed again.
-pub fn swallowed(samples: &[f32], segs: &[TimedText]) -> Option<(usize, u64, u64)> {
-    if samples.len() < FRAME {
-        return None;
-    }
-    let rms = frame_rms(samples);
-    let thr = threshold(&rms);
+pub fn swallowed(loud: &Loudness, segs: &[TimedText]) -> Option<(usize, u64, u64)> {
+    let (rms, thr) = (&loud.rms, loud.thr);
     let frames = rms.len();
     for (i, s) in segs.iter().enumerate() {
         let (a, b) = (
@@ -155,7 +167,7 @@ mod tests {
             text: "x".into(),
         };
         let mut segs = vec![seg(0, 7000), seg(7000, 10_000)];
-        narrow(&s, &mut segs);
+        narrow(&Loudness::of(&s).unwrap(), &mut segs);
         assert_eq!((segs[0].start_ms, segs[0].end_ms), (3000, 5000));
         // Whisper closed the second segment early: it runs on to the end of the sound.
         assert_eq!((segs[1].start_ms, segs[1].end_ms), (9000, 10_500));
@@ -182,14 +194,14 @@ mod tests {
             text: "x".into(),
         };
         assert_eq!(
-            swallowed(&s, std::slice::from_ref(&seg)),
+            swallowed(&Loudness::of(&s).unwrap(), std::slice::from_ref(&seg)),
             Some((0, 1000, 3000))
         );
         let short = TimedText {
             end_ms: 1000,
             ..seg
         };
-        assert_eq!(swallowed(&s, &[short]), None);
+        assert_eq!(swallowed(&Loudness::of(&s).unwrap(), &[short]), None);
     }
 
     #[test]
@@ -200,7 +212,7 @@ mod tests {
             end_ms: 1000,
             text: "x".into(),
         }];
-        narrow(&s, &mut segs);
+        narrow(&Loudness::of(&s).unwrap(), &mut segs);
         assert_eq!((segs[0].start_ms, segs[0].end_ms), (0, 1000));
     }
 }

@@ -67,6 +67,7 @@ impl Transcriber {
     fn run(&self, state: &mut whisper_rs::WhisperState, samples: &[f32]) -> Result<Vec<TimedText>> {
         let mut out = Vec::new();
         let mut from = 0usize;
+        let loud = crate::align::Loudness::of(samples);
         // Each rerun starts after a silence of 1.5 s or more, so they are few.
         for _ in 0..64 {
             let base = (from as u64 * 1000) / RATE as u64;
@@ -75,8 +76,13 @@ impl Transcriber {
                 s.start_ms += base;
                 s.end_ms += base;
             }
-            crate::align::narrow(samples, &mut segs);
-            match crate::align::swallowed(samples, &segs) {
+            if let Some(l) = &loud {
+                crate::align::narrow(l, &mut segs);
+            }
+            match loud
+                .as_ref()
+                .and_then(|l| crate::align::swallowed(l, &segs))
+            {
                 Some((i, gap_start, gap_end)) => {
                     segs.truncate(i + 1);
                     segs[i].end_ms = gap_start;

@@ -6,9 +6,11 @@
 
 use std::hint::black_box;
 use std::path::Path;
-use std::process::Command;
 
 use criterion::{criterion_group, criterion_main, Criterion};
+
+#[path = "../tests/common/mod.rs"]
+mod common;
 use lifeos_vcs::working_copy::NoProgress;
 use lifeos_vcs::Repo;
 
@@ -50,10 +52,6 @@ fn build(dir: &Path, ops: usize) {
     std::env::remove_var("LIFEOS_NOW");
 }
 
-fn bin() -> std::path::PathBuf {
-    std::path::PathBuf::from(env!("CARGO_BIN_EXE_lifeos"))
-}
-
 fn time_travel(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let t = std::time::Instant::now();
@@ -88,22 +86,10 @@ fn time_travel(c: &mut Criterion) {
             black_box(out)
         })
     });
-    let run = |args: &[&str]| {
-        let out = Command::new(bin())
-            .current_dir(d)
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out.stdout
-    };
+    let run = |args: &[&str]| common::ok(d, args);
     assert_eq!(
         run(&["cat", "notes/plan.md", "--at", when]),
-        format!("plan version {mid}\n").into_bytes()
+        format!("plan version {mid}\n")
     );
     g.bench_function("cli_cat_at", |b| {
         b.iter(|| black_box(run(&["cat", "notes/plan.md", "--at", when])))

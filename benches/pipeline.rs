@@ -11,18 +11,9 @@ use lifeos_store::chunker::chunk_lengths;
 use lifeos_store::config::Chunking;
 use lifeos_store::{Store, StoreConfig};
 
-fn noise(n: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    let mut out = Vec::with_capacity(n + 8);
-    while out.len() < n {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        out.extend_from_slice(&x.to_le_bytes());
-    }
-    out.truncate(n);
-    out
-}
+#[path = "../tests/common/mod.rs"]
+mod common;
+use common::noise;
 
 const MB: usize = 1 << 20;
 

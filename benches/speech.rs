@@ -10,10 +10,12 @@
 //! speech and takes the median of three runs; in test mode, a short one, once.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Instant;
 
 use criterion::{criterion_group, criterion_main, Criterion};
+
+#[path = "../tests/common/mod.rs"]
+mod common;
 use lifeos_speech::audio::{self, Source};
 use lifeos_vcs::Repo;
 
@@ -32,29 +34,18 @@ const SENTENCES: &[&str] = &[
     "The doctor said the results look good.",
 ];
 
-fn run(cmd: &str, args: &[&str]) {
-    let out = Command::new(cmd).args(args).output().unwrap_or_else(|e| {
-        panic!("{cmd} is needed for this benchmark (scripts/setup-deps.sh installs it): {e}")
-    });
-    assert!(
-        out.status.success(),
-        "{cmd}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// A recording of `n` sentences as AAC in M4A at 44.1 kHz stereo.
 fn recording(dir: &Path, n: usize) -> PathBuf {
     let text: Vec<&str> = (0..n).map(|i| SENTENCES[i % SENTENCES.len()]).collect();
     let txt = dir.join("speech.txt");
     std::fs::write(&txt, text.join("\n\n")).unwrap();
     let wav = dir.join("speech.wav");
-    run(
+    common::tool(
         "espeak-ng",
         &["-w", wav.to_str().unwrap(), "-f", txt.to_str().unwrap()],
     );
     let m4a = dir.join("speech.m4a");
-    run(
+    common::tool(
         "ffmpeg",
         &[
             "-loglevel",

@@ -6,7 +6,6 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
 
 use common::*;
@@ -22,17 +21,6 @@ fn reference_model() -> String {
     p.to_str().unwrap().to_string()
 }
 const REFERENCE_SHA256: &str = "5b3402dc898c4124fc3c27514ad02e51d763b98083f837dfa6285a55db950211";
-
-fn tool(name: &str, args: &[&str]) {
-    let out = Command::new(name).args(args).output().unwrap_or_else(|e| {
-        panic!("{name} is needed to build the fixtures (scripts/test.sh installs it): {e}")
-    });
-    assert!(
-        out.status.success(),
-        "{name} {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 /// A recording of `parts` (seconds of silence before each phrase, and the phrase) at
 /// 22.05 kHz; returns the WAV and where each phrase starts and ends, in seconds.

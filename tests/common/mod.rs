@@ -230,3 +230,16 @@ pub fn jpeg_with_exif(img: &image::RgbImage, date: &str, model: &str) -> Vec<u8>
     out.extend_from_slice(&jpg[2..]);
     out
 }
+
+/// Runs another program a test or bench needs (espeak-ng, ffmpeg, python3), which must
+/// succeed.
+pub fn tool(name: &str, args: &[&str]) {
+    let out = Command::new(name).args(args).output().unwrap_or_else(|e| {
+        panic!("{name} is needed to build the fixtures (scripts/test.sh installs it): {e}")
+    });
+    assert!(
+        out.status.success(),
+        "{name} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -17,6 +17,7 @@ pub mod convert;
 pub mod models;
 #[cfg(feature = "whisper")]
 pub mod transcribe;
+pub mod window;
 
 /// Whether this build can transcribe (it was built with whisper.cpp).
 pub const ENABLED: bool = cfg!(feature = "whisper");

@@ -1,14 +1,12 @@
 //! Transcription with whisper.cpp (through whisper-rs): 16 kHz mono samples in, segments
-//! with their start and end out. Long recordings are transcribed in windows, so memory is
-//! bounded by the window; each window ends at the quietest moment of its last 30% (a
-//! pause) and the next starts there, so timestamps run on across windows and no word is
-//! cut at a window's edge.
+//! with their start and end out, a long recording in windows ([`crate::window`]).
 
 use std::path::Path;
 
 use whisper_rs::{FullParams, SamplingStrategy, WhisperContext, WhisperContextParameters};
 
 use crate::audio::RATE;
+use crate::window::Windows;
 use crate::{Result, SpeechError, TimedText};
 
 /// A loaded model.
@@ -54,10 +52,7 @@ impl Transcriber {
                 .ctx
                 .create_state()
                 .map_err(whisper_err("creating a whisper state"))?,
-            window: (window_secs.max(10) * RATE) as usize,
-            buf: Vec::new(),
-            offset: 0,
-            out: Vec::new(),
+            windows: Windows::new(window_secs),
         })
     }
 
@@ -138,56 +133,28 @@ impl Transcriber {
     }
 }
 
-/// Transcription of one recording, fed in blocks.
+/// Transcription of one recording, fed in blocks, in windows.
 pub struct Session<'a> {
     t: &'a Transcriber,
     state: whisper_rs::WhisperState,
-    window: usize,
-    buf: Vec<f32>,
-    /// Position of `buf[0]` in the recording, in samples.
-    offset: u64,
-    out: Vec<TimedText>,
+    windows: Windows,
 }
 
 impl Session<'_> {
     /// More samples of the recording.
     pub fn push(&mut self, samples: &[f32]) -> Result<()> {
-        self.buf.extend_from_slice(samples);
-        while self.buf.len() >= self.window {
-            self.window_done(false)?;
-        }
-        Ok(())
+        let (t, state) = (self.t, &mut self.state);
+        self.windows.push(samples, &mut |w| t.run(state, w))
     }
 
     /// Seconds of the recording transcribed so far.
     pub fn position_secs(&self) -> f64 {
-        self.offset as f64 / RATE as f64
+        self.windows.position_secs()
     }
 
     /// The end of the recording: every segment, in order.
     pub fn finish(mut self) -> Result<Vec<TimedText>> {
-        if !self.buf.is_empty() {
-            self.window_done(true)?;
-        }
-        Ok(self.out)
-    }
-
-    fn window_done(&mut self, last: bool) -> Result<()> {
-        // A window ends in a pause, so no word is split between two windows.
-        let consumed = if last {
-            self.buf.len()
-        } else {
-            crate::align::quiet_cut(&self.buf[..self.window])
-        };
-        let segs = self.t.run(&mut self.state, &self.buf[..consumed])?;
-        let base_ms = self.offset * 1000 / RATE as u64;
-        self.out.extend(segs.into_iter().map(|mut s| {
-            s.start_ms += base_ms;
-            s.end_ms += base_ms;
-            s
-        }));
-        self.buf.drain(..consumed);
-        self.offset += consumed as u64;
-        Ok(())
+        let (t, state) = (self.t, &mut self.state);
+        self.windows.finish(&mut |w| t.run(state, w))
     }
 }

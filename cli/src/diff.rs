@@ -367,10 +367,13 @@ fn add_transcript(
     let changes = lifeos_diff::transcript::diff(&sides[0], &sides[1]);
     d.summary.push_str(&match changes.as_slice() {
         [] => "; transcript unchanged".to_string(),
-        [one] => format!(
-            "; transcript: 1 change ({})",
-            one.text.split(' ').next().unwrap_or("")
-        ),
+        [one] => match one.at {
+            Anchor::Time { start_ms, end_ms } => format!(
+                "; transcript: 1 change ({})",
+                lifeos_diff::transcript::range(start_ms, end_ms)
+            ),
+            _ => "; transcript: 1 change".to_string(),
+        },
         many => format!("; transcript: {} changes", many.len()),
     });
     d.changes.extend(changes);

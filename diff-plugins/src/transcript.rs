@@ -34,6 +34,11 @@ fn words(segs: &[Spoken]) -> String {
         .join(" ")
 }
 
+/// A time range as diffs show it: `MM:SS.t–MM:SS.t`.
+pub fn range(start_ms: u64, end_ms: u64) -> String {
+    format!("{}–{}", clock(start_ms, true), clock(end_ms, true))
+}
+
 /// The changed time ranges between two transcripts, in order. Added and changed speech is
 /// placed in the new version's time; removed speech in the old version's.
 pub fn diff(old: &[Spoken], new: &[Spoken]) -> Vec<Located> {
@@ -67,7 +72,7 @@ pub fn diff(old: &[Spoken], new: &[Spoken]) -> Vec<Located> {
         } else {
             span(n)
         };
-        let range = format!("{}–{}", clock(start_ms, true), clock(end_ms, true));
+        let range = range(start_ms, end_ms);
         let text = match kind {
             Op::Added => format!("{range} said: \"{}\"", words(n)),
             Op::Removed => format!("{range} (old) no longer said: \"{}\"", words(o)),

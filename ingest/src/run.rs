@@ -312,19 +312,17 @@ pub fn ingest(
             let len = r.size();
             Ok((Box::new(r) as Box<dyn lifeos_speech::audio::Source>, len))
         };
-        let seconds = std::sync::Mutex::new(0f64);
         let outcome = guarded(ex.as_ref(), || {
             ex.extract_from(path, &open, &|secs| {
-                *seconds.lock().expect("seconds") = secs;
                 let mut p = state.lock().expect("progress");
                 p.audio_seconds = before.audio_seconds + secs;
                 p.speech_seconds = before.speech_seconds + started.elapsed().as_secs_f64();
                 progress(*p);
             })
         });
+        // The audio done is what the last progress call said; the time runs to now.
         if ex.name() == crate::speech::SPEECH.0 {
             let mut p = state.lock().expect("progress");
-            p.audio_seconds = before.audio_seconds + *seconds.lock().expect("seconds");
             p.speech_seconds = before.speech_seconds + started.elapsed().as_secs_f64();
         } else {
             report.without_speech += 1;

@@ -70,7 +70,7 @@ fn pipeline(c: &mut Criterion) {
                 let mut tx = store.transaction().unwrap();
                 let res = tx.store_files(&files, &|_| {}).unwrap();
                 assert!(res.iter().all(|r| r.is_ok()));
-                tx.commit().unwrap();
+                drop(tx.commit().unwrap());
                 drop(store);
                 drop(repo);
             },
@@ -82,7 +82,7 @@ fn pipeline(c: &mut Criterion) {
     let store = Store::init(&repo.path().join("s"), StoreConfig::default()).unwrap();
     let mut tx = store.transaction().unwrap();
     let stored = tx.store_files(&files, &|_| {}).unwrap();
-    tx.commit().unwrap();
+    drop(tx.commit().unwrap());
     g.bench_function("store_files_4x32MiB_all_known", |b| {
         b.iter(|| {
             let mut tx = store.transaction().unwrap();

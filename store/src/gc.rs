@@ -158,9 +158,9 @@ impl Store {
                 kept.push(plan);
             }
         }
-        let new_packs = tx.sink_finish()?;
+        let finished = tx.sink_finish()?;
         drop(tx);
-        sync_dir(&self.dir().join(PACKS_DIR))?;
+        let new_packs = self.install_packs(finished)?;
 
         // One layer over every kept and new pack.
         let mut infos: Vec<PackInfo> = kept

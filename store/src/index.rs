@@ -26,7 +26,7 @@ const PACK_NAME_LEN: usize = 16;
 /// Length of one index row: id, pack number (24 bits), kind, offset.
 pub const ROW_LEN: usize = ID_LEN + 8;
 /// Layers up to this size are loaded into memory.
-const MEMORY_LAYER_MAX: u64 = 4 << 20;
+pub(crate) const MEMORY_LAYER_MAX: u64 = 4 << 20;
 
 /// Where an object is stored, and what it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,6 +57,9 @@ pub struct Layer {
     bits: u8,
     fanout: Vec<u32>,
     rows: Rows,
+    /// Whether the whole layer's checksum has been verified (at open for memory layers;
+    /// on demand for large ones, the first time a read through them fails).
+    verified: std::sync::atomic::AtomicBool,
 }
 
 fn damaged(path: &Path, reason: impl Into<String>) -> StoreError {
@@ -145,7 +148,8 @@ impl Layer {
         {
             return Err(damaged(path, "fanout table is inconsistent"));
         }
-        let rows = if len <= MEMORY_LAYER_MAX {
+        let memory = len <= MEMORY_LAYER_MAX;
+        let rows = if memory {
             let mut all = vec![0u8; len as usize];
             read_exact_at(&file, path, &mut all, 0)?;
             let (body, sum) = all.split_at(all.len() - ID_LEN);
@@ -164,7 +168,20 @@ impl Layer {
             bits,
             fanout,
             rows,
+            verified: memory.into(),
         })
+    }
+
+    /// Verifies the layer's checksum once (streaming over a large layer); later calls
+    /// return at once.
+    pub fn ensure_verified(&self) -> Result<()> {
+        use std::sync::atomic::Ordering;
+        if self.verified.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        self.verify_checksum()?;
+        self.verified.store(true, Ordering::Release);
+        Ok(())
     }
 
     fn decode_row(&self, row: &[u8]) -> Result<(Id, Location)> {
@@ -550,6 +567,36 @@ mod tests {
         lm.verify_checksum().unwrap();
         assert_eq!(lm.lookup(&a[3].0).unwrap(), Some(a[3].1.clone()));
         assert_eq!(lm.lookup(&b[5].0).unwrap(), Some(b[5].1.clone()));
+    }
+
+    proptest::proptest! {
+        /// A damaged layer (header, pack names, rows, fanout or checksum) is refused or
+        /// answers lookups with an error or a location, never a panic.
+        #[test]
+        fn damaged_layers_never_panic(
+            edits in proptest::collection::vec((proptest::prelude::any::<usize>(), proptest::prelude::any::<u8>(), proptest::prelude::any::<u8>()), 1..6),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let p: Arc<str> = "00112233445566778899aabbccddeeff".into();
+            let rows = rows_for(300, &p);
+            let name = write_layer(dir.path(), dir.path(), "t", std::slice::from_ref(&p), 300, rows.clone().into_iter().map(Ok)).unwrap();
+            let path = dir.path().join(format!("{name}.idx"));
+            let bytes = std::fs::read(&path).unwrap();
+            std::fs::write(&path, crate::mutate::mutate(&bytes, &edits)).unwrap();
+            if let Ok(layer) = Layer::open(&path) {
+                let _ = layer.verify_checksum();
+                let _ = layer.ensure_verified();
+                for (id, _) in rows.iter().step_by(37) {
+                    let _ = layer.lookup(id);
+                }
+                let _ = layer.lookup(&Id([0xff; 32]));
+                if let Ok(all) = layer.rows() {
+                    for r in all.take(400) {
+                        let _ = r;
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub mod gc;
 pub mod id;
 pub mod index;
 pub mod manifest;
+pub mod mutate;
 pub mod pack;
 pub mod par;
 pub mod pipeline;

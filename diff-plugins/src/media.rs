@@ -143,7 +143,7 @@ fn analyse_unguarded(side: &Side<'_>) -> Result<MediaInfo, DiffError> {
     let mss = lifeos_speech::audio::media_stream(reader, Some(side.size));
     let mut hint = Hint::new();
     hint.with_extension(&side.extension());
-    let probed = match symphonia::default::get_probe().format(
+    let probed = match lifeos_speech::audio::format_probe().format(
         &hint,
         mss,
         &FormatOptions {

@@ -14,10 +14,11 @@ use rubato::{
 use symphonia::core::audio::SampleBuffer;
 use symphonia::core::codecs::{self, DecoderOptions, CODEC_TYPE_NULL};
 use symphonia::core::errors::Error as SymError;
-use symphonia::core::formats::FormatOptions;
-use symphonia::core::io::{MediaSource, MediaSourceStream};
+use symphonia::core::formats::{FormatOptions, FormatReader};
+use symphonia::core::io::{MediaSource, MediaSourceStream, ReadBytes};
 use symphonia::core::meta::MetadataOptions;
-use symphonia::core::probe::Hint;
+use symphonia::core::probe::{Descriptor, Hint, Instantiate, Probe, QueryDescriptor};
+use symphonia::default::formats::AdtsReader;
 
 use crate::{Result, SpeechError};
 
@@ -93,6 +94,42 @@ pub fn codec_name(c: codecs::CodecType) -> String {
 /// follows the media need the length to be read).
 pub fn media_stream(source: Box<dyn Source>, len: Option<u64>) -> MediaSourceStream {
     MediaSourceStream::new(Box::new(Sized(source, len)), Default::default())
+}
+
+/// symphonia's probe for every format this build reads, with its ADTS (raw AAC) reader
+/// guarded: symphonia 0.5's `AdtsReader` subtracts the first frame's position twice when
+/// it estimates the stream's length, and overflows (a panic) when that frame starts past
+/// the middle of the file. Such a stream is refused before the reader sees it.
+pub fn format_probe() -> &'static Probe {
+    static PROBE: std::sync::OnceLock<Probe> = std::sync::OnceLock::new();
+    PROBE.get_or_init(|| {
+        let mut p = Probe::default();
+        // Registered first, so it answers the ADTS marker before symphonia's own reader.
+        for d in <AdtsReader as QueryDescriptor>::query() {
+            p.register(&Descriptor {
+                inst: Instantiate::Format(guarded_adts),
+                ..*d
+            });
+        }
+        symphonia::default::register_enabled_formats(&mut p);
+        p
+    })
+}
+
+fn guarded_adts(
+    source: MediaSourceStream,
+    opts: &FormatOptions,
+) -> symphonia::core::errors::Result<Box<dyn FormatReader>> {
+    // The reader's estimate needs the first frame in the first half, and four bytes after.
+    let first_frame = source.pos();
+    if let Some(len) = source.byte_len() {
+        if first_frame.saturating_mul(2).saturating_add(4) > len {
+            return Err(SymError::DecodeError(
+                "adts: the first AAC frame starts past the middle of the file",
+            ));
+        }
+    }
+    Ok(Box::new(AdtsReader::try_new(source, opts)?))
 }
 
 /// Downmixes to mono and resamples to [`RATE`], passing blocks of samples to a sink.
@@ -396,7 +433,7 @@ fn open_track(name: &str, mut source: Box<dyn Source>, len: u64) -> Result<Opene
         enable_gapless: true,
         ..Default::default()
     };
-    let probed = symphonia::default::get_probe()
+    let probed = format_probe()
         .format(&hint, mss, &opts, &MetadataOptions::default())
         .map_err(|e| match e {
             SymError::Unsupported(_) if matches!(ext.as_str(), "webm" | "opus") => {
@@ -754,6 +791,27 @@ mod tests {
                 .unwrap_err()
                 .to_string();
             assert!(e.starts_with(&format!("late.{ext}: ")), "{e}");
+        }
+    }
+
+    /// The 35-byte input on which the `speech_inputs` fuzz target aborted: an ADTS sync
+    /// word past the middle of the file. The probe itself refuses it now; no panic guard
+    /// is involved (`open_track` runs unguarded here).
+    #[test]
+    fn regression_adts_frame_past_the_middle_is_refused_by_the_probe() {
+        let mut b = vec![0u8; 18];
+        b.extend_from_slice(&[0xFF, 0xF1, 0x50, 0x80, 0x01, 0xFF, 0xFC]);
+        b.extend_from_slice(&[0u8; 10]);
+        assert_eq!(b.len(), 35);
+        for ext in ["aac", "m4a", "mp3", "wav", "mkv"] {
+            let name = format!("late.{ext}");
+            let src: Box<dyn Source> = Box::new(std::io::Cursor::new(b.clone()));
+            let e = open_track(&name, src, b.len() as u64)
+                .err()
+                .unwrap()
+                .to_string();
+            assert!(e.starts_with(&format!("{name}: ")), "{e}");
+            assert!(!e.contains("panicked"), "{e}");
         }
     }
 

@@ -234,6 +234,7 @@ fn read_ct2(bytes: &[u8]) -> Result<(String, HashMap<String, Var>)> {
         } else {
             let size = c.u8()?;
             let count = c.u32()? as usize;
+            let overflow = || SpeechError::Model(format!("variable {name}: size overflows"));
             let dtype = match size {
                 4 => DType::F32,
                 2 => DType::F16,
@@ -244,10 +245,15 @@ fn read_ct2(bytes: &[u8]) -> Result<(String, HashMap<String, Var>)> {
                     )))
                 }
             };
-            (dtype, count * size as usize)
+            (
+                dtype,
+                count.checked_mul(size as usize).ok_or_else(overflow)?,
+            )
         };
-        let count: usize = shape.iter().product();
-        if count * dtype.size() != len {
+        let bytes = shape
+            .iter()
+            .try_fold(dtype.size(), |acc, d| acc.checked_mul(*d));
+        if bytes != Some(len) {
             return Err(SpeechError::Model(format!(
                 "variable {name}: {len} bytes for shape {shape:?} of {dtype:?}"
             )));
@@ -565,11 +571,11 @@ pub fn ct2_to_ggml(model: &[u8], vocab: &str, out: &mut dyn Write) -> Result<Hpa
     // Tensor builders: a whole variable, or rows `r` of a fused one.
     let whole = |ct: &str, name: &str, f16: bool| -> Result<Tensor> {
         let v = get(ct)?;
-        rows(v, name, 0..v.shape[0], f16)
+        rows(v, name, 0..v.shape.first().copied().unwrap_or(0), f16)
     };
     let part = |ct: &str, name: &str, k: usize, of: usize| -> Result<Tensor> {
         let v = get(ct)?;
-        let n = v.shape[0] / of;
+        let n = v.shape.first().copied().unwrap_or(0) / of;
         rows(v, name, k * n..(k + 1) * n, v.shape.len() > 1)
     };
     let mut t: Vec<Tensor> = Vec::new();
@@ -761,14 +767,29 @@ pub fn ct2_to_ggml(model: &[u8], vocab: &str, out: &mut dyn Write) -> Result<Hpa
 /// Rows `r` of a variable (all of it for a vector) as a tensor named `name`, in float16
 /// when `f16` and the variable has two or more dimensions, otherwise float32.
 fn rows(v: &Var, name: &str, r: std::ops::Range<usize>, f16: bool) -> Result<Tensor> {
-    let row: usize = v.shape[1..].iter().product();
+    let bad = |what: &str| SpeechError::Model(format!("{name}: {what} (shape {:?})", v.shape));
+    let Some((_, inner)) = v.shape.split_first() else {
+        return Err(bad("a weight with no dimensions"));
+    };
+    // The shape was checked against the data when the model was read, so these products
+    // fit; the slice is still taken with `get` so a hostile model is an error.
+    let row = inner
+        .iter()
+        .try_fold(v.dtype.size(), |acc, d| acc.checked_mul(*d))
+        .ok_or_else(|| bad("a size that overflows"))?;
     let f16 = f16 && v.shape.len() > 1;
     let mut shape = v.shape.clone();
     shape[0] = r.len();
+    let data = r
+        .start
+        .checked_mul(row)
+        .zip(r.end.checked_mul(row))
+        .and_then(|(a, b)| v.data.get(a..b))
+        .ok_or_else(|| bad("rows out of range"))?;
     let sub = Var {
         shape: shape.clone(),
         dtype: v.dtype,
-        data: v.data[r.start * row * v.dtype.size()..r.end * row * v.dtype.size()].to_vec(),
+        data: data.to_vec(),
     };
     let data = if f16 {
         sub.f16_bytes()?
@@ -786,6 +807,7 @@ fn rows(v: &Var, name: &str, r: std::ops::Range<usize>, f16: bool) -> Result<Ten
 #[cfg(test)]
 mod tests {
     use super::*;
+    use lifeos_store::mutate::mutate;
     use proptest::prelude::*;
 
     #[test]
@@ -827,11 +849,80 @@ mod tests {
         );
     }
 
+    /// A CTranslate2 `model.bin` (version 6) holding `vars`: name, shape, data type id
+    /// and data.
+    fn ct2(vars: &[(&str, &[u32], u8, &[u8])]) -> Vec<u8> {
+        let mut b = Vec::new();
+        let string = |b: &mut Vec<u8>, s: &str| {
+            b.extend_from_slice(&(s.len() as u16 + 1).to_le_bytes());
+            b.extend_from_slice(s.as_bytes());
+            b.push(0);
+        };
+        b.extend_from_slice(&6u32.to_le_bytes());
+        string(&mut b, "WhisperSpec");
+        b.extend_from_slice(&1u32.to_le_bytes());
+        b.extend_from_slice(&(vars.len() as u32).to_le_bytes());
+        for (name, shape, dtype, data) in vars {
+            string(&mut b, name);
+            b.push(shape.len() as u8);
+            for d in *shape {
+                b.extend_from_slice(&d.to_le_bytes());
+            }
+            b.push(*dtype);
+            b.extend_from_slice(&(data.len() as u32).to_le_bytes());
+            b.extend_from_slice(data);
+        }
+        b
+    }
+
+    /// A shape whose product overflows was multiplied unchecked (a panic in debug
+    /// builds, a wrong size check in release ones).
+    #[test]
+    fn an_overflowing_shape_is_refused() {
+        let m = ct2(&[("w", &[u32::MAX, u32::MAX, u32::MAX], 0, &[0; 4])]);
+        let e = read_ct2(&m).unwrap_err().to_string();
+        assert!(e.contains("bytes for shape"), "{e}");
+    }
+
+    /// A weight with no dimensions (rank 0) was indexed as if it had rows.
+    #[test]
+    fn a_rank_zero_weight_is_an_error() {
+        let m = ct2(&[
+            ("decoder/embeddings/weight", &[], 0, &[0; 4]),
+            ("encoder/position_encodings/encodings", &[1, 1], 0, &[0; 4]),
+            ("decoder/position_encodings/encodings", &[1, 1], 0, &[0; 4]),
+            ("encoder/conv1/weight", &[], 0, &[0; 4]),
+        ]);
+        let (_, vars) = read_ct2(&m).unwrap();
+        let v = &vars["decoder/embeddings/weight"];
+        let e = rows(v, "decoder.token_embedding.weight", 0..0, true)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("no dimensions"), "{e}");
+        let mut out = Vec::new();
+        assert!(ct2_to_ggml(&m, "!", &mut out).is_err());
+    }
+
     proptest! {
         #[test]
         fn ct2_reader_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
             let _ = read_ct2(&bytes);
             let _ = check_ggml(&bytes);
+        }
+
+        /// A small valid model, damaged: shapes, types and lengths that lie.
+        #[test]
+        fn damaged_models_never_panic(edits in proptest::collection::vec((any::<usize>(), any::<u8>(), any::<u8>()), 1..6)) {
+            let m = ct2(&[
+                ("decoder/embeddings/weight", &[2, 2], 0, &[0; 16]),
+                ("encoder/num_heads", &[], 3, &[1, 0, 0, 0]),
+                ("encoder/conv1/weight", &[2, 1, 1], 4, &[0; 4]),
+            ]);
+            let damaged = mutate(&m, &edits);
+            let _ = read_ct2(&damaged);
+            let mut out = Vec::new();
+            let _ = ct2_to_ggml(&damaged, "!\n\"", &mut out);
         }
     }
 }

@@ -176,6 +176,11 @@ impl Registry {
             return Err(SpeechError::Model("nothing to import".into()));
         }
         std::fs::create_dir_all(&self.dir).map_err(io_at(&self.dir))?;
+        if let Some(parent) = self.dir.parent() {
+            std::fs::File::open(parent)
+                .and_then(|d| d.sync_all())
+                .map_err(io_at(parent))?;
+        }
         let (ggml, source) = read_inputs(inputs)?;
         let hp = check_ggml(&ggml)?;
         let name = name
@@ -356,14 +361,17 @@ pub fn sha256_file(path: &Path) -> Result<(String, u64)> {
     Ok((hex::encode(h.finalize()), size))
 }
 
-/// Writes a file whole or not at all: a temporary file, fsynced, renamed into place.
+/// Writes a file whole or not at all: a temporary file, fsynced, renamed into place, and
+/// the folder fsynced so the rename itself survives a crash.
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
     let r = (|| {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
-        std::fs::rename(&tmp, path)
+        std::fs::rename(&tmp, path)?;
+        let dir = path.parent().unwrap_or(Path::new("."));
+        std::fs::File::open(dir)?.sync_all()
     })();
     if r.is_err() {
         let _ = std::fs::remove_file(&tmp);

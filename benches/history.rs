@@ -11,6 +11,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+use lifeos_vcs::commit::CommitOptions;
 use lifeos_vcs::working_copy::NoProgress;
 use lifeos_vcs::Repo;
 
@@ -44,9 +45,14 @@ fn build(dir: &Path, ops: usize) {
             .unwrap();
         // The clock of each commit is one minute after the previous one.
         std::env::set_var("LIFEOS_NOW", t.to_string());
-        let out = repo
-            .commit_working_copy(format!("edit {i}").as_bytes(), true, &NoProgress)
-            .unwrap();
+        let wc = repo.lock_working_copy().unwrap();
+        let message = format!("edit {i}");
+        let opts = CommitOptions {
+            message: message.as_bytes(),
+            allow_empty: true,
+            ..CommitOptions::default()
+        };
+        let out = repo.commit_working_copy(&wc, &opts, &NoProgress).unwrap();
         assert!(out.commit.is_some());
     }
     std::env::remove_var("LIFEOS_NOW");
@@ -80,7 +86,7 @@ fn time_travel(c: &mut Criterion) {
             let at = repo.op_at(when).unwrap();
             let c = repo.resolve_rev(&at.state.view, "@").unwrap();
             let tree = repo.commit(&c).unwrap().tree;
-            let e = repo.lookup_path(&tree, "notes/plan.md").unwrap().unwrap();
+            let e = repo.lookup_path(&tree, b"notes/plan.md").unwrap().unwrap();
             let mut out = Vec::new();
             repo.store().read_file(&e.id, &mut out).unwrap();
             black_box(out)

@@ -50,6 +50,17 @@ const WORDS: &[&str] = &[
     "dinner",
 ];
 
+/// Records the folder as a commit.
+fn commit(repo: &Repo, message: &[u8]) {
+    let wc = repo.lock_working_copy().unwrap();
+    let opts = lifeos_vcs::commit::CommitOptions {
+        message,
+        ..Default::default()
+    };
+    repo.commit_working_copy(&wc, &opts, &lifeos_vcs::working_copy::NoProgress)
+        .unwrap();
+}
+
 fn full() -> bool {
     std::env::args().any(|a| a == "--bench")
 }
@@ -164,8 +175,7 @@ fn ingest_rates() {
         std::fs::create_dir_all(d.join("notes")).unwrap();
         std::fs::write(d.join(format!("notes/n{i:04}.md")), body).unwrap();
     }
-    repo.commit_working_copy(b"notes", false, &lifeos_vcs::working_copy::NoProgress)
-        .unwrap();
+    commit(&repo, b"notes");
     let t = Instant::now();
     let r = lifeos_ingest::run::ingest(&repo, false, &|_| {}).unwrap();
     let s = t.elapsed().as_secs_f64();
@@ -203,8 +213,7 @@ fn ingest_rates() {
             return;
         }
     }
-    repo.commit_working_copy(b"scans", false, &lifeos_vcs::working_copy::NoProgress)
-        .unwrap();
+    commit(&repo, b"scans");
     for (ocr, label) in [(false, "OCR off"), (true, "OCR on")] {
         let cfg = d.join(".lifeos/config");
         let text = std::fs::read_to_string(&cfg).unwrap();

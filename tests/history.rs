@@ -637,23 +637,19 @@ fn kill_during_history_operations_keeps_the_op_log_consistent() {
     }
 }
 
-#[test]
-fn undo_after_concurrent_operations_undoes_the_newest() {
+/// Publishes one operation per name, each creating that branch at `@`, all started from
+/// the same operation (as concurrent writers would), `t` ms after it: several op heads.
+fn concurrent_branch_creations(d: &Path, names: &[(&str, i64)]) {
     use lifeos_vcs::object::Event;
-    let repo = repo(false);
-    let d = repo.path();
-    write(d, "a.txt", b"a");
-    ok(d, &["commit", "-m", "base"]);
-    // Two writers that both started from the same operation: two op heads.
     let r = lifeos_vcs::Repo::discover(d).unwrap();
     let head = r.head().unwrap();
     let at = head.view.at_commit().unwrap();
-    for (name, t) in [("first", 1_000), ("second", 2_000)] {
+    for (name, t) in names {
         let mut view = head.view.clone();
         view.set_branch(name, Some(at));
         let tx = r.store().transaction().unwrap();
         let ev = vec![Event::BranchMoved {
-            name: name.into(),
+            name: (*name).into(),
             from: None,
             to: Some(at),
         }];
@@ -671,18 +667,28 @@ fn undo_after_concurrent_operations_undoes_the_newest() {
         std::fs::read_dir(d.join(".lifeos/op_heads"))
             .unwrap()
             .count(),
-        2
+        names.len()
     );
+}
+
+fn branch_names(d: &Path) -> Vec<String> {
+    json(d, &["branch", "list"])["branches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn undo_after_concurrent_operations_undoes_the_newest() {
+    let repo = repo(false);
+    let d = repo.path();
+    write(d, "a.txt", b"a");
+    ok(d, &["commit", "-m", "base"]);
+    concurrent_branch_creations(d, &[("first", 1_000), ("second", 2_000)]);
     // The next command merges them: both branches are there.
-    let names = |d: &Path| -> Vec<String> {
-        json(d, &["branch", "list"])["branches"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|b| b["name"].as_str().unwrap().to_string())
-            .collect()
-    };
-    assert_eq!(names(d), ["first", "main", "second"]);
+    assert_eq!(branch_names(d), ["first", "main", "second"]);
     let ops = json(d, &["op", "log", "-n", "1"]);
     assert_eq!(
         ops["operations"][0]["events"][0]["type"],
@@ -690,7 +696,22 @@ fn undo_after_concurrent_operations_undoes_the_newest() {
     );
     // Undo undoes the newest of the concurrent operations, and undo again redoes it.
     ok(d, &["undo"]);
-    assert_eq!(names(d), ["first", "main"]);
+    assert_eq!(branch_names(d), ["first", "main"]);
     ok(d, &["undo"]);
-    assert_eq!(names(d), ["first", "main", "second"]);
+    assert_eq!(branch_names(d), ["first", "main", "second"]);
+}
+
+/// With three or more concurrent operations, undo reverted two of them.
+#[test]
+fn undo_after_three_concurrent_operations_undoes_only_the_newest() {
+    let repo = repo(false);
+    let d = repo.path();
+    write(d, "a.txt", b"a");
+    ok(d, &["commit", "-m", "base"]);
+    concurrent_branch_creations(d, &[("first", 1_000), ("second", 2_000), ("third", 3_000)]);
+    assert_eq!(branch_names(d), ["first", "main", "second", "third"]);
+    ok(d, &["undo"]);
+    assert_eq!(branch_names(d), ["first", "main", "second"]);
+    ok(d, &["undo"]);
+    assert_eq!(branch_names(d), ["first", "main", "second", "third"]);
 }

@@ -1,15 +1,20 @@
 //! The verbs.
 
+use std::ffi::OsStr;
 use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use lifeos_store::StoreConfig;
+use lifeos_vcs::commit::CommitOptions;
+use lifeos_vcs::folder::WorkingCopyLock;
+use lifeos_vcs::path::{display, BString};
 use lifeos_vcs::working_copy::SnapshotProgress;
 use lifeos_vcs::{EntryKind, Repo};
 use serde_json::json;
 
 use crate::error::{CliError, CliResult};
-use crate::output::{bar, human_bytes, local_time, print_json, Style};
+use crate::output::{bar, human_bytes, local_time, print_json, skipped_json, Style};
 use crate::{history, Cli, Command};
 
 fn cwd(cli_dir: &Option<PathBuf>) -> CliResult<PathBuf> {
@@ -22,11 +27,37 @@ fn cwd(cli_dir: &Option<PathBuf>) -> CliResult<PathBuf> {
 }
 
 fn open(dir: &Path) -> CliResult<Repo> {
-    let repo = Repo::discover(dir)?;
+    let mut repo = Repo::discover(dir)?;
+    repo.interrupt = crate::signals::interrupt();
     for w in repo.store().warnings() {
         eprintln!("warning: {w}");
     }
     Ok(repo)
+}
+
+/// Takes the working-copy lock, saying so if another command holds it, and reports a
+/// folder move an interrupted command left that was finished now.
+pub(crate) fn lock_folder(repo: &Repo, style: Style) -> CliResult<WorkingCopyLock> {
+    let wc = repo.lock_working_copy()?;
+    if let Some(m) = wc.finished_move() {
+        eprintln!(
+            "note: finished changing the folder for operation {}, which was interrupted ({} files updated)",
+            style.id(&m.op.short(12)),
+            m.applied
+        );
+        for p in &m.kept {
+            eprintln!(
+                "note: left {} as it is: it was changed after the interruption",
+                display(p)
+            );
+        }
+    }
+    Ok(wc)
+}
+
+/// The bytes of a path given on the command line.
+pub(crate) fn arg_bytes(p: &OsStr) -> &[u8] {
+    p.as_bytes()
 }
 
 /// Runs one command; returns the exit code.
@@ -45,15 +76,29 @@ pub fn run(cli: Cli, style: Style) -> CliResult<u8> {
         Command::Commit {
             message,
             allow_empty,
+            allow_unreadable,
             json,
-        } => commit(&open(&here)?, &message, allow_empty, json, style),
+        } => commit(
+            &open(&here)?,
+            &message,
+            allow_empty,
+            allow_unreadable,
+            json,
+            style,
+        ),
         Command::Ls {
             path,
             revision,
             at,
             json,
-        } => ls(&open(&here)?, path.as_deref(), &revision, &at, json),
-        Command::Cat { path, revision, at } => cat(&open(&here)?, &path, &revision, &at),
+        } => ls(
+            &open(&here)?,
+            path.as_deref().map(arg_bytes),
+            &revision,
+            &at,
+            json,
+        ),
+        Command::Cat { path, revision, at } => cat(&open(&here)?, arg_bytes(&path), &revision, &at),
         Command::Restore {
             path,
             to,
@@ -65,7 +110,7 @@ pub fn run(cli: Cli, style: Style) -> CliResult<u8> {
             let repo = open(&here)?;
             match (path, to) {
                 (None, Some(to)) => restore(&repo, &here.join(to), &revision, &at, json),
-                (Some(p), None) => history::restore_path(&repo, &p, &revision, &at, force, json, style),
+                (Some(p), None) => history::restore_path(&repo, arg_bytes(&p), &revision, &at, force, json, style),
                 (Some(_), Some(_)) => Err(CliError::new("give either PATH or --to DIR, not both")),
                 (None, None) => Err(CliError::new("nothing to restore")
                     .hint("name a PATH to bring back into the folder, or --to DIR to materialise a whole revision")),
@@ -79,7 +124,7 @@ pub fn run(cli: Cli, style: Style) -> CliResult<u8> {
             json,
         } => history::log(
             &open(&here)?,
-            path.as_deref(),
+            path.as_deref().map(arg_bytes),
             revision.as_deref(),
             limit,
             &at,
@@ -101,7 +146,7 @@ pub fn run(cli: Cli, style: Style) -> CliResult<u8> {
         } => crate::diff::run(
             &open(&here)?,
             crate::diff::DiffArgs {
-                paths,
+                paths: paths.iter().map(|p| BString::from(arg_bytes(p))).collect(),
                 revisions,
                 from,
                 to,
@@ -177,21 +222,41 @@ fn commit(
     repo: &Repo,
     message: &str,
     allow_empty: bool,
+    allow_unreadable: bool,
     json: bool,
     style: Style,
 ) -> CliResult<u8> {
+    let wc = lock_folder(repo, style)?;
     let pb = BarProgress(bar(0, "reading"));
     // Small changes are indexed for search as part of the commit (`[ingest] after_commit`).
     let settings = lifeos_ingest::run::Settings::load(repo)?;
     let hook = |tx: &mut lifeos_store::Transaction<'_>,
-                files: &[(String, lifeos_store::Id, u64)]| {
+                files: &[(BString, lifeos_store::Id, u64)]| {
         lifeos_ingest::run::extract_small_change(repo, &settings, tx, files)
     };
-    let out = repo.commit_working_copy_with(message.as_bytes(), allow_empty, &pb, Some(&hook))?;
+    let opts = CommitOptions {
+        message: message.as_bytes(),
+        allow_empty,
+        allow_unreadable,
+        hook: Some(&hook),
+    };
+    let out = repo.commit_working_copy(&wc, &opts, &pb);
     pb.0.finish_and_clear();
+    let out = out?;
     let s = &out.snapshot;
     for sk in &s.skipped {
-        eprintln!("warning: not recorded: {}: {}", sk.path, sk.reason);
+        eprintln!(
+            "warning: not recorded: {}: {}",
+            display(&sk.path),
+            sk.reason
+        );
+    }
+    for sk in &s.unreadable {
+        eprintln!(
+            "warning: cannot read {}: {}; its last recorded version was kept",
+            display(&sk.path),
+            sk.reason
+        );
     }
     if json {
         print_json(
@@ -207,7 +272,8 @@ fn commit(
                 "bytes": s.bytes,
                 "files_read": s.files_read,
                 "bytes_read": s.bytes_read,
-                "skipped": s.skipped.iter().map(|k| json!({"path": k.path, "reason": k.reason})).collect::<Vec<_>>(),
+                "skipped": skipped_json(&s.skipped),
+                "unreadable": skipped_json(&s.unreadable),
             }),
         );
         return Ok(0);
@@ -281,89 +347,55 @@ fn resolve(
     resolve_in(repo, &view, rev)
 }
 
-/// Walks a tree depth-first, calling `f` with each entry's path.
-pub(crate) fn walk(
-    repo: &Repo,
-    tree: &lifeos_store::Id,
-    prefix: &str,
-    f: &mut dyn FnMut(&str, &lifeos_vcs::TreeEntry),
-) -> CliResult<()> {
-    for e in repo.tree(tree)?.entries {
-        let name = String::from_utf8_lossy(&e.name);
-        let path = if prefix.is_empty() {
-            name.into_owned()
-        } else {
-            format!("{prefix}/{name}")
-        };
-        if e.kind == EntryKind::Dir {
-            walk(repo, &e.id, &path, f)?;
-        } else {
-            f(&path, &e);
-        }
-    }
-    Ok(())
-}
-
-fn ls(repo: &Repo, path: Option<&str>, rev: &str, at: &crate::AtArg, json: bool) -> CliResult<u8> {
+fn ls(repo: &Repo, path: Option<&[u8]>, rev: &str, at: &crate::AtArg, json: bool) -> CliResult<u8> {
     let (id, c) = resolve(repo, rev, at)?;
-    let mut rows = Vec::new();
-    let mut collect =
-        |p: &str, e: &lifeos_vcs::TreeEntry| rows.push((p.to_string(), e.kind, e.size, e.id));
-    match path.filter(|p| !p.trim_matches('/').is_empty() && *p != ".") {
-        None => walk(repo, &c.tree, "", &mut collect)?,
-        Some(p) => {
-            let clean = lifeos_vcs::repo::split_path(p)?.join("/");
-            match repo.lookup_path(&c.tree, &clean)? {
-                None => {
-                    return Err(lifeos_vcs::VcsError::PathNotFound {
-                        path: clean,
-                        rev: rev.into(),
-                    }
-                    .into())
-                }
-                Some(e) if e.kind == EntryKind::Dir => walk(repo, &e.id, &clean, &mut collect)?,
-                Some(e) => collect(&clean, &e),
-            }
+    let clean = lifeos_vcs::path::clean(path.unwrap_or_default())?;
+    let rows = repo.entries_under(&c.tree, &clean)?;
+    if rows.is_empty() && !clean.is_empty() && repo.lookup_path(&c.tree, &clean)?.is_none() {
+        return Err(lifeos_vcs::VcsError::PathNotFound {
+            path: display(&clean).into_owned(),
+            rev: rev.into(),
         }
+        .into());
     }
     if json {
         print_json(
             "lifeos.ls.v1",
             json!({
                 "commit": id.to_hex(),
-                "entries": rows.iter().map(|(p, k, s, i)| json!({"path": p, "kind": k.name(), "size": s, "id": i.to_hex()})).collect::<Vec<_>>(),
+                "entries": rows.iter().map(|(p, e)| json!({"path": display(p), "kind": e.kind.name(), "size": e.size, "id": e.id.to_hex()})).collect::<Vec<_>>(),
             }),
         );
     } else {
         let mut out = std::io::stdout().lock();
-        for (p, k, s, _) in &rows {
-            let mark = match k {
+        for (p, e) in &rows {
+            let mark = match e.kind {
                 EntryKind::Executable => "*",
                 EntryKind::Symlink => "@",
                 _ => "",
             };
-            let _ = writeln!(out, "{:>12}  {p}{mark}", human_bytes(*s));
+            let _ = writeln!(out, "{:>12}  {}{mark}", human_bytes(e.size), display(p));
         }
     }
     Ok(0)
 }
 
-fn cat(repo: &Repo, path: &str, rev: &str, at: &crate::AtArg) -> CliResult<u8> {
+fn cat(repo: &Repo, path: &[u8], rev: &str, at: &crate::AtArg) -> CliResult<u8> {
     let (_, c) = resolve(repo, rev, at)?;
-    let clean = lifeos_vcs::repo::split_path(path)?.join("/");
+    let clean = lifeos_vcs::path::clean(path)?;
     let entry =
         repo.lookup_path(&c.tree, &clean)?
             .ok_or_else(|| lifeos_vcs::VcsError::PathNotFound {
-                path: clean.clone(),
+                path: display(&clean).into_owned(),
                 rev: rev.into(),
             })?;
     if entry.kind == EntryKind::Dir {
         return Err(CliError::from(lifeos_vcs::VcsError::NotAFile {
-            path: clean,
+            path: display(&clean).into_owned(),
             found: "directory",
             expected: "file",
         })
-        .hint(format!("`lifeos ls {path} -r {rev}` lists it")));
+        .hint(format!("`lifeos ls {} -r {rev}` lists it", display(&clean))));
     }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     match repo.store().read_file(&entry.id, &mut out) {

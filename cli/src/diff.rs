@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use lifeos_diff::{Anchor, DiffError, FileDiff, Loader, Options, ReadSeek, Registry, Side};
 use lifeos_store::{Id, Manifest, Store};
+use lifeos_vcs::path::{display, is_under, BString};
 use lifeos_vcs::treediff::{diff_flat, ChangeKind, FlatTree};
 use lifeos_vcs::{EntryKind, Repo, TreeEntry};
 use serde_json::json;
@@ -129,6 +130,9 @@ enum End {
 
 /// A file pair to compare.
 struct Pair {
+    /// The path's bytes (to find it in the folder).
+    raw: BString,
+    /// The path as shown.
     path: String,
     old_path: Option<String>,
     status: &'static str,
@@ -139,7 +143,7 @@ struct Pair {
 
 /// Arguments of `lifeos diff`.
 pub struct DiffArgs {
-    pub paths: Vec<String>,
+    pub paths: Vec<BString>,
     pub revisions: Vec<String>,
     pub from: Option<String>,
     pub to: Option<String>,
@@ -152,12 +156,9 @@ pub struct DiffArgs {
     pub visual: Option<PathBuf>,
 }
 
-fn under(paths: &[String], p: &str) -> bool {
+fn under(paths: &[BString], p: &[u8]) -> bool {
     // An empty path (`.` or `/`) is the whole repository.
-    paths.is_empty()
-        || paths
-            .iter()
-            .any(|q| q.is_empty() || p == q || p.starts_with(&format!("{q}/")))
+    paths.is_empty() || paths.iter().any(|q| is_under(p, q))
 }
 
 fn end_json(e: &End) -> serde_json::Value {
@@ -182,7 +183,8 @@ fn pair_renames(
             ChangeKind::Deleted => deleted.push(c),
             ChangeKind::Added => added.push(c),
             ChangeKind::Modified => pairs.push(Pair {
-                path: c.path,
+                path: display(&c.path).into_owned(),
+                raw: c.path,
                 old_path: None,
                 status: "modified",
                 similarity: None,
@@ -249,8 +251,9 @@ fn pair_renames(
                 used[i] = true;
                 let d = &deleted[i];
                 pairs.push(Pair {
-                    path: a.path,
-                    old_path: Some(d.path.clone()),
+                    path: display(&a.path).into_owned(),
+                    raw: a.path,
+                    old_path: Some(display(&d.path).into_owned()),
                     status: "renamed",
                     similarity: Some(sim),
                     old: d.old.clone(),
@@ -258,7 +261,8 @@ fn pair_renames(
                 });
             }
             None => pairs.push(Pair {
-                path: a.path,
+                path: display(&a.path).into_owned(),
+                raw: a.path,
                 old_path: None,
                 status: "added",
                 similarity: None,
@@ -270,7 +274,8 @@ fn pair_renames(
     for (i, d) in deleted.into_iter().enumerate() {
         if !used[i] {
             pairs.push(Pair {
-                path: d.path,
+                path: display(&d.path).into_owned(),
+                raw: d.path,
                 old_path: None,
                 status: "deleted",
                 similarity: None,
@@ -279,7 +284,7 @@ fn pair_renames(
             });
         }
     }
-    pairs.sort_by(|a, b| a.path.cmp(&b.path));
+    pairs.sort_by(|a, b| a.raw.cmp(&b.raw));
     pairs
 }
 
@@ -407,18 +412,31 @@ pub fn run(repo: &Repo, args: DiffArgs, style: Style) -> CliResult<u8> {
         (None, None, Some(w)) => at_end(w)?,
         (None, None, None) => End::Folder,
     };
-    let paths: Vec<String> = args
+    let paths: Vec<BString> = args
         .paths
         .iter()
-        .map(|p| lifeos_vcs::repo::split_path(p).map(|c| c.join("/")))
+        .map(|p| lifeos_vcs::path::clean(p))
         .collect::<Result<_, _>>()?;
-    let flat = |e: &End| -> CliResult<FlatTree> {
+    let flat = |e: &End, other: &FlatTree| -> CliResult<FlatTree> {
         Ok(match e {
             End::Commit(c) => repo.flatten(&repo.commit(c)?.tree)?,
-            End::Folder => repo.working_tree()?.0,
+            End::Folder => {
+                // A file that cannot be read is unknown, not deleted: compare it as the
+                // other side has it, and say so.
+                let read = repo.working_tree()?;
+                let mut flat = read.flat;
+                for u in &read.unreadable {
+                    eprintln!("warning: cannot read {}: {}", display(&u.path), u.reason);
+                    for (p, e) in other.iter().filter(|(p, _)| is_under(p, &u.path)) {
+                        flat.entry(p.clone()).or_insert_with(|| e.clone());
+                    }
+                }
+                flat
+            }
         })
     };
-    let (a, b) = (flat(&from)?, flat(&to)?);
+    let a = flat(&from, &FlatTree::new())?;
+    let b = flat(&to, &a)?;
     let changes: Vec<_> = diff_flat(&a, &b)
         .into_iter()
         .filter(|c| under(&paths, &c.path))
@@ -461,7 +479,7 @@ pub fn run(repo: &Repo, args: DiffArgs, style: Style) -> CliResult<u8> {
             path: p.path.clone(),
         });
         let new_fs_loader = p.new.as_ref().filter(|_| !new_store).map(|e| FsLoader {
-            path: repo.workdir().join(&p.path),
+            path: lifeos_vcs::path::in_folder(repo.workdir(), &p.raw),
             chunking,
             symlink: e.kind == EntryKind::Symlink,
         });

@@ -58,15 +58,23 @@ impl From<VcsError> for CliError {
             VcsError::PathNotFound { .. } => Some("`lifeos ls -r REV` lists the files of a revision".into()),
             VcsError::TargetNotEmpty(_) => Some("choose a folder that does not exist yet".into()),
             VcsError::UnsafePath { .. } => Some("the tree holds a path that would escape the target; nothing was written outside it".into()),
+            VcsError::Unreadable(_) => Some("make them readable (`chmod u+r`), ignore them in .lifeosignore, or pass --allow-unreadable to record the rest (they keep their last recorded version)".into()),
+            VcsError::InTheWay { .. } => Some("nothing was recorded and no file was changed".into()),
+            VcsError::Interrupted => Some("the operation is recorded; the next command that uses the folder (`lifeos status`) finishes changing it".into()),
+            VcsError::MoveUnfinished { source, .. } if source.is_disk_full() => Some("the disk is full; free some space, then run `lifeos status`: it finishes updating the folder".into()),
+            VcsError::MoveUnfinished { .. } => Some("nothing is lost; once the cause is fixed, `lifeos status` (or any command that uses the folder) finishes updating it".into()),
             e if e.is_disk_full() => {
                 Some("the disk is full; nothing was recorded and the repository is unchanged. Free some space and try again".into())
             }
             _ => None,
         };
+        let interrupted = matches!(&e, VcsError::Interrupted)
+            || matches!(&e, VcsError::MoveUnfinished { source, .. } if matches!(**source, VcsError::Interrupted));
         CliError {
             message: e.to_string(),
             hint,
-            code: 1,
+            // As a shell reports a command ended by SIGINT.
+            code: if interrupted { 130 } else { 1 },
         }
     }
 }

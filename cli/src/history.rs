@@ -7,13 +7,14 @@ use std::io::Write;
 use lifeos_store::Id;
 use lifeos_vcs::history::Target;
 use lifeos_vcs::object::{change_id_str, Event, Signature};
+use lifeos_vcs::path::{display, is_under};
 use lifeos_vcs::treediff::Change;
 use lifeos_vcs::{Commit, Repo, View};
 use serde_json::{json, Value};
 
-use crate::commands::{resolve_in, view_at};
+use crate::commands::{lock_folder, resolve_in, view_at};
 use crate::error::{CliError, CliResult};
-use crate::output::{human_bytes, local_time, print_json, relative_time, Style};
+use crate::output::{human_bytes, local_time, print_json, relative_time, skipped_json, Style};
 use crate::{AtArg, BranchCmd, OpCmd, TagCmd};
 
 fn sig_json(s: &Signature) -> Value {
@@ -42,13 +43,13 @@ fn commit_json(id: &Id, c: &Commit, refs: &HashMap<Id, Vec<String>>) -> Value {
         "committer": sig_json(&c.committer),
         "message": String::from_utf8_lossy(&c.message),
         "refs": refs.get(id).cloned().unwrap_or_default(),
-        "conflicts": c.conflicts.iter().map(|k| k.path.clone()).collect::<Vec<_>>(),
+        "conflicts": c.conflicts.iter().map(|k| display(&k.path)).collect::<Vec<_>>(),
     })
 }
 
 fn change_json(c: &Change) -> Value {
     json!({
-        "path": c.path,
+        "path": display(&c.path),
         "status": c.kind.name(),
         "old": c.old.as_ref().map(|e| json!({"id": e.id.to_hex(), "kind": e.kind.name(), "size": e.size})),
         "new": c.new.as_ref().map(|e| json!({"id": e.id.to_hex(), "kind": e.kind.name(), "size": e.size})),
@@ -92,7 +93,7 @@ fn commit_line(
 /// `lifeos log`.
 pub fn log(
     repo: &Repo,
-    path: Option<&str>,
+    path: Option<&[u8]>,
     revset: Option<&str>,
     limit: Option<usize>,
     at: &AtArg,
@@ -103,9 +104,8 @@ pub fn log(
     let ev = lifeos_vcs::revset::Evaluator::new(repo, &view)?;
     let expr = lifeos_vcs::revset::parse(revset.unwrap_or("ancestors(@)"))?;
     let mut ids = ev.sorted(ev.eval(&expr)?);
-    if let Some(p) = path.filter(|p| !lifeos_vcs::repo::split_path(p).is_ok_and(|c| c.is_empty())) {
-        let clean = lifeos_vcs::repo::split_path(p)?.join("/");
-        let prefix = format!("{clean}/");
+    let clean = lifeos_vcs::path::clean(path.unwrap_or_default())?;
+    if !clean.is_empty() {
         let mut kept = Vec::new();
         for id in ids {
             let c = ev.commit(&id);
@@ -114,10 +114,7 @@ pub fn log(
                 None => None,
             };
             let changes = repo.diff_trees(parent_tree.as_ref(), Some(&c.tree))?;
-            if changes
-                .iter()
-                .any(|ch| ch.path == clean || ch.path.starts_with(&prefix))
-            {
+            if changes.iter().any(|ch| is_under(&ch.path, &clean)) {
                 kept.push(id);
             }
         }
@@ -188,17 +185,23 @@ pub fn show(repo: &Repo, rev: &str, at: &AtArg, json: bool, style: Style) -> Cli
             .or(ch.old.as_ref())
             .map(|e| human_bytes(e.size))
             .unwrap_or_default();
-        println!("{} {}  {}", ch.kind.letter(), ch.path, style.dim(&size));
+        println!(
+            "{} {}  {}",
+            ch.kind.letter(),
+            display(&ch.path),
+            style.dim(&size)
+        );
     }
     for k in &c.conflicts {
-        println!("{} {}", style.bad("conflict"), k.path);
+        println!("{} {}", style.bad("conflict"), display(&k.path));
     }
     Ok(0)
 }
 
 /// `lifeos status`.
 pub fn status(repo: &Repo, json: bool, style: Style) -> CliResult<u8> {
-    let st = repo.status()?;
+    let wc = lock_folder(repo, style)?;
+    let st = repo.status(&wc)?;
     if json {
         print_json(
             "lifeos.status.v1",
@@ -208,9 +211,10 @@ pub fn status(repo: &Repo, json: bool, style: Style) -> CliResult<u8> {
                 "clean": st.changes.is_empty() && st.conflicts.is_empty(),
                 "changes": st.changes.iter().map(change_json).collect::<Vec<_>>(),
                 "conflicts": st.conflicts.iter().map(|k| json!({
-                    "path": k.path, "base": k.base.map(|i| i.to_hex()), "ours": k.ours.map(|i| i.to_hex()), "theirs": k.theirs.map(|i| i.to_hex()),
+                    "path": display(&k.path), "base": k.base.map(|i| i.to_hex()), "ours": k.ours.map(|i| i.to_hex()), "theirs": k.theirs.map(|i| i.to_hex()),
                 })).collect::<Vec<_>>(),
-                "skipped": st.skipped.iter().map(|k| json!({"path": k.path, "reason": k.reason})).collect::<Vec<_>>(),
+                "skipped": skipped_json(&st.skipped),
+                "unreadable": skipped_json(&st.unreadable),
             }),
         );
         return Ok(0);
@@ -226,17 +230,25 @@ pub fn status(repo: &Repo, json: bool, style: Style) -> CliResult<u8> {
         println!("nothing changed since the last commit");
     }
     for c in &st.changes {
-        println!("{} {}", c.kind.letter(), c.path);
+        println!("{} {}", c.kind.letter(), display(&c.path));
     }
     for k in &st.conflicts {
         println!(
             "{} {} (unresolved; edit it and commit to resolve)",
             style.bad("conflict"),
-            k.path
+            display(&k.path)
+        );
+    }
+    for s in &st.unreadable {
+        println!(
+            "{} {} ({}; `lifeos commit` refuses until it can be read)",
+            style.bad("unreadable"),
+            display(&s.path),
+            s.reason
         );
     }
     for s in &st.skipped {
-        eprintln!("warning: cannot read {}: {}", s.path, s.reason);
+        eprintln!("warning: not recorded: {}: {}", display(&s.path), s.reason);
     }
     Ok(0)
 }
@@ -377,7 +389,10 @@ pub fn checkout(
         (None, Some(r)) => Target::Commit(repo.resolve_rev(&head.view, &r)?),
         _ => return Err(CliError::new("name a branch, or a revision with -r")),
     };
-    let (commit, saved, _) = repo.checkout(&target, force).map_err(uncommitted_hint)?;
+    let wc = lock_folder(repo, style)?;
+    let (commit, saved, _) = repo
+        .checkout(&wc, &target, force)
+        .map_err(uncommitted_hint)?;
     if let Some(s) = saved {
         println!(
             "Saved uncommitted changes as {} (recover them with `lifeos restore --to DIR -r {}`)",
@@ -412,13 +427,14 @@ pub fn describe(repo: &Repo, rev: &str, message: &str, style: Style) -> CliResul
 
 /// `lifeos merge`.
 pub fn merge(repo: &Repo, branch: &str, style: Style) -> CliResult<u8> {
-    let out = repo.merge(branch).map_err(uncommitted_hint)?;
+    let wc = lock_folder(repo, style)?;
+    let out = repo.merge(&wc, branch).map_err(uncommitted_hint)?;
     println!("Merged {branch} as {}", style.id(&out.commit.short(12)));
     for p in &out.merged {
-        println!("  merged  {p}");
+        println!("  merged  {}", display(p));
     }
     for p in &out.conflicts {
-        println!("  {} {p}", style.bad("conflict"));
+        println!("  {} {}", style.bad("conflict"), display(p));
     }
     if !out.conflicts.is_empty() {
         eprintln!(
@@ -439,7 +455,9 @@ fn event_json(e: &Event) -> Value {
         Event::BranchMoved { name, from, to } | Event::TagMoved { name, from, to } => {
             json!({"name": name, "from": from.map(|i| i.to_hex()), "to": to.map(|i| i.to_hex())})
         }
-        Event::PathRestored { path, commit } => json!({"path": path, "commit": commit.to_hex()}),
+        Event::PathRestored { path, commit } => {
+            json!({"path": display(path), "commit": commit.to_hex()})
+        }
         Event::Undo { op } | Event::OpRestored { op } => json!({"operation": op.to_hex()}),
         Event::CommitRewritten { from, to } => json!({"from": from.to_hex(), "to": to.to_hex()}),
         Event::ContentExtracted { results } => {
@@ -460,7 +478,9 @@ fn event_text(e: &Event) -> String {
         Event::CheckedOut { commit } => format!("folder switched to {}", s(commit)),
         Event::BranchMoved { name, from, to } => format!("branch {name}: {} -> {}", o(from), o(to)),
         Event::TagMoved { name, from, to } => format!("tag {name}: {} -> {}", o(from), o(to)),
-        Event::PathRestored { path, commit } => format!("{path} restored from {}", s(commit)),
+        Event::PathRestored { path, commit } => {
+            format!("{} restored from {}", display(path), s(commit))
+        }
         Event::Undo { op } => format!("operation {} undone", s(op)),
         Event::OpRestored { op } => format!("view of operation {} restored", s(op)),
         Event::CommitRewritten { from, to } => format!("commit {} rewritten as {}", s(from), s(to)),
@@ -528,7 +548,10 @@ pub fn op(repo: &Repo, cmd: OpCmd, style: Style) -> CliResult<u8> {
         }
         OpCmd::Restore { op, force } => {
             let target = resolve_op(repo, &op)?;
-            let id = repo.op_restore(&target, force).map_err(uncommitted_hint)?;
+            let wc = lock_folder(repo, style)?;
+            let id = repo
+                .op_restore(&wc, &target, force)
+                .map_err(uncommitted_hint)?;
             println!(
                 "Restored the view of operation {} (as operation {})",
                 style.id(&target.short(12)),
@@ -565,7 +588,8 @@ fn resolve_op(repo: &Repo, prefix: &str) -> CliResult<Id> {
 
 /// `lifeos undo`.
 pub fn undo(repo: &Repo, force: bool, style: Style) -> CliResult<u8> {
-    let (undone, op) = repo.undo(force).map_err(uncommitted_hint)?;
+    let wc = lock_folder(repo, style)?;
+    let (undone, op) = repo.undo(&wc, force).map_err(uncommitted_hint)?;
     let desc = repo.operation(&undone)?.description;
     println!(
         "Undid operation {} ({desc}) as operation {}",
@@ -591,18 +615,20 @@ pub fn reindex(repo: &Repo) -> CliResult<u8> {
 /// `lifeos restore PATH [-r REV | --at WHEN]`.
 pub fn restore_path(
     repo: &Repo,
-    path: &str,
+    path: &[u8],
     rev: &str,
     at: &AtArg,
     force: bool,
     json: bool,
     style: Style,
 ) -> CliResult<u8> {
+    let wc = lock_folder(repo, style)?;
     let view = view_at(repo, at)?;
     let (source, _) = resolve_in(repo, &view, rev)?;
     let (commit, op, saved) = repo
-        .restore_path(path, &source, force)
+        .restore_path(&wc, path, &source, force)
         .map_err(uncommitted_hint)?;
+    let path = display(path);
     if json {
         print_json(
             "lifeos.restore.v1",

@@ -9,7 +9,9 @@ mod error;
 mod history;
 mod knowledge;
 mod output;
+mod signals;
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -59,6 +61,10 @@ pub enum Command {
         /// Record a commit even if nothing changed.
         #[arg(long)]
         allow_empty: bool,
+        /// Record the rest when some files cannot be read: those keep their last
+        /// recorded version (new ones are left out). Without it the commit is refused.
+        #[arg(long)]
+        allow_unreadable: bool,
         /// Print the result as JSON (schema lifeos.commit.v1).
         #[arg(long)]
         json: bool,
@@ -66,7 +72,7 @@ pub enum Command {
     /// List the files of a commit, with sizes.
     Ls {
         /// Only paths under this one.
-        path: Option<String>,
+        path: Option<OsString>,
         /// The revision (default `@`).
         #[arg(short, long, default_value = "@")]
         revision: String,
@@ -80,7 +86,7 @@ pub enum Command {
     /// Write the bytes of a file in a commit to stdout.
     Cat {
         /// The file's path in the repository.
-        path: String,
+        path: OsString,
         /// The revision (default `@`).
         #[arg(short, long, default_value = "@")]
         revision: String,
@@ -92,7 +98,7 @@ pub enum Command {
     /// folder as a new commit.
     Restore {
         /// A file or folder to bring back into the working folder (recorded as a new commit).
-        path: Option<String>,
+        path: Option<OsString>,
         /// Materialise the whole revision in this new or empty folder instead.
         #[arg(long, value_name = "DIR")]
         to: Option<PathBuf>,
@@ -112,7 +118,7 @@ pub enum Command {
     /// Show commits, newest first (default: the ancestors of `@`).
     Log {
         /// Only commits that changed this path (a file or folder).
-        path: Option<String>,
+        path: Option<OsString>,
         /// A revision or revset, e.g. `main..trip`, `author(ann)`, `files(photos/*)`.
         #[arg(short, long)]
         revision: Option<String>,
@@ -130,7 +136,7 @@ pub enum Command {
     /// against `@` by default; `-r A` compares A with the folder, `-r A -r B` A with B.
     Diff {
         /// Only these paths (files or folders).
-        paths: Vec<String>,
+        paths: Vec<OsString>,
         /// Revisions: one (against the folder) or two (from, to).
         #[arg(short, long = "revision")]
         revisions: Vec<String>,
@@ -411,6 +417,10 @@ pub enum ModelCmd {
 /// Runs the command line; returns the process exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Err(e) = signals::install() {
+        eprintln!("{}: cannot handle Ctrl-C safely: {e}", style_err("error"));
+        return ExitCode::from(1);
+    }
     let style = output::Style::detect(cli.color);
     match commands::run(cli, style) {
         Ok(code) => ExitCode::from(code),

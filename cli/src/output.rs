@@ -129,3 +129,12 @@ pub fn relative_time(ms: i64) -> String {
     };
     format!("{n} {unit}{} ago", if n == 1 { "" } else { "s" })
 }
+
+/// Paths that were skipped or could not be read, with the reason, for `--json`.
+pub fn skipped_json(list: &[lifeos_vcs::working_copy::Skipped]) -> Vec<serde_json::Value> {
+    list.iter()
+        .map(
+            |k| serde_json::json!({"path": lifeos_vcs::path::display(&k.path), "reason": k.reason}),
+        )
+        .collect()
+}

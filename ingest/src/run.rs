@@ -9,6 +9,7 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use lifeos_store::{Id, Kind, Store};
 use lifeos_vcs::catalog::JobState;
 use lifeos_vcs::object::{EntryKind, Event, Extract, Segment};
+use lifeos_vcs::path::{display, in_folder, BString};
 use lifeos_vcs::repo::now_ms;
 use lifeos_vcs::Repo;
 use serde::Deserialize;
@@ -443,38 +444,39 @@ pub fn extract_small_change(
     repo: &Repo,
     settings: &Settings,
     tx: &mut lifeos_store::Transaction<'_>,
-    files: &[(String, Id, u64)],
+    files: &[(BString, Id, u64)],
 ) -> lifeos_vcs::Result<Vec<Event>> {
     if !settings.after_commit {
         return Ok(Vec::new());
     }
     // Recordings are left to `lifeos ingest`: transcription is too slow for a commit.
-    let jobs: Vec<(&String, &Id, Box<dyn Extractor>)> = files
+    let jobs: Vec<(String, &BString, &Id, Box<dyn Extractor>)> = files
         .iter()
-        .filter(|(p, _, _)| !settings.excluded(p))
-        .filter_map(|(p, id, _)| {
+        .map(|(p, id, _)| (display(p).into_owned(), p, id))
+        .filter(|(name, _, _)| !settings.excluded(name))
+        .filter_map(|(name, p, id)| {
             let head = || {
                 let mut head = Vec::new();
-                if let Ok(f) = std::fs::File::open(repo.workdir().join(p)) {
+                if let Ok(f) = std::fs::File::open(in_folder(repo.workdir(), p)) {
                     let _ = f.take(4096).read_to_end(&mut head);
                 }
                 head
             };
-            choose(p, &head, &|| settings.ocr(), &|| None).map(|ex| (p, id, ex))
+            choose(&name, &head, &|| settings.ocr(), &|| None).map(|ex| (name, p, id, ex))
         })
-        .filter(|(_, _, ex)| !ex.streams())
+        .filter(|(_, _, _, ex)| !ex.streams())
         .collect();
     let sizes: HashMap<&Id, u64> = files.iter().map(|(_, id, n)| (id, *n)).collect();
-    let total: u64 = jobs.iter().map(|(_, id, _)| sizes[id]).sum();
+    let total: u64 = jobs.iter().map(|(_, _, id, _)| sizes[id]).sum();
     if jobs.is_empty()
         || jobs.len() > SMALL_FILES
         || total > SMALL_BYTES
-        || jobs.iter().any(|(_, id, _)| sizes[id] > SMALL_FILE)
+        || jobs.iter().any(|(_, _, id, _)| sizes[id] > SMALL_FILE)
     {
         return Ok(Vec::new());
     }
-    let results: Vec<Option<Extract>> = lifeos_store::par::map(&jobs, |(path, id, ex)| {
-        let bytes = std::fs::read(repo.workdir().join(path)).ok()?;
+    let results: Vec<Option<Extract>> = lifeos_store::par::map(&jobs, |(name, path, id, ex)| {
+        let bytes = std::fs::read(in_folder(repo.workdir(), path)).ok()?;
         if Id::hash(&bytes) != **id {
             return None; // changed since the snapshot read it: left for `lifeos ingest`
         }
@@ -482,7 +484,7 @@ pub fn extract_small_change(
             Ok(t) => settings.redactor.redact(t).into_bytes(),
             Err(_) => bytes,
         };
-        let outcome = guarded(ex.as_ref(), || ex.extract(path, &bytes));
+        let outcome = guarded(ex.as_ref(), || ex.extract(name, &bytes));
         Some(finish(settings, id, ex.as_ref(), outcome))
     });
     let mut ids = Vec::new();

@@ -129,6 +129,7 @@ pub fn search(
     let mut add_tree = |repo: &Repo, commit: Id, seen: &mut HashSet<(String, Id)>| -> Result<()> {
         let tree = repo.commit(&commit)?.tree;
         for (path, e) in repo.flatten(&tree)? {
+            let path = lifeos_vcs::path::display(&path).into_owned();
             if e.kind == EntryKind::Symlink || glob.as_ref().is_some_and(|g| !g.is_match(&path)) {
                 continue;
             }

@@ -157,7 +157,7 @@ impl Repo {
             };
             r.trees += 1;
             for e in &tree.entries {
-                let path = format!("{context}:{}", String::from_utf8_lossy(&e.name));
+                let path = format!("{context}:{}", crate::path::display(&e.name));
                 match e.kind {
                     EntryKind::Dir => trees.push((e.id, path)),
                     _ => {
@@ -264,7 +264,7 @@ impl Repo {
                 continue;
             }
             let commit = self.commit(&c)?;
-            history_bytes += self.tree(&commit.tree)?.total_size();
+            history_bytes = history_bytes.saturating_add(self.tree(&commit.tree)?.total_size());
             versions += 1;
             stack.extend(commit.parents);
         }

@@ -2,9 +2,11 @@
 
 use lifeos_store::{Id, Kind, Transaction};
 
-use crate::error::Result;
-use crate::object::{Commit, Event, View};
-use crate::repo::{now_ms, OpState, Repo};
+use crate::error::{Result, VcsError};
+use crate::folder::WorkingCopyLock;
+use crate::object::{Commit, Event, Tree, View};
+use crate::path::{display, BString};
+use crate::repo::{now_ms, Repo};
 use crate::working_copy::{Snapshot, SnapshotProgress};
 
 /// What `commit` did.
@@ -21,13 +23,28 @@ pub struct CommitOutcome {
     /// The snapshot.
     pub snapshot: Snapshot,
     /// Merge conflicts still unresolved in the new commit.
-    pub conflicts: Vec<String>,
+    pub conflicts: Vec<BString>,
 }
 
 /// Work done on the files a commit read, inside its transaction, before it is published;
 /// returns events for the commit's operation.
 pub type CommitHook<'a> =
-    dyn Fn(&mut Transaction<'_>, &[(String, Id, u64)]) -> Result<Vec<Event>> + 'a;
+    dyn Fn(&mut Transaction<'_>, &[(BString, Id, u64)]) -> Result<Vec<Event>> + 'a;
+
+/// How to record the working folder.
+#[derive(Default)]
+pub struct CommitOptions<'a> {
+    /// The commit message.
+    pub message: &'a [u8],
+    /// Record a commit even if nothing changed.
+    pub allow_empty: bool,
+    /// Record the rest when some files cannot be read; they keep their last recorded
+    /// version (new ones are left out). Without it such a commit is refused.
+    pub allow_unreadable: bool,
+    /// Run on the files read, inside the transaction, before publishing (the CLI indexes
+    /// small changes this way); the events it returns join the commit's operation.
+    pub hook: Option<&'a CommitHook<'a>>,
+}
 
 /// Random bytes for a new change id.
 pub fn new_change_id() -> [u8; 16] {
@@ -38,89 +55,40 @@ pub fn new_change_id() -> [u8; 16] {
 
 impl Repo {
     /// Snapshots the working folder and, if it differs from `@` (or `allow_empty`),
-    /// records it as a new commit on the current branch.
+    /// records it as a new commit on the current branch. A file that cannot be read is
+    /// never recorded as deleted: the commit is refused ([`VcsError::Unreadable`]) unless
+    /// `allow_unreadable`, which keeps its last recorded version.
     pub fn commit_working_copy(
         &self,
-        message: &[u8],
-        allow_empty: bool,
+        _wc: &WorkingCopyLock,
+        opts: &CommitOptions<'_>,
         progress: &dyn SnapshotProgress,
-    ) -> Result<CommitOutcome> {
-        self.commit_working_copy_with(message, allow_empty, progress, None)
-    }
-
-    /// Like [`Repo::commit_working_copy`], running `hook` on the files read before the
-    /// commit is published; the events it returns are recorded by the same operation
-    /// (the CLI uses it to index small changes as they are committed).
-    pub fn commit_working_copy_with(
-        &self,
-        message: &[u8],
-        allow_empty: bool,
-        progress: &dyn SnapshotProgress,
-        hook: Option<&CommitHook<'_>>,
     ) -> Result<CommitOutcome> {
         let start = now_ms();
         let head = self.head()?;
-        let tx = self.store().transaction()?;
-        let view = head.view.clone();
-        self.record_with(
-            tx,
-            &head,
-            view,
-            message,
-            allow_empty,
-            progress,
-            Vec::new(),
-            start,
-            hook,
-        )
-    }
-
-    /// Snapshots the folder into `tx` and publishes a commit on top of `view`'s `@`, with
-    /// `events` added to the operation. Conflicts of the parent carry over for paths the
-    /// new commit leaves as the merge wrote them; changing such a path resolves it.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn record(
-        &self,
-        tx: Transaction<'_>,
-        head: &OpState,
-        view: View,
-        message: &[u8],
-        allow_empty: bool,
-        progress: &dyn SnapshotProgress,
-        events: Vec<Event>,
-        start: i64,
-    ) -> Result<CommitOutcome> {
-        self.record_with(
-            tx,
-            head,
-            view,
-            message,
-            allow_empty,
-            progress,
-            events,
-            start,
-            None,
-        )
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn record_with(
-        &self,
-        mut tx: Transaction<'_>,
-        head: &OpState,
-        mut view: View,
-        message: &[u8],
-        allow_empty: bool,
-        progress: &dyn SnapshotProgress,
-        mut events: Vec<Event>,
-        start: i64,
-        hook: Option<&CommitHook<'_>>,
-    ) -> Result<CommitOutcome> {
-        let snapshot = self.snapshot(&mut tx, progress)?;
-        let branch = view.current_branch.clone();
+        let mut tx = self.store().transaction()?;
+        let mut view = head.view.clone();
         let parent = view.at_commit();
-        let parent_commit = parent.map(|p| self.commit(&p)).transpose()?;
-        if parent_commit.as_ref().map(|c| c.tree) == Some(snapshot.tree) && !allow_empty {
+        let parent_tree = self.at_tree(&view)?;
+        let snapshot = self.snapshot(&mut tx, parent_tree.as_ref(), progress)?;
+        if !snapshot.unreadable.is_empty() && !opts.allow_unreadable {
+            return Err(VcsError::Unreadable(
+                snapshot
+                    .unreadable
+                    .iter()
+                    .map(|u| {
+                        let p = if u.path.is_empty() {
+                            "part of the folder".into()
+                        } else {
+                            display(&u.path)
+                        };
+                        format!("{p} ({})", u.reason)
+                    })
+                    .collect(),
+            ));
+        }
+        let branch = view.current_branch.clone();
+        if parent_tree == Some(snapshot.tree) && !opts.allow_empty {
             drop(tx);
             if snapshot.state_changed {
                 self.save_wc_state(&snapshot.state)?;
@@ -134,49 +102,23 @@ impl Repo {
                 conflicts: Vec::new(),
             });
         }
-        let mut conflicts = Vec::new();
-        if let Some(pc) = &parent_commit {
-            for c in &pc.conflicts {
-                let before = self.lookup_path(&pc.tree, &c.path)?;
-                let after = self.lookup_path_tx(&tx, &snapshot.tree, &c.path)?;
-                if before.map(|e| e.id) == after.map(|e| e.id) {
-                    conflicts.push(c.clone());
-                }
-            }
-        }
-        let sig = self.signature(start);
-        let commit = Commit {
-            tree: snapshot.tree,
-            parents: parent.into_iter().collect(),
-            change_id: new_change_id(),
-            author: sig.clone(),
-            committer: sig,
-            message: message.to_vec(),
-            extra_headers: Vec::new(),
-            conflicts,
-        };
-        let id = tx.write_object(Kind::Commit, &commit.encode())?;
-        view.heads.retain(|h| Some(*h) != parent);
-        view.heads.push(id);
-        view.wc_commit = Some(id);
-        events.insert(0, Event::CommitCreated { commit: id });
-        if let Some(b) = &branch {
-            view.set_branch(b, Some(id));
-            events.push(Event::BranchMoved {
-                name: b.clone(),
-                from: parent,
-                to: Some(id),
-            });
-        }
-        if let Some(h) = hook {
+        let mut events = Vec::new();
+        let (id, commit) = self.commit_tree(
+            &mut tx,
+            &mut view,
+            snapshot.tree,
+            opts.message,
+            &mut events,
+            start,
+        )?;
+        if let Some(h) = opts.hook {
             events.extend(h(&mut tx, &snapshot.read)?);
         }
-        let summary = commit.summary();
         let op = self.publish(
             tx,
             &[head.id],
             view,
-            &format!("commit: {summary}"),
+            &format!("commit: {}", commit.summary()),
             events,
             start,
         )?;
@@ -191,20 +133,74 @@ impl Repo {
         })
     }
 
+    /// Writes a commit of `tree` on top of `view`'s `@` and moves the view to it: the
+    /// current branch (or the detached working-copy commit) follows, and the events say
+    /// so. Conflicts of the parent carry over for paths the new tree leaves as the merge
+    /// wrote them; changing such a path resolves it. Returns the commit and its id.
+    pub(crate) fn commit_tree(
+        &self,
+        tx: &mut Transaction<'_>,
+        view: &mut View,
+        tree: Id,
+        message: &[u8],
+        events: &mut Vec<Event>,
+        start: i64,
+    ) -> Result<(Id, Commit)> {
+        let parent = view.at_commit();
+        let mut conflicts = Vec::new();
+        if let Some(pc) = parent.map(|p| self.commit(&p)).transpose()? {
+            for c in &pc.conflicts {
+                let before = self.lookup_path(&pc.tree, &c.path)?;
+                let after = self.lookup_path_tx(tx, &tree, &c.path)?;
+                if before.map(|e| e.id) == after.map(|e| e.id) {
+                    conflicts.push(c.clone());
+                }
+            }
+        }
+        let sig = self.signature(start);
+        let commit = Commit {
+            tree,
+            parents: parent.into_iter().collect(),
+            change_id: new_change_id(),
+            author: sig.clone(),
+            committer: sig,
+            message: message.to_vec(),
+            extra_headers: Vec::new(),
+            conflicts,
+        };
+        let id = tx.write_object(Kind::Commit, &commit.encode())?;
+        view.heads.retain(|h| Some(*h) != parent);
+        view.heads.push(id);
+        view.wc_commit = Some(id);
+        events.insert(0, Event::CommitCreated { commit: id });
+        if let Some(b) = view.current_branch.clone() {
+            view.set_branch(&b, Some(id));
+            events.push(Event::BranchMoved {
+                name: b,
+                from: parent,
+                to: Some(id),
+            });
+        }
+        Ok((id, commit))
+    }
+
+    /// Reads a tree written by `tx` or already stored.
+    pub(crate) fn tree_tx(&self, tx: &Transaction<'_>, id: &Id) -> Result<Tree> {
+        let raw = tx.read_object(id, Kind::Tree)?;
+        Tree::decode(&raw).map_err(|source| VcsError::Decode {
+            kind: "tree",
+            id: *id,
+            source,
+        })
+    }
+
     /// Like [`Repo::lookup_path`], reading trees written by `tx` too.
     pub(crate) fn lookup_path_tx(
         &self,
         tx: &Transaction<'_>,
         root: &Id,
-        path: &str,
+        path: &[u8],
     ) -> Result<Option<crate::object::TreeEntry>> {
-        crate::repo::walk_path(root, path, |id| {
-            let raw = tx.read_object(id, Kind::Tree)?;
-            crate::object::Tree::decode(&raw).map_err(|source| crate::VcsError::Decode {
-                kind: "tree",
-                id: *id,
-                source,
-            })
-        })
+        crate::repo::walk_path(root, path, |id| self.tree_tx(tx, id))
     }
 }

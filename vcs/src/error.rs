@@ -122,6 +122,33 @@ pub enum VcsError {
     /// An operation is not possible in the current state.
     #[error("{0}")]
     Refused(String),
+    /// Files the user asked to record could not be read; nothing was recorded.
+    #[error("cannot read {}; nothing was recorded", .0.join(", "))]
+    Unreadable(Vec<String>),
+    /// Changing the working folder would overwrite or remove something lifeos has not
+    /// recorded (an ignored or unreadable file, a folder with such files in it).
+    #[error("the working folder was left unchanged: {path} {reason}")]
+    InTheWay {
+        /// The path, as shown to people.
+        path: String,
+        /// What is in the way.
+        reason: String,
+    },
+    /// The command was interrupted (Ctrl-C) while it changed the working folder.
+    #[error("interrupted while changing the working folder")]
+    Interrupted,
+    /// The operation was recorded but the working folder could not be fully moved to it;
+    /// the next command that uses the folder finishes the move.
+    #[error(
+        "operation {op} is recorded, but the working folder was only partly updated: {source}"
+    )]
+    MoveUnfinished {
+        /// The operation (short id).
+        op: String,
+        /// What stopped the move.
+        #[source]
+        source: Box<VcsError>,
+    },
     /// The repository's history objects are inconsistent.
     #[error("repository is inconsistent: {0}")]
     Inconsistent(String),

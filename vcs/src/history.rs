@@ -7,13 +7,14 @@ use std::path::Path;
 
 use lifeos_store::{Id, Kind, Transaction};
 
-use crate::error::{IoContext, Result, VcsError};
+use crate::error::{Result, VcsError};
+use crate::folder::WorkingCopyLock;
 use crate::object::{Commit, Conflict, EntryKind, Event, TreeEntry, View};
+use crate::path::{display, in_folder, is_under, BString};
 use crate::repo::{now_ms, OpState, Repo};
-use crate::restore::FileJob;
 use crate::treediff::{diff_flat, Change, FlatTree};
 use crate::when::{parse_when, When};
-use crate::working_copy::{scan, CacheEntry, NoProgress, Skipped, WcState};
+use crate::working_copy::{scan, CacheEntry, NoProgress, Scan, Skipped, WcState};
 
 /// The working folder compared with `@`.
 #[derive(Debug)]
@@ -26,8 +27,24 @@ pub struct Status {
     pub changes: Vec<Change>,
     /// Conflicts recorded in `@` whose file is still as the merge left it.
     pub conflicts: Vec<Conflict>,
-    /// Paths that could not be read.
+    /// Paths not recorded by design (gone while scanning, or not files).
     pub skipped: Vec<Skipped>,
+    /// Files and folders that could not be read: compared as their last recorded
+    /// version, and never overwritten by a command that changes the folder.
+    pub unreadable: Vec<Skipped>,
+}
+
+/// The working folder as read without storing anything.
+#[derive(Debug, Default)]
+pub struct FolderRead {
+    /// Files and symlinks by path. A path that could not be read is absent.
+    pub flat: FlatTree,
+    /// The refreshed stat cache.
+    pub state: WcState,
+    /// Paths not recorded by design.
+    pub skipped: Vec<Skipped>,
+    /// Paths that could not be read.
+    pub unreadable: Vec<Skipped>,
 }
 
 /// Which operation a `--at` resolved to.
@@ -93,15 +110,23 @@ impl Repo {
 
     /// Reads the working folder into a flat tree without storing anything: files the stat
     /// cache recognises are not read; the others are hashed on every core.
-    pub fn working_tree(&self) -> Result<(FlatTree, WcState, Vec<Skipped>)> {
+    pub fn working_tree(&self) -> Result<FolderRead> {
         let started = jiff::Timestamp::now().as_nanosecond();
         let old = self.load_wc_state();
-        let (found, mut skipped) = scan(self.workdir())?;
-        let mut state = WcState {
-            recorded_at_ns: started,
-            entries: BTreeMap::new(),
+        let Scan {
+            found,
+            skipped,
+            unreadable,
+        } = scan(self.workdir())?;
+        let mut out = FolderRead {
+            state: WcState {
+                recorded_at_ns: started,
+                entries: BTreeMap::new(),
+            },
+            skipped,
+            unreadable,
+            ..FolderRead::default()
         };
-        let mut flat = FlatTree::new();
         let mut to_hash = Vec::new();
         for (i, f) in found.iter().enumerate() {
             match old
@@ -110,8 +135,8 @@ impl Repo {
                 .filter(|c| c.trusted(&f.meta, old.recorded_at_ns))
             {
                 Some(c) => {
-                    flat.insert(
-                        String::from_utf8_lossy(&f.path).into_owned(),
+                    out.flat.insert(
+                        BString::from(f.path.as_slice()),
                         TreeEntry {
                             name: Vec::new(),
                             kind: c.kind,
@@ -119,14 +144,14 @@ impl Repo {
                             size: f.meta.len(),
                         },
                     );
-                    state.entries.insert(f.path.clone(), c.clone());
+                    out.state.entries.insert(f.path.clone(), c.clone());
                 }
                 None => to_hash.push(i),
             }
         }
         let results = lifeos_store::par::map(&to_hash, |&i| {
             let f = &found[i];
-            let full = self.workdir().join(std::ffi::OsStr::from_bytes(&f.path));
+            let full = in_folder(self.workdir(), &f.path);
             if f.meta.file_type().is_symlink() {
                 std::fs::read_link(&full).map(|t| {
                     let b = t.as_os_str().as_bytes();
@@ -142,12 +167,13 @@ impl Repo {
                 hash_file(&full).map(|(id, n)| (kind, id, n))
             }
         });
+        let mut failures = Scan::default();
         for (&i, r) in to_hash.iter().zip(results) {
             let f = &found[i];
             match r {
                 Ok((kind, id, size)) => {
-                    flat.insert(
-                        String::from_utf8_lossy(&f.path).into_owned(),
+                    out.flat.insert(
+                        BString::from(f.path.as_slice()),
                         TreeEntry {
                             name: Vec::new(),
                             kind,
@@ -155,29 +181,36 @@ impl Repo {
                             size,
                         },
                     );
-                    state
+                    out.state
                         .entries
                         .insert(f.path.clone(), CacheEntry::from_meta(&f.meta, kind, id));
                 }
-                Err(e) => skipped.push(Skipped {
-                    path: String::from_utf8_lossy(&f.path).into_owned(),
-                    reason: e.to_string(),
-                }),
+                Err(e) => failures.failed(BString::from(f.path.as_slice()), &e),
             }
         }
-        Ok((flat, state, skipped))
+        out.skipped.append(&mut failures.skipped);
+        out.unreadable.append(&mut failures.unreadable);
+        out.unreadable.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(out)
     }
 
     /// What changed in the folder since `@`.
-    pub fn status(&self) -> Result<Status> {
+    pub fn status(&self, _wc: &WorkingCopyLock) -> Result<Status> {
         let head = self.head()?;
         self.status_in(&head.view)
     }
 
-    /// What changed in the folder since `view`'s `@`.
-    pub fn status_in(&self, view: &View) -> Result<Status> {
+    /// What changed in the folder since `view`'s `@`. A path that cannot be read counts
+    /// as its recorded version (its content is unknown, never taken as deleted) and is
+    /// listed in [`Status::unreadable`].
+    pub(crate) fn status_in(&self, view: &View) -> Result<Status> {
         let base = view.at_commit();
-        let (flat, _, skipped) = self.working_tree()?;
+        let FolderRead {
+            mut flat,
+            skipped,
+            unreadable,
+            ..
+        } = self.working_tree()?;
         let (base_flat, conflicts) = match base {
             Some(c) => {
                 let commit = self.commit(&c)?;
@@ -185,11 +218,16 @@ impl Repo {
             }
             None => (FlatTree::new(), Vec::new()),
         };
+        for u in &unreadable {
+            for (p, e) in base_flat.iter().filter(|(p, _)| is_under(p, &u.path)) {
+                flat.entry(p.clone()).or_insert_with(|| e.clone());
+            }
+        }
         let changes = diff_flat(&base_flat, &flat);
-        let changed: HashSet<&str> = changes.iter().map(|c| c.path.as_str()).collect();
+        let changed: HashSet<&BString> = changes.iter().map(|c| &c.path).collect();
         let conflicts = conflicts
             .into_iter()
-            .filter(|c| !changed.contains(c.path.as_str()))
+            .filter(|c| !changed.contains(&c.path))
             .collect();
         Ok(Status {
             base,
@@ -197,6 +235,7 @@ impl Repo {
             changes,
             conflicts,
             skipped,
+            unreadable,
         })
     }
 
@@ -239,7 +278,11 @@ impl Repo {
                             .unwrap_or_default()
                     )));
                 }
-                let row = cat.op_at(t)?.expect("an operation at or before t exists");
+                let row = cat.op_at(t)?.ok_or_else(|| {
+                    VcsError::Inconsistent(format!(
+                        "the catalog has operations from {first} ms but none at or before {t} ms; run `lifeos reindex`"
+                    ))
+                })?;
                 Ok(AtOp {
                     state: self.op_state(&row.id)?,
                     asked_ms: Some(t),
@@ -249,14 +292,16 @@ impl Repo {
     }
 
     /// Stores the folder as a commit that is not on any branch (so that content about to be
-    /// replaced stays recoverable); returns the commit and the refreshed stat cache.
+    /// replaced stays recoverable); returns the commit, its tree and the refreshed stat
+    /// cache.
     fn save_folder(
         &self,
         tx: &mut Transaction<'_>,
         view: &View,
         message: &str,
-    ) -> Result<(Id, WcState)> {
-        let snap = self.snapshot(tx, &NoProgress)?;
+    ) -> Result<(Id, Id, WcState)> {
+        let base = self.at_tree(view)?;
+        let snap = self.snapshot(tx, base.as_ref(), &NoProgress)?;
         let sig = self.signature(now_ms());
         let commit = Commit {
             tree: snap.tree,
@@ -269,128 +314,15 @@ impl Repo {
             conflicts: Vec::new(),
         };
         let id = tx.write_object(Kind::Commit, &commit.encode())?;
-        Ok((id, snap.state))
+        Ok((id, snap.tree, snap.state))
     }
 
-    /// Refuses when the folder has uncommitted changes, unless `force`, in which case the
-    /// folder is saved as a commit first. Returns the saved commit, if any.
-    fn protect_folder(
-        &self,
-        tx: &mut Transaction<'_>,
-        view: &View,
-        force: bool,
-        what: &str,
-    ) -> Result<Option<Id>> {
-        let st = self.status_in(view)?;
-        if st.changes.is_empty() {
-            return Ok(None);
-        }
-        if !force {
-            let mut paths: Vec<String> = st
-                .changes
-                .iter()
-                .map(|c| format!("{} {}", c.kind.letter(), c.path))
-                .take(10)
-                .collect();
-            if st.changes.len() > 10 {
-                paths.push(format!("and {} more", st.changes.len() - 10));
-            }
-            return Err(VcsError::Uncommitted(paths));
-        }
-        let (id, _) = self.save_folder(
-            tx,
-            view,
-            &format!("uncommitted changes saved before {what}"),
-        )?;
-        Ok(Some(id))
-    }
-
-    /// Moves the folder from tree `from` to tree `to`, writing only what differs; returns
-    /// the new stat cache. Files are written atomically and never through symlinks.
-    pub fn move_folder(&self, from: Option<&Id>, to: Option<&Id>) -> Result<()> {
-        let started = jiff::Timestamp::now().as_nanosecond();
-        let a = from
-            .map(|t| self.flatten(t))
-            .transpose()?
-            .unwrap_or_default();
-        let b = to.map(|t| self.flatten(t)).transpose()?.unwrap_or_default();
-        self.apply_changes(&diff_flat(&a, &b), started)
-    }
-
-    /// Applies file-level changes to the folder and updates the stat cache.
-    pub(crate) fn apply_changes(&self, changes: &[Change], started_ns: i128) -> Result<()> {
-        let mut state = self.load_wc_state();
-        let root = self.workdir();
-        // Deletions first (so a file can become a directory), deepest first.
-        for c in changes.iter().rev().filter(|c| c.new.is_none()) {
-            let p = root.join(&c.path);
-            match std::fs::symlink_metadata(&p) {
-                Ok(m) if !m.is_dir() => std::fs::remove_file(&p).io("removing", &p)?,
-                _ => {}
-            }
-            state.entries.remove(c.path.as_bytes());
-            let mut dir = p.parent().map(Path::to_path_buf);
-            while let Some(d) = dir {
-                if d == root || std::fs::remove_dir(&d).is_err() {
-                    break;
-                }
-                dir = d.parent().map(Path::to_path_buf);
-            }
-        }
-        let mut jobs = Vec::new();
-        for c in changes {
-            let Some(e) = &c.new else { continue };
-            let dest = root.join(&c.path);
-            // Create parents one by one, refusing to go through anything but real dirs.
-            let mut cur = root.to_path_buf();
-            let comps: Vec<&str> = c.path.split('/').collect();
-            for comp in &comps[..comps.len() - 1] {
-                cur.push(comp);
-                match std::fs::symlink_metadata(&cur) {
-                    Ok(m) if m.is_dir() => {}
-                    Ok(m) if m.file_type().is_symlink() || m.is_file() => {
-                        return Err(VcsError::UnsafePath {
-                            path: c.path.clone(),
-                            reason: format!(
-                                "{} is in the way and is not a directory",
-                                cur.display()
-                            ),
-                        })
-                    }
-                    _ => std::fs::create_dir(&cur).io("creating", &cur)?,
-                }
-            }
-            if let Ok(m) = std::fs::symlink_metadata(&dest) {
-                if m.is_dir() {
-                    std::fs::remove_dir(&dest).io("removing (a directory is in the way)", &dest)?;
-                }
-            }
-            jobs.push(FileJob {
-                repo_path: c.path.clone(),
-                dest,
-                id: e.id,
-                kind: e.kind,
-                size: e.size,
-            });
-        }
-        for (job, r) in jobs.iter().zip(self.write_files(&jobs, &|_| {})) {
-            r?;
-            let meta = std::fs::symlink_metadata(&job.dest).io("reading metadata of", &job.dest)?;
-            state.entries.insert(
-                job.repo_path.as_bytes().to_vec(),
-                CacheEntry::from_meta(&meta, job.kind, job.id),
-            );
-        }
-        // Entries written now are racy relative to this moment; keep the older bound for
-        // the rest so they stay trusted.
-        state.recorded_at_ns = state.recorded_at_ns.min(started_ns);
-        self.save_wc_state(&state)
-    }
-
-    /// Publishes `view` as a new operation and moves the folder to its `@`, if the folder
-    /// is clean (or `force`, saving it first).
+    /// Publishes `view` as a new operation and moves the folder to its `@`. The folder
+    /// must be clean; with `force`, its changes are first saved as a commit that the same
+    /// operation keeps visible. Nothing is published if the move cannot be made safely.
     fn switch_view(
         &self,
+        wc: &WorkingCopyLock,
         head: &OpState,
         mut view: View,
         force: bool,
@@ -399,27 +331,43 @@ impl Repo {
     ) -> Result<(Id, Option<Id>)> {
         let start = now_ms();
         let mut tx = self.store().transaction()?;
-        let saved = self.protect_folder(&mut tx, &head.view, force, what)?;
-        let from = match saved {
-            Some(s) => {
-                // The saved folder is durable before anything in the folder is replaced.
-                tx = tx.checkpoint()?;
-                view.heads.push(s);
-                events.push(Event::CommitCreated { commit: s });
-                Some(self.commit(&s)?.tree)
-            }
-            None => self.at_tree(&head.view)?,
+        let st = self.status_in(&head.view)?;
+        let mut saved = None;
+        let mut state = None;
+        let from = if st.changes.is_empty() {
+            self.at_tree(&head.view)?
+        } else if !force {
+            return Err(VcsError::Uncommitted(change_list(&st.changes)));
+        } else {
+            let (id, tree, s) = self.save_folder(
+                &mut tx,
+                &head.view,
+                &format!("uncommitted changes saved before {what}"),
+            )?;
+            view.heads.push(id);
+            events.push(Event::CommitCreated { commit: id });
+            saved = Some(id);
+            state = Some(s);
+            Some(tree)
         };
         let to = self.at_tree(&view)?;
-        self.move_folder(from.as_ref(), to.as_ref())?;
+        let mut mv = self.plan_move(&tx, from.as_ref(), to.as_ref(), &st.unreadable)?;
+        if let Some(s) = state {
+            mv = mv.with_state(s);
+        }
         view.wc_commit = view.at_commit().or(view.wc_commit);
-        let op = self.publish(tx, &[head.id], view, what, events, start)?;
+        let op = self.publish_and_move(wc, tx, &[head.id], view, what, events, start, mv)?;
         Ok((op, saved))
     }
 
     /// Switches the folder to a branch or commit. Refuses to overwrite uncommitted changes
     /// unless `force`, which saves them as a commit first (returned).
-    pub fn checkout(&self, target: &Target, force: bool) -> Result<(Id, Option<Id>, Id)> {
+    pub fn checkout(
+        &self,
+        wc: &WorkingCopyLock,
+        target: &Target,
+        force: bool,
+    ) -> Result<(Id, Option<Id>, Id)> {
         let head = self.head()?;
         let mut view = head.view.clone();
         let commit = match target {
@@ -442,6 +390,7 @@ impl Repo {
             Target::Commit(c) => c.short(12),
         };
         let (op, saved) = self.switch_view(
+            wc,
             &head,
             view,
             force,
@@ -586,7 +535,7 @@ impl Repo {
     /// Reverts the newest operation by writing a new one with the view before it (an undo
     /// of an undo therefore redoes). After concurrent operations were merged, the newest
     /// of them is undone. The folder follows when it is clean; `force` saves it first.
-    pub fn undo(&self, force: bool) -> Result<(Id, Id)> {
+    pub fn undo(&self, wc: &WorkingCopyLock, force: bool) -> Result<(Id, Id)> {
         let head = self.head()?;
         // Operations that left the view as it was (ingest results) are not what a person
         // means to undo: step back over them to the last one that changed the view.
@@ -604,27 +553,28 @@ impl Repo {
             }
             top = parent;
         }
-        let (undone, restore_to) = match top.op.parents.as_slice() {
+        let (undone, view) = match top.op.parents.as_slice() {
             [] => {
                 return Err(VcsError::Refused(
                     "nothing to undo: this is the repository's first operation".into(),
                 ))
             }
-            [p] => (top.id, *p),
+            [p] => (top.id, self.op_state(p)?.view),
             parents => {
-                // A merge of concurrent operations: undo the newest of them.
+                // A merge of concurrent operations: undo the newest of them, keeping what
+                // every other one did.
                 let mut states: Vec<OpState> = parents
                     .iter()
                     .map(|p| self.op_state(p))
                     .collect::<Result<_>>()?;
                 states.sort_by_key(|s| (s.op.end_ms, s.id));
-                let newest = states.pop().expect("several parents");
-                let other = states.pop().expect("several parents");
-                (newest.id, other.id)
+                let newest = states.pop().map(|s| s.id).unwrap_or(top.id);
+                let others: Vec<Id> = states.iter().map(|s| s.id).collect();
+                (newest, self.merged_view(&others)?)
             }
         };
-        let view = self.op_state(&restore_to)?.view;
         let (op, _) = self.switch_view(
+            wc,
             &head,
             view,
             force,
@@ -635,10 +585,11 @@ impl Repo {
     }
 
     /// Restores the whole repository view as it was after operation `target`.
-    pub fn op_restore(&self, target: &Id, force: bool) -> Result<Id> {
+    pub fn op_restore(&self, wc: &WorkingCopyLock, target: &Id, force: bool) -> Result<Id> {
         let head = self.head()?;
         let view = self.op_state(target)?.view;
         let (op, _) = self.switch_view(
+            wc,
             &head,
             view,
             force,
@@ -649,89 +600,119 @@ impl Repo {
     }
 
     /// Brings `path` (a file or folder) back as it was in commit `source`, in the working
-    /// folder, and records it as a new commit. Uncommitted changes to the path are refused
-    /// unless `force` (they are saved as a commit first).
+    /// folder, and records it as a new commit (with the rest of the folder as it is).
+    /// Uncommitted changes to the path are refused unless `force` (they are saved as a
+    /// commit first). The commit is published before the folder changes.
     pub fn restore_path(
         &self,
-        path: &str,
+        wc: &WorkingCopyLock,
+        path: &[u8],
         source: &Id,
         force: bool,
     ) -> Result<(Id, Id, Option<Id>)> {
         let start = now_ms();
         let head = self.head()?;
-        let clean = crate::repo::split_path(path)?.join("/");
+        let clean = crate::path::clean(path)?;
         let src_tree = self.commit(source)?.tree;
-        let src = self.flatten(&src_tree)?;
-        let under = |p: &str| clean.is_empty() || p == clean || p.starts_with(&format!("{clean}/"));
-        let wanted: FlatTree = src.into_iter().filter(|(p, _)| under(p)).collect();
+        let wanted = self.entries_under(&src_tree, &clean)?;
+        let at_tree = self.at_tree(&head.view)?;
         if wanted.is_empty()
-            && self
-                .at_tree(&head.view)?
-                .is_none_or(|t| self.lookup_path(&t, &clean).ok().flatten().is_none())
+            && at_tree.is_none_or(|t| self.lookup_path(&t, &clean).ok().flatten().is_none())
         {
             return Err(VcsError::PathNotFound {
-                path: clean,
+                path: display(&clean).into_owned(),
                 rev: source.short(12),
             });
         }
         let mut tx = self.store().transaction()?;
         let st = self.status_in(&head.view)?;
-        let dirty: Vec<&Change> = st.changes.iter().filter(|c| under(&c.path)).collect();
-        let mut saved = None;
-        if !dirty.is_empty() {
-            if !force {
-                return Err(VcsError::Uncommitted(
-                    dirty
-                        .iter()
-                        .map(|c| format!("{} {}", c.kind.letter(), c.path))
-                        .collect(),
-                ));
-            }
-            saved = Some(
-                self.save_folder(
-                    &mut tx,
-                    &head.view,
-                    &format!("uncommitted changes saved before restoring {clean}"),
-                )?
-                .0,
-            );
-            tx = tx.checkpoint()?;
+        let dirty: Vec<&Change> = st
+            .changes
+            .iter()
+            .filter(|c| is_under(&c.path, &clean))
+            .collect();
+        if !dirty.is_empty() && !force {
+            return Err(VcsError::Uncommitted(
+                dirty
+                    .iter()
+                    .map(|c| format!("{} {}", c.kind.letter(), display(&c.path)))
+                    .collect(),
+            ));
         }
-        let (current, _, _) = self.working_tree()?;
-        let now_under: FlatTree = current.into_iter().filter(|(p, _)| under(p)).collect();
-        self.apply_changes(
-            &diff_flat(&now_under, &wanted),
-            jiff::Timestamp::now().as_nanosecond(),
-        )?;
+        // The folder as it is now, stored: what the restore commit builds on, and what
+        // is saved when uncommitted changes to the path are overwritten.
+        let snap = self.snapshot(&mut tx, at_tree.as_ref(), &NoProgress)?;
         let mut view = head.view.clone();
         let mut events = vec![Event::PathRestored {
             path: clean.clone(),
             commit: *source,
         }];
-        if let Some(s) = saved {
-            view.heads.push(s);
-            events.push(Event::CommitCreated { commit: s });
+        let mut saved = None;
+        if !dirty.is_empty() {
+            let sig = self.signature(start);
+            let commit = Commit {
+                tree: snap.tree,
+                parents: head.view.at_commit().into_iter().collect(),
+                change_id: crate::commit::new_change_id(),
+                author: sig.clone(),
+                committer: sig,
+                message: format!(
+                    "uncommitted changes saved before restoring {}",
+                    display(&clean)
+                )
+                .into_bytes(),
+                extra_headers: Vec::new(),
+                conflicts: Vec::new(),
+            };
+            let id = tx.write_object(Kind::Commit, &commit.encode())?;
+            view.heads.push(id);
+            events.push(Event::CommitCreated { commit: id });
+            saved = Some(id);
         }
+        let mut flat: FlatTree = self
+            .flatten_tx(&tx, &snap.tree)?
+            .into_iter()
+            .filter(|(p, _)| !is_under(p, &clean))
+            .collect();
+        flat.extend(wanted);
+        let tree = self.write_flat(&mut tx, &flat)?;
+        let mv = self
+            .plan_move(&tx, Some(&snap.tree), Some(&tree), &snap.unreadable)?
+            .with_state(snap.state);
         let msg = format!(
             "restore {} from {}",
             if clean.is_empty() {
-                "everything"
+                "everything".into()
             } else {
-                &clean
+                display(&clean)
             },
             source.short(12)
         );
-        let out = self.record(
+        let (commit, _) =
+            self.commit_tree(&mut tx, &mut view, tree, msg.as_bytes(), &mut events, start)?;
+        let op = self.publish_and_move(
+            wc,
             tx,
-            &head,
+            &[head.id],
             view,
-            msg.as_bytes(),
-            true,
-            &NoProgress,
+            &format!("commit: {msg}"),
             events,
             start,
+            mv,
         )?;
-        let commit = out.commit.expect("allow_empty commits");
-        Ok((commit, out.op.expect("published"), saved))
+        Ok((commit, op, saved))
     }
+}
+
+/// The first ten changes, as `status` shows them, for an error.
+fn change_list(changes: &[Change]) -> Vec<String> {
+    let mut paths: Vec<String> = changes
+        .iter()
+        .map(|c| format!("{} {}", c.kind.letter(), display(&c.path)))
+        .take(10)
+        .collect();
+    if changes.len() > 10 {
+        paths.push(format!("and {} more", changes.len() - 10));
+    }
+    paths
 }

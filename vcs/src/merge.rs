@@ -5,9 +5,11 @@ use std::collections::{BTreeSet, HashSet, VecDeque};
 use lifeos_store::{Id, Kind, Transaction};
 
 use crate::error::{Result, VcsError};
+use crate::folder::WorkingCopyLock;
 use crate::object::{Commit, Conflict, EntryKind, Event, Tree, TreeEntry};
+use crate::path::{display, is_under, BString};
 use crate::repo::{now_ms, Repo};
-use crate::treediff::{unflatten, FlatTree};
+use crate::treediff::{unflatten, FileDirClash, FlatTree};
 
 /// Text files up to this size are merged line by line; larger ones conflict as binary.
 const MAX_TEXT_MERGE: u64 = 16 << 20;
@@ -22,14 +24,17 @@ pub struct MergeOutcome {
     /// The merge base.
     pub base: Option<Id>,
     /// Paths merged line by line without conflict.
-    pub merged: Vec<String>,
+    pub merged: Vec<BString>,
     /// Paths left in conflict (recorded in the commit).
-    pub conflicts: Vec<String>,
+    pub conflicts: Vec<BString>,
 }
 
-/// Whether `bytes` look like text that a line merge can handle.
-fn is_text(bytes: &[u8]) -> bool {
-    !bytes.contains(&0) && std::str::from_utf8(bytes).is_ok()
+/// The bytes as text a line merge can handle (UTF-8 without NUL), if they are.
+fn as_text(bytes: Vec<u8>) -> Option<String> {
+    if bytes.contains(&0) {
+        return None;
+    }
+    String::from_utf8(bytes).ok()
 }
 
 impl Repo {
@@ -69,8 +74,8 @@ impl Repo {
         base: &FlatTree,
         ours: &FlatTree,
         theirs: &FlatTree,
-    ) -> Result<(FlatTree, Vec<String>, Vec<Conflict>)> {
-        let paths: BTreeSet<&String> = base
+    ) -> Result<(FlatTree, Vec<BString>, Vec<Conflict>)> {
+        let paths: BTreeSet<&BString> = base
             .keys()
             .chain(ours.keys())
             .chain(theirs.keys())
@@ -97,21 +102,17 @@ impl Repo {
                             && te.size <= MAX_TEXT_MERGE
                             && b.is_none_or(|be| be.size <= MAX_TEXT_MERGE) =>
                     {
-                        let ob = self.file_bytes(&oe.id)?;
-                        let tb = self.file_bytes(&te.id)?;
+                        let ob = as_text(self.file_bytes(&oe.id)?);
+                        let tb = as_text(self.file_bytes(&te.id)?);
                         let bb = match b {
-                            Some(be) => self.file_bytes(&be.id)?,
-                            None => Vec::new(),
+                            Some(be) => as_text(self.file_bytes(&be.id)?),
+                            None => Some(String::new()),
                         };
-                        if is_text(&ob) && is_text(&tb) && is_text(&bb) {
-                            let (bs, os, ts) = (
-                                String::from_utf8(bb).expect("checked"),
-                                String::from_utf8(ob).expect("checked"),
-                                String::from_utf8(tb).expect("checked"),
-                            );
-                            Some((oe.kind, diffy::merge(&bs, &os, &ts)))
-                        } else {
-                            None
+                        match (bb, ob, tb) {
+                            (Some(bs), Some(os), Some(ts)) => {
+                                Some((oe.kind, diffy::merge(&bs, &os, &ts)))
+                            }
+                            _ => None,
                         }
                     }
                     _ => None,
@@ -157,20 +158,11 @@ impl Repo {
             }
         }
         // A file on one side where the other has a directory: keep ours, record theirs.
-        while let Err(clash) = unflatten(&out) {
-            let dir = clash
-                .split(" is both")
-                .next()
-                .unwrap_or_default()
-                .to_string();
-            let prefix = format!("{dir}/");
-            let under: Vec<String> = out
-                .keys()
-                .filter(|p| p.starts_with(&prefix))
-                .cloned()
-                .collect();
-            let keep_dir = ours.keys().any(|p| p.starts_with(&prefix));
-            let drop: Vec<String> = if keep_dir { vec![dir.clone()] } else { under };
+        while let Err(FileDirClash(dir)) = unflatten(&out) {
+            let below = |p: &BString| p.len() > dir.len() && is_under(p, &dir);
+            let under: Vec<BString> = out.keys().filter(|p| below(p)).cloned().collect();
+            let keep_dir = ours.keys().any(below);
+            let drop: Vec<BString> = if keep_dir { vec![dir.clone()] } else { under };
             for p in drop {
                 let e = out.remove(&p);
                 conflicts.push(Conflict {
@@ -188,31 +180,34 @@ impl Repo {
 
     /// Writes a flat tree as tree objects; returns the root id.
     pub(crate) fn write_flat(&self, tx: &mut Transaction<'_>, flat: &FlatTree) -> Result<Id> {
-        let dirs = unflatten(flat).map_err(VcsError::Inconsistent)?;
-        // Children before parents: longest paths first.
-        let mut order: Vec<&String> = dirs.keys().collect();
-        order.sort_by_key(|d| {
-            std::cmp::Reverse(if d.is_empty() {
+        let dirs = unflatten(flat).map_err(|FileDirClash(d)| {
+            VcsError::Inconsistent(format!("{} is both a file and a folder", display(&d)))
+        })?;
+        // Children before parents: deepest paths first.
+        let depth = |d: &BString| {
+            if d.is_empty() {
                 0
             } else {
-                d.matches('/').count() + 1
-            })
-        });
-        let mut ids: std::collections::HashMap<String, (Id, u64)> =
+                d.iter().filter(|b| **b == b'/').count() + 1
+            }
+        };
+        let mut order: Vec<&BString> = dirs.keys().collect();
+        order.sort_by_key(|d| std::cmp::Reverse(depth(d)));
+        let mut ids: std::collections::HashMap<BString, (Id, u64)> =
             std::collections::HashMap::new();
         for d in order {
             let mut entries = dirs[d].entries.clone();
-            let prefix = if d.is_empty() {
-                String::new()
+            let prefix: Vec<u8> = if d.is_empty() {
+                Vec::new()
             } else {
-                format!("{d}/")
+                [d.as_slice(), b"/"].concat()
             };
             for (sub, (id, size)) in ids.iter().filter(|(k, _)| {
-                k.strip_prefix(&prefix)
-                    .is_some_and(|rest| !rest.is_empty() && !rest.contains('/'))
-                    && !k.is_empty()
+                !k.is_empty()
+                    && k.strip_prefix(prefix.as_slice())
+                        .is_some_and(|rest| !rest.is_empty() && !rest.contains(&b'/'))
             }) {
-                let name = sub.as_bytes()[prefix.len()..].to_vec();
+                let name = sub[prefix.len()..].to_vec();
                 entries.push(TreeEntry {
                     name,
                     kind: EntryKind::Dir,
@@ -225,13 +220,15 @@ impl Repo {
             let id = tx.write_object(Kind::Tree, &tree.encode())?;
             ids.insert(d.clone(), (id, tree.total_size()));
         }
-        Ok(ids[""].0)
+        ids.get(&BString::default())
+            .map(|(id, _)| *id)
+            .ok_or_else(|| VcsError::Inconsistent("no root folder was written".into()))
     }
 
     /// Merges branch `other` into `@`: a merge commit whose tree takes what changed on one
     /// side only, merges text changed on both sides line by line, and records true
     /// conflicts in the commit. The folder must be clean; it is updated to the result.
-    pub fn merge(&self, other: &str) -> Result<MergeOutcome> {
+    pub fn merge(&self, wc: &WorkingCopyLock, other: &str) -> Result<MergeOutcome> {
         let start = now_ms();
         let head = self.head()?;
         let ours = head
@@ -250,7 +247,7 @@ impl Repo {
             return Err(VcsError::Uncommitted(
                 st.changes
                     .iter()
-                    .map(|c| format!("{} {}", c.kind.letter(), c.path))
+                    .map(|c| format!("{} {}", c.kind.letter(), display(&c.path)))
                     .take(10)
                     .collect(),
             ));
@@ -278,12 +275,7 @@ impl Repo {
             conflicts: conflicts.clone(),
         };
         let id = tx.write_object(Kind::Commit, &commit.encode())?;
-        // Make the merged content durable and readable before writing it into the folder;
-        // the operation that publishes the merge comes last.
-        let tx = tx.checkpoint()?;
-        let started = jiff::Timestamp::now().as_nanosecond();
-        let changes = crate::treediff::diff_flat(&of, &result);
-        self.apply_changes(&changes, started)?;
+        let mv = self.plan_move(&tx, Some(&ot), Some(&tree), &st.unreadable)?;
         let mut view = head.view.clone();
         view.heads.retain(|h| *h != ours && *h != theirs);
         view.heads.push(id);
@@ -297,13 +289,15 @@ impl Repo {
                 to: Some(id),
             });
         }
-        let op = self.publish(
+        let op = self.publish_and_move(
+            wc,
             tx,
             &[head.id],
             view,
             &format!("merge {other}"),
             events,
             start,
+            mv,
         )?;
         Ok(MergeOutcome {
             commit: id,

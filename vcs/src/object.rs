@@ -124,8 +124,8 @@ impl Tree {
                     return Err(DecodeError::new(
                         W,
                         format!(
-                            "entry {:?} is out of order or duplicated",
-                            String::from_utf8_lossy(&name)
+                            "entry {} is out of order or duplicated",
+                            crate::path::display(&name)
                         ),
                     ));
                 }
@@ -143,16 +143,27 @@ impl Tree {
             });
         }
         r.finish(W)?;
-        Ok(Tree { entries })
+        let tree = Tree { entries };
+        if tree.checked_total_size().is_none() {
+            return Err(DecodeError::new(
+                W,
+                "entry sizes add up to more than 2^64 bytes",
+            ));
+        }
+        Ok(tree)
     }
 
-    /// Total size of the files below this tree.
-    pub fn total_size(&self) -> u64 {
+    fn checked_total_size(&self) -> Option<u64> {
         self.entries
             .iter()
             .filter(|e| e.kind != EntryKind::Symlink)
-            .map(|e| e.size)
-            .sum()
+            .try_fold(0u64, |acc, e| acc.checked_add(e.size))
+    }
+
+    /// Total size of the files below this tree (a decoded tree's sizes are known to fit;
+    /// a sum that would not is capped at `u64::MAX`).
+    pub fn total_size(&self) -> u64 {
+        self.checked_total_size().unwrap_or(u64::MAX)
     }
 
     /// The entry named `name`.
@@ -202,8 +213,8 @@ pub struct Commit {
 /// ours, for binary files); the three inputs are kept so nothing is lost.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Conflict {
-    /// Repository path.
-    pub path: String,
+    /// Repository path (bytes).
+    pub path: crate::path::BString,
     /// The merge base's version (file id), if it had one.
     pub base: Option<Id>,
     /// Our side's version.
@@ -257,7 +268,7 @@ impl Commit {
         }
         w.uint(self.conflicts.len() as u64);
         for c in &self.conflicts {
-            w.bytes(c.path.as_bytes());
+            w.bytes(&c.path);
             write_opt_id(&mut w, &c.base);
             write_opt_id(&mut w, &c.ours);
             write_opt_id(&mut w, &c.theirs);
@@ -284,7 +295,7 @@ impl Commit {
         let n = r.count(W)?;
         let mut conflicts: Vec<Conflict> = Vec::with_capacity(n);
         for _ in 0..n {
-            let path = r.str(W)?.to_string();
+            let path = crate::path::BString::from(r.bytes(W)?);
             if conflicts.last().is_some_and(|c| c.path >= path) {
                 return Err(DecodeError::new(W, "conflict paths are not sorted"));
             }
@@ -496,8 +507,8 @@ pub enum Event {
     },
     /// Paths were restored from a commit.
     PathRestored {
-        /// The path restored ("" for everything).
-        path: String,
+        /// The path restored (empty for everything; bytes).
+        path: crate::path::BString,
         /// The commit it came from.
         commit: Id,
     },
@@ -582,7 +593,7 @@ impl Event {
                 w.u8(5).id(commit);
             }
             Event::PathRestored { path, commit } => {
-                w.u8(6).bytes(path.as_bytes()).id(commit);
+                w.u8(6).bytes(path).id(commit);
             }
             Event::OperationsMerged => {
                 w.u8(7);
@@ -620,7 +631,7 @@ impl Event {
             }
             5 => Event::CheckedOut { commit: r.id(W)? },
             6 => Event::PathRestored {
-                path: r.str(W)?.to_string(),
+                path: r.bytes(W)?.into(),
                 commit: r.id(W)?,
             },
             7 => Event::OperationsMerged,
@@ -907,9 +918,18 @@ mod tests {
 
     proptest! {
         #[test]
-        fn tree_round_trip(entries in proptest::collection::btree_map(name(), (1u8..5, id(), any::<u64>()), 0..20)) {
+        fn tree_round_trip(entries in proptest::collection::btree_map(name(), (1u8..5, id(), 0..u64::MAX / 32), 0..20)) {
             let tree = Tree { entries: entries.into_iter().map(|(name, (k, id, size))| TreeEntry { name, kind: EntryKind::from_u8(k).unwrap(), id, size }).collect() };
             prop_assert_eq!(Tree::decode(&tree.encode()).unwrap(), tree);
+        }
+
+        /// Sizes that add up past 2^64 made `total_size` overflow; such a tree is refused.
+        #[test]
+        fn tree_with_overflowing_sizes_is_refused(big in u64::MAX / 2 + 1..=u64::MAX) {
+            let entry = |n: &[u8]| TreeEntry { name: n.to_vec(), kind: EntryKind::File, id: Id::hash(n), size: big };
+            let tree = Tree { entries: vec![entry(b"a"), entry(b"b")] };
+            prop_assert!(Tree::decode(&tree.encode()).unwrap_err().to_string().contains("2^64"));
+            prop_assert_eq!(tree.total_size(), u64::MAX);
         }
 
         #[test]
@@ -934,6 +954,32 @@ mod tests {
                 Event::CommitRewritten { from: Id::hash(b"a"), to: Id::hash(b"b") },
             ] };
             prop_assert_eq!(Operation::decode(&op.encode()).unwrap(), op);
+        }
+
+        /// Valid objects, damaged: past the header and into every field's checks.
+        #[test]
+        fn damaged_objects_never_panic(
+            which in 0usize..4,
+            edits in proptest::collection::vec((any::<usize>(), any::<u8>(), any::<u8>()), 1..6),
+        ) {
+            let e = |n: &[u8], k| TreeEntry { name: n.to_vec(), kind: k, id: Id::hash(n), size: 7 };
+            let sig = Signature { name: "Ann".into(), email: "a@x".into(), time: 1_700_000_000, tz_offset_min: 60 };
+            let valid = match which {
+                0 => Tree { entries: vec![e(b"a", EntryKind::File), e(b"b\xff", EntryKind::Dir), e(b"c", EntryKind::Symlink)] }.encode(),
+                1 => Commit { tree: Id::hash(b"t"), parents: vec![Id::hash(b"p")], change_id: [7; 16], author: sig.clone(), committer: sig,
+                    message: b"msg".to_vec(), extra_headers: vec![(b"k".to_vec(), b"v".to_vec())],
+                    conflicts: vec![Conflict { path: "a/b".into(), base: None, ours: Some(Id::hash(b"o")), theirs: None }] }.encode(),
+                2 => View { heads: vec![Id::hash(b"h")], branches: vec![("main".into(), Id::hash(b"m"))], tags: vec![("v1".into(), Id::hash(b"v"))],
+                    current_branch: Some("main".into()), wc_commit: Some(Id::hash(b"w")) }.encode(),
+                _ => Operation { parents: vec![Id::hash(b"p")], view: Id::hash(b"v"), start_ms: 1, end_ms: 2, tz_offset_min: 0, user: "u".into(), host: "h".into(),
+                    description: "d".into(), events: vec![Event::PathRestored { path: b"x\xff"[..].into(), commit: Id::hash(b"c") }, Event::ContentExtracted { results: vec![Id::hash(b"x")] }] }.encode(),
+            };
+            let data = lifeos_store::mutate::mutate(&valid, &edits);
+            let _ = Tree::decode(&data);
+            let _ = Commit::decode(&data);
+            let _ = View::decode(&data);
+            let _ = Operation::decode(&data);
+            let _ = Extract::decode(&data);
         }
 
         #[test]

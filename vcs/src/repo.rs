@@ -98,6 +98,9 @@ pub struct Repo {
     store: std::sync::Arc<Store>,
     /// The acting user.
     pub actor: Actor,
+    /// How a person stops a long change of the working folder (connected to signals by
+    /// the command line).
+    pub interrupt: crate::folder::Interrupt,
 }
 
 impl Repo {
@@ -112,11 +115,14 @@ impl Repo {
         std::fs::create_dir(&dot).io("creating", &dot)?;
         let store = std::sync::Arc::new(Store::init(&dot, config)?);
         std::fs::create_dir(dot.join(OP_HEADS_DIR)).io("creating", dot.join(OP_HEADS_DIR))?;
+        lifeos_store::store::sync_dir(&dot)?;
+        lifeos_store::store::sync_dir(&workdir)?;
         let repo = Repo {
             workdir,
             dot,
             store,
             actor: Actor::from_env(),
+            interrupt: crate::folder::Interrupt::default(),
         };
         let view = View {
             current_branch: Some(DEFAULT_BRANCH.into()),
@@ -156,6 +162,7 @@ impl Repo {
             dot,
             store,
             actor: Actor::from_env(),
+            interrupt: crate::folder::Interrupt::default(),
         })
     }
 
@@ -290,33 +297,11 @@ impl Repo {
         Ok(!redundant.is_empty())
     }
 
-    /// Writes one operation that has every head as a parent. Its view is the newest head's
-    /// view with every head's commits kept visible.
+    /// Writes one operation that has every head as a parent. Its view merges the heads'
+    /// views against their common ancestor's (see [`merge_views`]).
     fn merge_heads(&self, heads: &[Id]) -> Result<Id> {
         let start = now_ms();
-        let mut states: Vec<OpState> = heads
-            .iter()
-            .map(|h| self.op_state(h))
-            .collect::<Result<_>>()?;
-        states.sort_by_key(|s| (s.op.end_ms, s.id));
-        let newest = states.last().expect("several heads");
-        let mut view = newest.view.clone();
-        for s in &states {
-            view.heads.extend(s.view.heads.iter().copied());
-            for (name, target) in &s.view.branches {
-                if view.branch(name).is_none() {
-                    view.set_branch(name, Some(*target));
-                }
-                view.heads.push(*target);
-            }
-            for (name, target) in &s.view.tags {
-                if view.tag(name).is_none() {
-                    view.set_tag(name, Some(*target));
-                }
-            }
-        }
-        view.heads.sort();
-        view.heads.dedup();
+        let view = self.merged_view(heads)?;
         let tx = self.store.transaction()?;
         self.publish(
             tx,
@@ -328,10 +313,80 @@ impl Repo {
         )
     }
 
+    /// The view of concurrent operations `ops` merged: see [`merge_views`].
+    pub(crate) fn merged_view(&self, ops: &[Id]) -> Result<View> {
+        let mut states: Vec<OpState> = ops
+            .iter()
+            .map(|h| self.op_state(h))
+            .collect::<Result<_>>()?;
+        states.sort_by_key(|s| (s.op.end_ms, s.id));
+        let base = match self.common_ancestor_op(ops)? {
+            Some(b) => self.op_state(&b)?.view,
+            None => View::default(),
+        };
+        let sides: Vec<&View> = states.iter().map(|s| &s.view).collect();
+        Ok(merge_views(&base, &sides))
+    }
+
+    /// The nearest operation that every one of `ops` descends from (or is). Operations
+    /// are visited newest first, each carrying the set of `ops` that reach it; the first
+    /// reached by all is the answer.
+    fn common_ancestor_op(&self, ops: &[Id]) -> Result<Option<Id>> {
+        use std::collections::{BinaryHeap, HashMap};
+        if ops.len() > 64 {
+            return Err(VcsError::Inconsistent(format!(
+                "{} concurrent operation heads; lifeos merges at most 64 at once",
+                ops.len()
+            )));
+        }
+        let full: u64 = if ops.len() == 64 {
+            u64::MAX
+        } else {
+            (1u64 << ops.len()) - 1
+        };
+        let mut reach: HashMap<Id, u64> = HashMap::new();
+        let mut queue = BinaryHeap::new();
+        for (i, op) in ops.iter().enumerate() {
+            *reach.entry(*op).or_default() |= 1 << i;
+            queue.push((self.operation(op)?.end_ms, *op));
+        }
+        let mut done = std::collections::HashSet::new();
+        while let Some((_, id)) = queue.pop() {
+            if !done.insert(id) {
+                continue;
+            }
+            let mask = reach[&id];
+            if mask == full {
+                return Ok(Some(id));
+            }
+            for p in self.operation(&id)?.parents {
+                *reach.entry(p).or_default() |= mask;
+                queue.push((self.operation(&p)?.end_ms, p));
+            }
+        }
+        Ok(None)
+    }
+
     /// Records an operation: writes the view and the operation into `tx`, commits the
     /// transaction (making every object durable), then atomically adds the new op head and
     /// removes the heads it supersedes. Returns the operation id.
     pub fn publish(
+        &self,
+        tx: Transaction<'_>,
+        parents: &[Id],
+        view: View,
+        description: &str,
+        events: Vec<Event>,
+        start_ms: i64,
+    ) -> Result<Id> {
+        self.publish_with(tx, parents, view, description, events, start_ms, |_| Ok(()))
+    }
+
+    /// Like [`Repo::publish`], running `before_head` with the operation's id once its
+    /// objects are durable and before it becomes a head (the folder move journal is
+    /// written there). An error from it publishes nothing.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn publish_with(
         &self,
         mut tx: Transaction<'_>,
         parents: &[Id],
@@ -339,6 +394,7 @@ impl Repo {
         description: &str,
         events: Vec<Event>,
         start_ms: i64,
+        before_head: impl FnOnce(&Id) -> Result<()>,
     ) -> Result<Id> {
         let mut view = view;
         view.heads.sort();
@@ -356,7 +412,10 @@ impl Repo {
             events,
         };
         let op_id = tx.write_object(Kind::Operation, &op.encode())?;
-        tx.commit()?;
+        // The committed transaction keeps the repository lock until the op head exists:
+        // until then nothing refers to its objects, and a `gc` would remove them.
+        let committed = tx.commit()?;
+        before_head(&op_id)?;
         let heads_dir = self.dot.join(OP_HEADS_DIR);
         let head = heads_dir.join(op_id.to_hex());
         std::fs::File::options()
@@ -367,6 +426,7 @@ impl Repo {
             .and_then(|f| f.sync_all())
             .io("creating", &head)?;
         lifeos_store::store::sync_dir(&heads_dir)?;
+        drop(committed);
         for p in parents {
             match std::fs::remove_file(heads_dir.join(p.to_hex())) {
                 Ok(()) => {}
@@ -392,41 +452,22 @@ impl Repo {
     }
 
     /// Walks a path (components separated by `/`) down from tree `root`.
-    pub fn lookup_path(&self, root: &Id, path: &str) -> Result<Option<crate::object::TreeEntry>> {
+    pub fn lookup_path(&self, root: &Id, path: &[u8]) -> Result<Option<crate::object::TreeEntry>> {
         walk_path(root, path, |id| self.tree(id))
     }
-}
-
-/// Splits a repository path into validated components (empty for the root).
-pub fn split_path(path: &str) -> Result<Vec<&str>> {
-    let trimmed = path.trim_matches('/');
-    if trimmed.is_empty() || trimmed == "." {
-        return Ok(Vec::new());
-    }
-    trimmed
-        .split('/')
-        .filter(|c| !c.is_empty() && *c != ".")
-        .map(|c| {
-            crate::object::valid_name(c.as_bytes()).map_err(|reason| VcsError::BadPath {
-                path: path.to_string(),
-                reason,
-            })?;
-            Ok(c)
-        })
-        .collect()
 }
 
 /// Walks a path (components separated by `/`) down from tree `root`, reading each tree
 /// with `tree`: the entry it names, or `None` if a component is missing or not a folder.
 pub(crate) fn walk_path(
     root: &Id,
-    path: &str,
+    path: &[u8],
     mut tree: impl FnMut(&Id) -> Result<Tree>,
 ) -> Result<Option<crate::object::TreeEntry>> {
-    let comps = split_path(path)?;
+    let comps = crate::path::split(path)?;
     let mut t = tree(root)?;
     for (i, c) in comps.iter().enumerate() {
-        let Some(e) = t.get(c.as_bytes()).cloned() else {
+        let Some(e) = t.get(c).cloned() else {
             return Ok(None);
         };
         if i + 1 == comps.len() {
@@ -438,4 +479,55 @@ pub(crate) fn walk_path(
         t = tree(&e.id)?;
     }
     Ok(None)
+}
+
+/// Merges the views of concurrent operations, given oldest first, against `base`, the
+/// view of their nearest common ancestor. Each branch, tag, the current branch and the
+/// working-copy commit take the value of the newest side that changed them (so a change
+/// made on one side only is kept, and when sides disagree the newest wins); every commit
+/// any side names stays visible as a head, so no side's work is hidden.
+pub fn merge_views(base: &View, sides: &[&View]) -> View {
+    fn newest_change<T: PartialEq + Clone>(
+        base: T,
+        sides: impl DoubleEndedIterator<Item = T>,
+    ) -> T {
+        sides.rev().find(|v| *v != base).unwrap_or(base)
+    }
+    let mut view = View {
+        current_branch: newest_change(
+            base.current_branch.clone(),
+            sides.iter().map(|s| s.current_branch.clone()),
+        ),
+        wc_commit: newest_change(base.wc_commit, sides.iter().map(|s| s.wc_commit)),
+        ..View::default()
+    };
+    // Branches, then tags: every name any view has, merged one by one.
+    type Refs = fn(&View) -> &Vec<(String, Id)>;
+    type SetRef = fn(&mut View, &str, Option<Id>);
+    let kinds: [(Refs, SetRef); 2] = [
+        (|v| &v.branches, View::set_branch),
+        (|v| &v.tags, View::set_tag),
+    ];
+    for (refs, set) in kinds {
+        let target =
+            |v: &View, name: &str| refs(v).iter().find(|(n, _)| n == name).map(|(_, id)| *id);
+        let mut names: Vec<&String> = std::iter::once(base)
+            .chain(sides.iter().copied())
+            .flat_map(|v| refs(v).iter().map(|(n, _)| n))
+            .collect();
+        names.sort();
+        names.dedup();
+        for name in names {
+            let merged = newest_change(target(base, name), sides.iter().map(|s| target(s, name)));
+            set(&mut view, name, merged);
+        }
+    }
+    for s in sides {
+        view.heads.extend(s.heads.iter().copied());
+        view.heads.extend(s.branches.iter().map(|(_, id)| *id));
+        view.heads.extend(s.wc_commit);
+    }
+    view.heads.sort();
+    view.heads.dedup();
+    view
 }

@@ -3,20 +3,21 @@
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use lifeos_store::Id;
 
 use crate::error::{IoContext, Result, VcsError};
 use crate::object::EntryKind;
+use crate::path::{display, join, BString};
 use crate::repo::Repo;
 
 /// One file to write.
 #[derive(Debug, Clone)]
 pub struct FileJob {
     /// Repository path.
-    pub repo_path: String,
+    pub repo_path: BString,
     /// Destination.
     pub dest: PathBuf,
     /// Content id.
@@ -39,10 +40,10 @@ pub struct RestoreStats {
 }
 
 /// Checks that `dir` is a real directory (not a symlink) created under `root`.
-fn ensure_real_dir(path: &Path, repo_path: &str) -> Result<()> {
+fn ensure_real_dir(path: &Path, repo_path: &[u8]) -> Result<()> {
     match path.symlink_metadata() {
         Ok(m) if m.file_type().is_symlink() => Err(VcsError::UnsafePath {
-            path: repo_path.into(),
+            path: display(repo_path).into_owned(),
             reason: format!(
                 "{} is a symlink; lifeos never writes through links",
                 path.display()
@@ -50,7 +51,7 @@ fn ensure_real_dir(path: &Path, repo_path: &str) -> Result<()> {
         }),
         Ok(m) if m.is_dir() => Ok(()),
         Ok(_) => Err(VcsError::UnsafePath {
-            path: repo_path.into(),
+            path: display(repo_path).into_owned(),
             reason: format!("{} is not a directory", path.display()),
         }),
         Err(e) => Err(e).io("checking", path),
@@ -65,19 +66,15 @@ impl Repo {
         &self,
         root: &Id,
         dest: &Path,
-        prefix: &str,
+        prefix: &[u8],
         jobs: &mut Vec<FileJob>,
         stats: &mut RestoreStats,
     ) -> Result<()> {
-        ensure_real_dir(dest, if prefix.is_empty() { "." } else { prefix })?;
+        ensure_real_dir(dest, if prefix.is_empty() { b"." } else { prefix })?;
         let tree = self.tree(root)?;
         for e in &tree.entries {
             let name = OsStr::from_bytes(&e.name);
-            let repo_path = if prefix.is_empty() {
-                String::from_utf8_lossy(&e.name).into_owned()
-            } else {
-                format!("{prefix}/{}", String::from_utf8_lossy(&e.name))
-            };
+            let repo_path = join(prefix, &e.name);
             let path = dest.join(name);
             match e.kind {
                 EntryKind::Dir => {
@@ -101,8 +98,15 @@ impl Repo {
     }
 
     /// Writes one file (or symlink) atomically: a temporary file beside it, renamed over.
+    /// Files get mode 0666 (0777 if executable) less the process umask, as any program
+    /// creating them would.
     pub fn write_file(&self, job: &FileJob) -> Result<u64> {
-        let parent = job.dest.parent().expect("destination has a parent");
+        let Some(parent) = job.dest.parent() else {
+            return Err(VcsError::UnsafePath {
+                path: display(&job.repo_path).into_owned(),
+                reason: "the destination has no parent folder".into(),
+            });
+        };
         ensure_real_dir(parent, &job.repo_path)?;
         let tmp = parent.join(format!(
             ".lifeos-tmp-{}",
@@ -116,30 +120,28 @@ impl Repo {
                     .io("creating symlink", &tmp)?;
                 target.len() as u64
             } else {
+                let mode = if job.kind == EntryKind::Executable {
+                    0o777
+                } else {
+                    0o666
+                };
                 let f = std::fs::File::options()
                     .write(true)
                     .create_new(true)
+                    .mode(mode)
                     .open(&tmp)
                     .io("creating", &tmp)?;
                 let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
                 let n = self.store().read_file(&job.id, &mut w)?;
-                let f = w
-                    .into_inner()
+                w.into_inner()
                     .map_err(|e| e.into_error())
                     .io("writing", &job.dest)?;
-                let mode = if job.kind == EntryKind::Executable {
-                    0o755
-                } else {
-                    0o644
-                };
-                f.set_permissions(std::fs::Permissions::from_mode(mode))
-                    .io("setting permissions of", &job.dest)?;
                 n
             };
             if let Ok(m) = job.dest.symlink_metadata() {
                 if m.is_dir() && !m.file_type().is_symlink() {
                     return Err(VcsError::UnsafePath {
-                        path: job.repo_path.clone(),
+                        path: display(&job.repo_path).into_owned(),
                         reason: "a directory is in the way".into(),
                     });
                 }
@@ -174,7 +176,7 @@ impl Repo {
         }
         let mut stats = RestoreStats::default();
         let mut jobs = Vec::new();
-        self.plan(root, dest, "", &mut jobs, &mut stats)?;
+        self.plan(root, dest, b"", &mut jobs, &mut stats)?;
         let results = self.write_files(&jobs, progress);
         for r in results {
             stats.bytes += r?;

@@ -61,10 +61,18 @@ enum Tok {
     End,
 }
 
+/// Parentheses and function calls nest at most this deep.
+const MAX_NESTING: usize = 64;
+/// An expression has at most this many operators and operands (evaluation and dropping
+/// recurse over the tree, so its size must be bounded).
+const MAX_NODES: usize = 1_000;
+
 struct Parser<'a> {
     src: &'a str,
     toks: Vec<(Tok, usize)>,
     pos: usize,
+    nesting: usize,
+    nodes: usize,
 }
 
 fn err(src: &str, column: usize, reason: impl Into<String>) -> VcsError {
@@ -148,6 +156,34 @@ impl Parser<'_> {
         }
         t
     }
+    /// Counts one more node of the expression tree.
+    fn node(&mut self) -> Result<()> {
+        self.nodes += 1;
+        if self.nodes > MAX_NODES {
+            return Err(err(
+                self.src,
+                self.col(),
+                format!("the expression is too long (more than {MAX_NODES} terms)"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Parses a nested expression (in parentheses or a function's argument).
+    fn nested(&mut self) -> Result<Expr> {
+        self.nesting += 1;
+        if self.nesting > MAX_NESTING {
+            return Err(err(
+                self.src,
+                self.col(),
+                format!("parentheses nest deeper than {MAX_NESTING} levels"),
+            ));
+        }
+        let e = self.union();
+        self.nesting -= 1;
+        e
+    }
+
     fn expect(&mut self, t: Tok, what: &str) -> Result<()> {
         if *self.peek() == t {
             self.next();
@@ -161,6 +197,7 @@ impl Parser<'_> {
         let mut e = self.inter()?;
         while *self.peek() == Tok::Pipe {
             self.next();
+            self.node()?;
             e = Expr::Union(Box::new(e), Box::new(self.inter()?));
         }
         Ok(e)
@@ -170,6 +207,7 @@ impl Parser<'_> {
         let mut e = self.range()?;
         while *self.peek() == Tok::Amp {
             self.next();
+            self.node()?;
             e = Expr::Intersection(Box::new(e), Box::new(self.range()?));
         }
         Ok(e)
@@ -201,17 +239,18 @@ impl Parser<'_> {
     }
 
     fn primary(&mut self) -> Result<Expr> {
+        self.node()?;
         let col = self.col();
         match self.next() {
             Tok::LParen => {
-                let e = self.union()?;
+                let e = self.nested()?;
                 self.expect(Tok::RParen, "')'")?;
                 Ok(e)
             }
             Tok::Word(w) if *self.peek() == Tok::LParen => {
                 self.next();
                 let e = match w.as_str() {
-                    "ancestors" => Expr::Ancestors(Box::new(self.union()?)),
+                    "ancestors" => Expr::Ancestors(Box::new(self.nested()?)),
                     "all" => Expr::All,
                     "author" => Expr::Author(self.text_arg()?),
                     "description" => Expr::Description(self.text_arg()?),
@@ -273,7 +312,13 @@ fn tok_name(t: &Tok) -> String {
 /// Parses a revset.
 pub fn parse(src: &str) -> Result<Expr> {
     let toks = lex(src)?;
-    let mut p = Parser { src, toks, pos: 0 };
+    let mut p = Parser {
+        src,
+        toks,
+        pos: 0,
+        nesting: 0,
+        nodes: 0,
+    };
     let e = p.union()?;
     if *p.peek() != Tok::End {
         return Err(err(
@@ -395,7 +440,11 @@ impl<'r> Evaluator<'r> {
                         None => None,
                     };
                     let changes = self.repo.diff_trees(parent_tree.as_ref(), Some(&c.tree))?;
-                    if changes.iter().any(|ch| m.is_match(&ch.path)) {
+                    if changes.iter().any(|ch| {
+                        m.is_match(std::path::Path::new(
+                            <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(&ch.path),
+                        ))
+                    }) {
                         out.insert(*id);
                     }
                 }
@@ -502,5 +551,62 @@ mod tests {
         assert!(e.contains("column 6") && e.contains("after"), "{e}");
         let e = parse("a $ b").unwrap_err().to_string();
         assert!(e.contains("column 3"), "{e}");
+    }
+
+    /// Deeply nested parentheses overflowed the stack (the parser recursed without bound).
+    #[test]
+    fn deep_nesting_is_an_error_not_a_stack_overflow() {
+        for depth in [65, 10_000, 1_000_000] {
+            let src = format!("{}@{}", "(".repeat(depth), ")".repeat(depth));
+            let e = parse(&src).unwrap_err().to_string();
+            assert!(e.contains("nest deeper"), "{e}");
+            let src = format!("{}@{}", "ancestors(".repeat(depth), ")".repeat(depth));
+            assert!(parse(&src).is_err());
+        }
+        let ok = format!("{}@{}", "(".repeat(64), ")".repeat(64));
+        assert_eq!(parse(&ok).unwrap(), Expr::Symbol("@".into()));
+    }
+
+    #[test]
+    fn long_chains_are_bounded() {
+        let src = vec!["@"; 100_000].join("|");
+        let e = parse(&src).unwrap_err().to_string();
+        assert!(e.contains("too long"), "{e}");
+        assert!(parse(&vec!["@"; 400].join(" & ")).is_ok());
+    }
+
+    const VALID: &[&str] = &[
+        "@-",
+        "main..trip",
+        "..v1",
+        "author(\"Ann Lee\") & files(photos/*.jpg)",
+        "date(after: 2026-11-01, before: \"3 days ago\")",
+        "ancestors(@) | description(x)",
+        "(a | b) & ancestors(c..d)",
+    ];
+
+    proptest::proptest! {
+        /// Valid expressions with bytes changed, dropped or repeated never panic.
+        #[test]
+        fn mutated_expressions_never_panic(
+            which in 0..VALID.len(),
+            edits in proptest::collection::vec((0usize..64, 0u8..4, proptest::char::any()), 0..8),
+        ) {
+            let mut v: Vec<char> = VALID[which].chars().collect();
+            for (pos, op, c) in edits {
+                let at = pos % (v.len() + 1);
+                match op {
+                    0 => v.insert(at, c),
+                    1 if at < v.len() => { v.remove(at); }
+                    2 if at < v.len() => v[at] = c,
+                    _ => {
+                        let tail: Vec<char> = v[at..].to_vec();
+                        v.extend(tail);
+                    }
+                }
+            }
+            let src: String = v.into_iter().collect();
+            let _ = parse(&src);
+        }
     }
 }

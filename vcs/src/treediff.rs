@@ -2,10 +2,11 @@
 
 use std::collections::BTreeMap;
 
-use lifeos_store::Id;
+use lifeos_store::{Id, Transaction};
 
 use crate::error::Result;
 use crate::object::{EntryKind, Tree, TreeEntry};
+use crate::path::{join, BString};
 use crate::repo::Repo;
 
 /// How a path changed.
@@ -42,8 +43,8 @@ impl ChangeKind {
 /// One changed file (or symlink).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Change {
-    /// Repository path.
-    pub path: String,
+    /// Repository path (bytes; see [`crate::path::display`] to show it).
+    pub path: BString,
     /// How it changed.
     pub kind: ChangeKind,
     /// The entry before.
@@ -53,103 +54,121 @@ pub struct Change {
 }
 
 /// A flat map of repository paths to file and symlink entries.
-pub type FlatTree = BTreeMap<String, TreeEntry>;
-
-fn join(prefix: &str, name: &[u8]) -> String {
-    let name = String::from_utf8_lossy(name);
-    if prefix.is_empty() {
-        name.into_owned()
-    } else {
-        format!("{prefix}/{name}")
-    }
-}
+pub type FlatTree = BTreeMap<BString, TreeEntry>;
 
 impl Repo {
     /// Every file and symlink below tree `id`, by path.
     pub fn flatten(&self, id: &Id) -> Result<FlatTree> {
         let mut out = BTreeMap::new();
-        self.flatten_into(id, "", &mut out)?;
+        flatten_into(&|id| self.tree(id), id, b"", &mut out)?;
         Ok(out)
     }
 
-    fn flatten_into(&self, id: &Id, prefix: &str, out: &mut FlatTree) -> Result<()> {
-        for e in self.tree(id)?.entries {
-            let path = join(prefix, &e.name);
-            if e.kind == EntryKind::Dir {
-                self.flatten_into(&e.id, &path, out)?;
-            } else {
-                out.insert(path, e);
-            }
-        }
-        Ok(())
+    /// Like [`Repo::flatten`], reading trees written by `tx` too.
+    pub(crate) fn flatten_tx(&self, tx: &Transaction<'_>, id: &Id) -> Result<FlatTree> {
+        let mut out = BTreeMap::new();
+        flatten_into(&|id| self.tree_tx(tx, id), id, b"", &mut out)?;
+        Ok(out)
     }
 
     /// The file-level changes from tree `a` to tree `b` (`None` is the empty tree),
     /// skipping identical subtrees without reading them.
     pub fn diff_trees(&self, a: Option<&Id>, b: Option<&Id>) -> Result<Vec<Change>> {
         let mut out = Vec::new();
-        self.diff_into(a, b, "", &mut out)?;
+        diff_into(&|id| self.tree(id), a, b, b"", &mut out)?;
+        out.sort_by(|x, y| x.path.cmp(&y.path));
         Ok(out)
     }
 
-    fn diff_into(
+    /// Like [`Repo::diff_trees`], reading trees written by `tx` too.
+    pub(crate) fn diff_trees_tx(
         &self,
+        tx: &Transaction<'_>,
         a: Option<&Id>,
         b: Option<&Id>,
-        prefix: &str,
-        out: &mut Vec<Change>,
-    ) -> Result<()> {
-        if a == b {
-            return Ok(());
-        }
-        let ta = a.map(|id| self.tree(id)).transpose()?.unwrap_or_default();
-        let tb = b.map(|id| self.tree(id)).transpose()?.unwrap_or_default();
-        let mut ia = ta.entries.iter().peekable();
-        let mut ib = tb.entries.iter().peekable();
-        loop {
-            let (ea, eb) = match (ia.peek(), ib.peek()) {
-                (None, None) => break,
-                (Some(x), Some(y)) if x.name == y.name => (ia.next(), ib.next()),
-                (Some(x), Some(y)) if x.name < y.name => (ia.next(), None),
-                (Some(_), Some(_)) => (None, ib.next()),
-                (Some(_), None) => (ia.next(), None),
-                (None, Some(_)) => (None, ib.next()),
-            };
-            let name = ea.or(eb).expect("one side").name.clone();
-            let path = join(prefix, &name);
-            let dir_a = ea.filter(|e| e.kind == EntryKind::Dir).map(|e| e.id);
-            let dir_b = eb.filter(|e| e.kind == EntryKind::Dir).map(|e| e.id);
-            let file_a = ea.filter(|e| e.kind != EntryKind::Dir);
-            let file_b = eb.filter(|e| e.kind != EntryKind::Dir);
-            if dir_a.is_some() || dir_b.is_some() {
-                self.diff_into(dir_a.as_ref(), dir_b.as_ref(), &path, out)?;
-            }
-            match (file_a, file_b) {
-                (Some(x), Some(y)) if x.id != y.id || x.kind != y.kind => out.push(Change {
-                    path,
-                    kind: ChangeKind::Modified,
-                    old: Some(x.clone()),
-                    new: Some(y.clone()),
-                }),
-                (Some(_), Some(_)) => {}
-                (Some(x), None) => out.push(Change {
-                    path,
-                    kind: ChangeKind::Deleted,
-                    old: Some(x.clone()),
-                    new: None,
-                }),
-                (None, Some(y)) => out.push(Change {
-                    path,
-                    kind: ChangeKind::Added,
-                    old: None,
-                    new: Some(y.clone()),
-                }),
-                (None, None) => {}
-            }
-        }
+    ) -> Result<Vec<Change>> {
+        let mut out = Vec::new();
+        diff_into(&|id| self.tree_tx(tx, id), a, b, b"", &mut out)?;
         out.sort_by(|x, y| x.path.cmp(&y.path));
-        Ok(())
+        Ok(out)
     }
+}
+
+fn diff_into(
+    tree: &dyn Fn(&Id) -> Result<Tree>,
+    a: Option<&Id>,
+    b: Option<&Id>,
+    prefix: &[u8],
+    out: &mut Vec<Change>,
+) -> Result<()> {
+    if a == b {
+        return Ok(());
+    }
+    let ta = a.map(tree).transpose()?.unwrap_or_default();
+    let tb = b.map(tree).transpose()?.unwrap_or_default();
+    let mut ia = ta.entries.iter().peekable();
+    let mut ib = tb.entries.iter().peekable();
+    loop {
+        let (ea, eb) = match (ia.peek(), ib.peek()) {
+            (None, None) => break,
+            (Some(x), Some(y)) if x.name == y.name => (ia.next(), ib.next()),
+            (Some(x), Some(y)) if x.name < y.name => (ia.next(), None),
+            (Some(_), Some(_)) => (None, ib.next()),
+            (Some(_), None) => (ia.next(), None),
+            (None, Some(_)) => (None, ib.next()),
+        };
+        let Some(name) = ea.or(eb).map(|e| &e.name) else {
+            break;
+        };
+        let path = join(prefix, name);
+        let dir_a = ea.filter(|e| e.kind == EntryKind::Dir).map(|e| e.id);
+        let dir_b = eb.filter(|e| e.kind == EntryKind::Dir).map(|e| e.id);
+        let file_a = ea.filter(|e| e.kind != EntryKind::Dir);
+        let file_b = eb.filter(|e| e.kind != EntryKind::Dir);
+        if dir_a.is_some() || dir_b.is_some() {
+            diff_into(tree, dir_a.as_ref(), dir_b.as_ref(), &path, out)?;
+        }
+        match (file_a, file_b) {
+            (Some(x), Some(y)) if x.id != y.id || x.kind != y.kind => out.push(Change {
+                path,
+                kind: ChangeKind::Modified,
+                old: Some(x.clone()),
+                new: Some(y.clone()),
+            }),
+            (Some(_), Some(_)) => {}
+            (Some(x), None) => out.push(Change {
+                path,
+                kind: ChangeKind::Deleted,
+                old: Some(x.clone()),
+                new: None,
+            }),
+            (None, Some(y)) => out.push(Change {
+                path,
+                kind: ChangeKind::Added,
+                old: None,
+                new: Some(y.clone()),
+            }),
+            (None, None) => {}
+        }
+    }
+    Ok(())
+}
+
+fn flatten_into(
+    tree: &dyn Fn(&Id) -> Result<Tree>,
+    id: &Id,
+    prefix: &[u8],
+    out: &mut FlatTree,
+) -> Result<()> {
+    for e in tree(id)?.entries {
+        let path = join(prefix, &e.name);
+        if e.kind == EntryKind::Dir {
+            flatten_into(tree, &e.id, &path, out)?;
+        } else {
+            out.insert(path, e);
+        }
+    }
+    Ok(())
 }
 
 /// The file-level changes between two flat trees.
@@ -186,34 +205,38 @@ pub fn diff_flat(a: &FlatTree, b: &FlatTree) -> Vec<Change> {
     out
 }
 
+/// A path that is a file in a flat tree and also the folder of other paths.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileDirClash(pub BString);
+
 /// Builds a tree hierarchy from a flat tree; returns the root's entries grouped by
 /// directory, for writing.
-pub fn unflatten(flat: &FlatTree) -> std::result::Result<BTreeMap<String, Tree>, String> {
-    let mut dirs: BTreeMap<String, Vec<TreeEntry>> = BTreeMap::new();
-    dirs.insert(String::new(), Vec::new());
+pub fn unflatten(flat: &FlatTree) -> std::result::Result<BTreeMap<BString, Tree>, FileDirClash> {
+    let mut dirs: BTreeMap<BString, Vec<TreeEntry>> = BTreeMap::new();
+    dirs.insert(BString::default(), Vec::new());
     for (path, e) in flat {
-        let (parent, name) = match path.rfind('/') {
+        let (parent, name) = match path.iter().rposition(|b| *b == b'/') {
             Some(i) => (&path[..i], &path[i + 1..]),
-            None => ("", path.as_str()),
+            None => (&b""[..], &path[..]),
         };
-        let mut d = parent.to_string();
+        let mut d = BString::from(parent);
         loop {
             dirs.entry(d.clone()).or_default();
-            match d.rfind('/') {
+            match d.iter().rposition(|b| *b == b'/') {
                 Some(i) => d.truncate(i),
                 None if !d.is_empty() => d.clear(),
                 None => break,
             }
         }
-        dirs.get_mut(parent).expect("inserted").push(TreeEntry {
-            name: name.as_bytes().to_vec(),
-            ..e.clone()
-        });
+        dirs.entry(BString::from(parent))
+            .or_default()
+            .push(TreeEntry {
+                name: name.to_vec(),
+                ..e.clone()
+            });
     }
-    for d in dirs.keys() {
-        if flat.contains_key(d) {
-            return Err(format!("{d} is both a file and a directory"));
-        }
+    if let Some(d) = dirs.keys().find(|d| flat.contains_key(*d)) {
+        return Err(FileDirClash(d.clone()));
     }
     Ok(dirs
         .into_iter()

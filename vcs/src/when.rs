@@ -79,17 +79,18 @@ pub fn parse_when(input: &str, now: &Zoned) -> Result<When, String> {
     if let [n, unit, "ago"] = words.as_slice() {
         let n: i64 = n.parse().map_err(|_| format!("{n:?} is not a number"))?;
         let span = match unit.trim_end_matches('s') {
-            "second" | "sec" => Span::new().seconds(n),
-            "minute" | "min" => Span::new().minutes(n),
-            "hour" => Span::new().hours(n),
-            "day" => Span::new().days(n),
-            "week" => Span::new().weeks(n),
+            "second" | "sec" => Span::new().try_seconds(n),
+            "minute" | "min" => Span::new().try_minutes(n),
+            "hour" => Span::new().try_hours(n),
+            "day" => Span::new().try_days(n),
+            "week" => Span::new().try_weeks(n),
             other => {
                 return Err(format!(
                     "unknown unit {other:?} (use minutes, hours, days or weeks)"
                 ))
             }
-        };
+        }
+        .map_err(|_| format!("{input:?} is too far in the past"))?;
         let t = now.checked_sub(span).map_err(|e| e.to_string())?;
         return Ok(When::Time(t.timestamp().as_millisecond()));
     }
@@ -172,5 +173,35 @@ mod tests {
             assert!(parse_when(bad, &n).is_err(), "{bad}");
         }
         assert!(parse_when("soon", &n).unwrap_err().contains("3 days ago"));
+        // Far past or future amounts are errors, not overflows.
+        for bad in [
+            "99999999999999999999 days ago",
+            "9223372036854775807 weeks ago",
+        ] {
+            assert!(parse_when(bad, &n).is_err(), "{bad}");
+        }
+    }
+
+    const VALID: &[&str] = &[
+        "2026-11-01T14:00:00Z",
+        "2026-11-01 14:00",
+        "2026-11-01",
+        "yesterday",
+        "3 days ago",
+        "90 minutes ago",
+        "last monday",
+        "3f9c2a1b",
+    ];
+
+    proptest::proptest! {
+        /// Valid `--at` times with characters changed, inserted, removed or repeated.
+        #[test]
+        fn damaged_times_never_panic(
+            which in 0..VALID.len(),
+            edits in proptest::collection::vec((proptest::prelude::any::<usize>(), proptest::prelude::any::<u8>(), proptest::prelude::any::<u8>()), 1..6),
+        ) {
+            let bytes = lifeos_store::mutate::mutate(VALID[which].as_bytes(), &edits);
+            let _ = parse_when(&String::from_utf8_lossy(&bytes), &now());
+        }
     }
 }

@@ -13,6 +13,7 @@ use lifeos_store::{Id, Kind, Transaction};
 
 use crate::error::{Result, VcsError};
 use crate::object::{EntryKind, Tree, TreeEntry};
+use crate::path::{display, in_folder, BString};
 use crate::repo::{Repo, DOT_DIR};
 
 /// The stat cache file, inside `.lifeos`.
@@ -205,30 +206,70 @@ pub struct ScanEntry {
     pub meta: Metadata,
 }
 
-/// A path the scan skipped, and why.
+/// A path the scan skipped, or could not read, and why.
 #[derive(Debug, Clone)]
 pub struct Skipped {
-    /// The path.
-    pub path: String,
+    /// The path (bytes; empty when the failure could not be tied to a path).
+    pub path: BString,
     /// Why.
     pub reason: String,
 }
 
-/// Why a path could not be recorded, in words.
-fn io_reason(e: &std::io::Error) -> String {
-    if e.kind() == std::io::ErrorKind::NotFound {
-        "disappeared while the snapshot was taken".into()
-    } else {
-        e.to_string()
+/// What a scan of the working folder found.
+#[derive(Debug, Default)]
+pub struct Scan {
+    /// Files and symlinks, sorted by path.
+    pub found: Vec<ScanEntry>,
+    /// Paths that are not recorded by design: gone while the scan ran, or neither a
+    /// regular file, a directory nor a symlink (sockets, FIFOs, devices).
+    pub skipped: Vec<Skipped>,
+    /// Files and folders that exist but could not be read (permissions, I/O errors, or a
+    /// file that kept changing while it was read). Their content is unknown, so they must
+    /// never be taken as deleted: a commit keeps their last recorded version or refuses.
+    pub unreadable: Vec<Skipped>,
+}
+
+impl Scan {
+    /// Files are sorted into `skipped` or `unreadable` by the error that stopped them.
+    pub(crate) fn failed(&mut self, path: BString, e: &std::io::Error) {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            self.skipped.push(Skipped {
+                path,
+                reason: "disappeared while the snapshot was taken".into(),
+            });
+        } else {
+            self.unreadable.push(Skipped {
+                path,
+                reason: e.to_string(),
+            });
+        }
+    }
+}
+
+/// The path and I/O error inside a walker error, if it has them.
+fn walk_error_parts(e: &ignore::Error) -> (Option<&Path>, Option<&std::io::Error>) {
+    match e {
+        ignore::Error::WithPath { path, err } => (Some(path), walk_error_parts(err).1),
+        ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => {
+            walk_error_parts(err)
+        }
+        ignore::Error::Loop { child, .. } => (Some(child), None),
+        ignore::Error::Io(io) => (None, Some(io)),
+        ignore::Error::Partial(errs) => errs.first().map_or((None, None), walk_error_parts),
+        _ => (None, None),
     }
 }
 
 /// Lists every file and symlink under `root` that is not ignored, sorted by path.
 /// `.lifeos` and `.git` directories are never included; `.lifeosignore` (gitignore syntax)
 /// and `.gitignore` files are honoured.
-pub fn scan(root: &Path) -> Result<(Vec<ScanEntry>, Vec<Skipped>)> {
-    let found = Mutex::new(Vec::new());
-    let skipped = Mutex::new(Vec::new());
+pub fn scan(root: &Path) -> Result<Scan> {
+    let out = Mutex::new(Scan::default());
+    let rel = |p: &Path| -> BString {
+        p.strip_prefix(root)
+            .map(|r| BString::from(r.as_os_str().as_bytes()))
+            .unwrap_or_default()
+    };
     let walker = ignore::WalkBuilder::new(root)
         .hidden(false)
         .ignore(false)
@@ -257,38 +298,43 @@ pub fn scan(root: &Path) -> Result<(Vec<ScanEntry>, Vec<Skipped>)> {
                     if ft.is_dir() {
                         return ignore::WalkState::Continue;
                     }
-                    let rel = match e.path().strip_prefix(root) {
-                        Ok(r) => r.as_os_str().as_bytes().to_vec(),
-                        Err(_) => return ignore::WalkState::Continue,
-                    };
+                    let path = rel(e.path());
                     match e.path().symlink_metadata() {
                         Ok(meta) if meta.is_file() || meta.file_type().is_symlink() => {
-                            found
-                                .lock()
-                                .expect("scan lock")
-                                .push(ScanEntry { path: rel, meta });
+                            out.lock().expect("scan lock").found.push(ScanEntry {
+                                path: path.into(),
+                                meta,
+                            });
                         }
-                        Ok(_) => skipped.lock().expect("scan lock").push(Skipped {
-                            path: String::from_utf8_lossy(&rel).into_owned(),
+                        Ok(_) => out.lock().expect("scan lock").skipped.push(Skipped {
+                            path,
                             reason: "not a regular file, directory or symlink".into(),
                         }),
-                        Err(err) => skipped.lock().expect("scan lock").push(Skipped {
-                            path: String::from_utf8_lossy(&rel).into_owned(),
-                            reason: io_reason(&err),
+                        Err(err) => out.lock().expect("scan lock").failed(path, &err),
+                    }
+                }
+                Err(err) => {
+                    // A folder that cannot be listed (or an ignore file that cannot be
+                    // read): what is below it is unknown, not gone.
+                    let (path, io) = walk_error_parts(&err);
+                    let path = path.map(rel).unwrap_or_default();
+                    let mut o = out.lock().expect("scan lock");
+                    match io {
+                        Some(io) => o.failed(path, io),
+                        None => o.unreadable.push(Skipped {
+                            path,
+                            reason: err.to_string(),
                         }),
                     }
                 }
-                Err(err) => skipped.lock().expect("scan lock").push(Skipped {
-                    path: String::new(),
-                    reason: err.to_string(),
-                }),
             }
             ignore::WalkState::Continue
         })
     });
-    let mut found = found.into_inner().expect("scan lock");
-    found.sort_by(|a, b| a.path.cmp(&b.path));
-    Ok((found, skipped.into_inner().expect("scan lock")))
+    let mut out = out.into_inner().expect("scan lock");
+    out.found.sort_by(|a, b| a.path.cmp(&b.path));
+    out.unreadable.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(out)
 }
 
 /// The result of snapshotting the working folder.
@@ -304,14 +350,16 @@ pub struct Snapshot {
     pub files_read: u64,
     /// Bytes read.
     pub bytes_read: u64,
-    /// Paths not recorded, with the reason.
+    /// Paths not recorded by design (gone, or not a file), with the reason.
     pub skipped: Vec<Skipped>,
+    /// Paths that could not be read: the tree keeps their version from the base tree.
+    pub unreadable: Vec<Skipped>,
     /// The stat cache to save once the snapshot is published.
     pub state: WcState,
     /// Whether the new state differs from the one loaded.
     pub state_changed: bool,
     /// The files read (new or changed): path, content id, size.
-    pub read: Vec<(String, Id, u64)>,
+    pub read: Vec<(BString, Id, u64)>,
 }
 
 enum Node {
@@ -324,7 +372,7 @@ fn insert(root: &mut BTreeMap<Vec<u8>, Node>, path: &[u8], entry: TreeEntry) -> 
     let mut map = root;
     while let Some(c) = comps.next() {
         crate::object::valid_name(c).map_err(|reason| VcsError::BadPath {
-            path: String::from_utf8_lossy(path).into_owned(),
+            path: display(path).into_owned(),
             reason,
         })?;
         if comps.peek().is_none() {
@@ -344,7 +392,7 @@ fn insert(root: &mut BTreeMap<Vec<u8>, Node>, path: &[u8], entry: TreeEntry) -> 
             Node::Dir(m) => m,
             Node::Leaf(_) => {
                 return Err(VcsError::BadPath {
-                    path: String::from_utf8_lossy(path).into_owned(),
+                    path: display(path).into_owned(),
                     reason: "a parent is a file".into(),
                 })
             }
@@ -393,16 +441,23 @@ impl SnapshotProgress for NoProgress {
 
 impl Repo {
     /// Records the working folder into `tx` as a tree; returns it with the refreshed stat
-    /// cache (which the caller saves after publishing).
+    /// cache (which the caller saves after publishing). Files that cannot be read keep
+    /// their version from tree `base` (the commit the folder is compared with) and are
+    /// listed in [`Snapshot::unreadable`]; the caller decides whether to record that.
     pub fn snapshot(
         &self,
         tx: &mut Transaction<'_>,
+        base: Option<&Id>,
         progress: &dyn SnapshotProgress,
     ) -> Result<Snapshot> {
         let started_ns = i128::from(crate::repo::now_ms()) * 1_000_000;
         let started_ns = started_ns.min(jiff::Timestamp::now().as_nanosecond());
         let old = self.load_wc_state();
-        let (found, mut skipped) = scan(self.workdir())?;
+        let Scan {
+            found,
+            mut skipped,
+            mut unreadable,
+        } = scan(self.workdir())?;
         let mut state = WcState {
             recorded_at_ns: started_ns,
             entries: BTreeMap::new(),
@@ -429,28 +484,22 @@ impl Repo {
             }
         }
         progress.scanned(found.len() as u64, total, to_read.len() as u64, read_bytes);
+        let mut failures = Scan::default();
         // Symlinks: their target is the content.
         for (i, f) in found.iter().enumerate() {
             if ids[i].is_none() && f.meta.file_type().is_symlink() {
-                let full = self.workdir().join(std::ffi::OsStr::from_bytes(&f.path));
-                match std::fs::read_link(&full) {
+                match std::fs::read_link(in_folder(self.workdir(), &f.path)) {
                     Ok(target) => {
                         let id = tx.write_object(Kind::Chunk, target.as_os_str().as_bytes())?;
                         ids[i] = Some((EntryKind::Symlink, id));
                     }
-                    Err(e) => skipped.push(Skipped {
-                        path: String::from_utf8_lossy(&f.path).into_owned(),
-                        reason: e.to_string(),
-                    }),
+                    Err(e) => failures.failed(f.path.clone().into(), &e),
                 }
             }
         }
         let paths: Vec<PathBuf> = to_read
             .iter()
-            .map(|&i| {
-                self.workdir()
-                    .join(std::ffi::OsStr::from_bytes(&found[i].path))
-            })
+            .map(|&i| in_folder(self.workdir(), &found[i].path))
             .collect();
         let results = tx.store_files(&paths, &|n| progress.read(n))?;
         let mut metas: HashMap<usize, Metadata> = HashMap::new();
@@ -469,22 +518,24 @@ impl Repo {
                         stored.id,
                     ));
                     bytes_read += stored.size;
-                    read.push((
-                        String::from_utf8_lossy(&found[i].path).into_owned(),
-                        stored.id,
-                        stored.size,
-                    ));
+                    read.push((found[i].path.clone().into(), stored.id, stored.size));
                     metas.insert(i, stored.metadata);
                 }
-                Err(e) => skipped.push(Skipped {
-                    path: String::from_utf8_lossy(&found[i].path).into_owned(),
-                    reason: match &e {
-                        lifeos_store::StoreError::Io { source, .. } => io_reason(source),
-                        other => other.to_string(),
-                    },
-                }),
+                Err(lifeos_store::StoreError::Io { source, .. }) => {
+                    failures.failed(found[i].path.clone().into(), &source)
+                }
+                Err(e @ lifeos_store::StoreError::Unstable(_)) => {
+                    failures.unreadable.push(Skipped {
+                        path: found[i].path.clone().into(),
+                        reason: e.to_string(),
+                    })
+                }
+                Err(e) => return Err(e.into()),
             }
         }
+        skipped.append(&mut failures.skipped);
+        unreadable.append(&mut failures.unreadable);
+        unreadable.sort_by(|a, b| a.path.cmp(&b.path));
         let mut root = BTreeMap::new();
         let mut files = 0;
         let mut bytes = 0;
@@ -508,6 +559,18 @@ impl Repo {
                 .entries
                 .insert(f.path.clone(), CacheEntry::from_meta(meta, kind, id));
         }
+        // What could not be read keeps its last recorded version (never a deletion).
+        if let Some(base) = base {
+            for u in &unreadable {
+                for (path, e) in self.entries_under(base, &u.path)? {
+                    if !contains(&root, &path) {
+                        files += 1;
+                        bytes += e.size;
+                        insert(&mut root, &path, e)?;
+                    }
+                }
+            }
+        }
         let (tree, _) = write_tree(tx, root)?;
         // Files read again (new, changed or racy) move the racy window forward, so the new
         // state is worth saving even when every entry compares equal.
@@ -519,9 +582,88 @@ impl Repo {
             files_read: to_read.len() as u64,
             bytes_read,
             skipped,
+            unreadable,
             state,
             state_changed,
             read,
         })
+    }
+
+    /// The files and symlinks of tree `root` at or below `path`, with their full paths.
+    pub fn entries_under(&self, root: &Id, path: &[u8]) -> Result<Vec<(BString, TreeEntry)>> {
+        if path.is_empty() {
+            return Ok(self.flatten(root)?.into_iter().collect());
+        }
+        Ok(match self.lookup_path(root, path)? {
+            None => Vec::new(),
+            Some(e) if e.kind == EntryKind::Dir => self
+                .flatten(&e.id)?
+                .into_iter()
+                .map(|(p, e)| (crate::path::join(path, &p), e))
+                .collect(),
+            Some(e) => vec![(BString::from(path), e)],
+        })
+    }
+}
+
+/// Whether the tree being built has an entry (file or folder) at `path`.
+fn contains(root: &BTreeMap<Vec<u8>, Node>, path: &[u8]) -> bool {
+    let mut map = root;
+    let mut comps = path.split(|b| *b == b'/').peekable();
+    while let Some(c) = comps.next() {
+        match (map.get(c), comps.peek()) {
+            (None, _) => return false,
+            (Some(_), None) => return true,
+            (Some(Node::Dir(m)), Some(_)) => map = m,
+            (Some(Node::Leaf(_)), Some(_)) => return true,
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state() -> WcState {
+        let entry = |kind, seed: &[u8]| CacheEntry {
+            size: 12,
+            mtime_ns: 1_700_000_000_123_456_789,
+            ctime_ns: 1_700_000_000_123_456_789,
+            ino: 42,
+            mode: 0o100644,
+            kind,
+            id: Id::hash(seed),
+        };
+        WcState {
+            recorded_at_ns: 1_700_000_001_000_000_000,
+            entries: [
+                (b"a.txt".to_vec(), entry(EntryKind::File, b"a")),
+                (b"bin/run\xff".to_vec(), entry(EntryKind::Executable, b"r")),
+                (b"link".to_vec(), entry(EntryKind::Symlink, b"l")),
+            ]
+            .into_iter()
+            .collect(),
+        }
+    }
+
+    #[test]
+    fn state_round_trips() {
+        let s = state();
+        assert_eq!(WcState::decode(&s.encode()), Some(s));
+    }
+
+    proptest::proptest! {
+        /// A damaged stat cache is ignored (`None`), never trusted and never a panic.
+        #[test]
+        fn damaged_state_is_refused(
+            edits in proptest::collection::vec((proptest::prelude::any::<usize>(), proptest::prelude::any::<u8>(), proptest::prelude::any::<u8>()), 1..6),
+        ) {
+            let valid = state().encode();
+            let damaged = lifeos_store::mutate::mutate(&valid, &edits);
+            if damaged != valid {
+                proptest::prop_assert_eq!(WcState::decode(&damaged), None);
+            }
+        }
     }
 }

@@ -1,0 +1,621 @@
+//! Changing the working folder safely.
+//!
+//! Three rules keep a person's files safe while lifeos rewrites the folder:
+//!
+//! - **One writer at a time.** Every command that reads the folder to record it, or
+//!   writes it, holds the working-copy lock ([`WorkingCopyLock`]) for its whole run, so a
+//!   commit never snapshots a half-moved folder and the stat cache is never overwritten by
+//!   a writer that saw an older folder.
+//! - **Check, then publish, then move.** Everything that could stop a move (an ignored or
+//!   unreadable file in the way, a symlink where a folder must be) is checked first; then
+//!   the operation that explains the change is published; only then does the folder
+//!   change. Content about to be replaced is saved by that same operation.
+//! - **An interrupted move is finished, never guessed.** Before the operation is
+//!   published, a journal (`.lifeos/wc_move`) names it and the two trees. A move stopped
+//!   by Ctrl-C, a kill or a full disk leaves the journal; the next command that takes the
+//!   lock finishes the move, touching only files that still hold one of the two recorded
+//!   versions.
+
+use std::fs::File;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use lifeos_store::enc::{Reader, Writer};
+use lifeos_store::{Id, Transaction};
+
+use crate::error::{IoContext, Result, VcsError};
+use crate::object::{EntryKind, Event, View};
+use crate::path::{display, in_folder, is_under, BString};
+use crate::repo::Repo;
+use crate::restore::FileJob;
+use crate::treediff::Change;
+use crate::working_copy::{CacheEntry, Skipped, WcState};
+
+/// The working-copy lock file, inside `.lifeos`.
+pub const WC_LOCK_FILE: &str = "working_copy.lock";
+/// The folder move journal, inside `.lifeos`.
+pub const MOVE_FILE: &str = "wc_move";
+const MOVE_MAGIC: &[u8; 8] = b"LIFEOSMV";
+const MOVE_VERSION: u8 = 1;
+
+/// How a person stops a long change of the working folder. A signal handler sets
+/// [`Interrupt::requested_flag`]; while the folder is being changed,
+/// [`Interrupt::default_allowed_flag`] is false, so the handler must not end the process
+/// at once: lifeos stops between two files instead and leaves the journal to finish from.
+#[derive(Debug, Clone)]
+pub struct Interrupt {
+    requested: Arc<AtomicBool>,
+    default_allowed: Arc<AtomicBool>,
+}
+
+impl Default for Interrupt {
+    fn default() -> Self {
+        Interrupt {
+            requested: Arc::new(AtomicBool::new(false)),
+            default_allowed: Arc::new(AtomicBool::new(true)),
+        }
+    }
+}
+
+impl Interrupt {
+    /// Set (by a signal handler) when the person asks to stop.
+    pub fn requested_flag(&self) -> Arc<AtomicBool> {
+        self.requested.clone()
+    }
+
+    /// True while ending the process at once is harmless.
+    pub fn default_allowed_flag(&self) -> Arc<AtomicBool> {
+        self.default_allowed.clone()
+    }
+
+    fn check(&self) -> Result<()> {
+        if self.requested.load(Ordering::SeqCst) {
+            Err(VcsError::Interrupted)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Defers the signals' default action until the guard is dropped.
+    fn defer(&self) -> Deferred<'_> {
+        self.requested.store(false, Ordering::SeqCst);
+        self.default_allowed.store(false, Ordering::SeqCst);
+        Deferred(self)
+    }
+}
+
+struct Deferred<'a>(&'a Interrupt);
+
+impl Drop for Deferred<'_> {
+    fn drop(&mut self) {
+        self.0.default_allowed.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Exclusive use of the working folder, held for a command's whole run. Taking it
+/// finishes a folder move that an earlier command left unfinished.
+pub struct WorkingCopyLock {
+    _file: File,
+    finished: Option<MoveReport>,
+}
+
+impl WorkingCopyLock {
+    /// The unfinished move that was finished when the lock was taken, if any.
+    pub fn finished_move(&self) -> Option<&MoveReport> {
+        self.finished.as_ref()
+    }
+}
+
+/// A folder move that was interrupted and finished later.
+#[derive(Debug, Clone)]
+pub struct MoveReport {
+    /// The operation the folder was being moved for.
+    pub op: Id,
+    /// Files written or removed to finish it.
+    pub applied: u64,
+    /// Paths changed by someone since the move stopped: left as they are (the next
+    /// `status` shows them as changes).
+    pub kept: Vec<BString>,
+}
+
+/// What the journal records: the operation and the two trees of the move.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MoveJournal {
+    /// The operation that explains the move.
+    pub op: Id,
+    /// The tree the folder was at.
+    pub from: Option<Id>,
+    /// The tree the folder is moving to.
+    pub to: Option<Id>,
+}
+
+fn write_opt(w: &mut Writer, id: &Option<Id>) {
+    match id {
+        Some(id) => w.u8(1).id(id),
+        None => w.u8(0),
+    };
+}
+
+fn read_opt(r: &mut Reader<'_>) -> Option<Option<Id>> {
+    match r.u8("move").ok()? {
+        0 => Some(None),
+        1 => Some(Some(r.id("move").ok()?)),
+        _ => None,
+    }
+}
+
+impl MoveJournal {
+    /// Encodes the journal (see `docs/FORMAT.md`).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::default();
+        w.raw(MOVE_MAGIC).u8(MOVE_VERSION).id(&self.op);
+        write_opt(&mut w, &self.from);
+        write_opt(&mut w, &self.to);
+        let sum = blake3::hash(w.as_slice());
+        w.raw(&sum.as_bytes()[..16]);
+        w.finish()
+    }
+
+    /// Decodes a journal; `None` if it is damaged or of an unknown version.
+    pub fn decode(bytes: &[u8]) -> Option<MoveJournal> {
+        let body_len = bytes.len().checked_sub(16)?;
+        let (body, sum) = bytes.split_at(body_len);
+        if &blake3::hash(body).as_bytes()[..16] != sum {
+            return None;
+        }
+        let mut r = Reader::new(body);
+        if r.raw("move", 8).ok()? != MOVE_MAGIC || r.u8("move").ok()? != MOVE_VERSION {
+            return None;
+        }
+        let op = r.id("move").ok()?;
+        let from = read_opt(&mut r)?;
+        let to = read_opt(&mut r)?;
+        r.finish("move").ok()?;
+        Some(MoveJournal { op, from, to })
+    }
+}
+
+/// A checked change of the folder from one tree to another, ready to publish.
+#[derive(Debug)]
+pub struct FolderMove {
+    from: Option<Id>,
+    to: Option<Id>,
+    changes: Vec<Change>,
+    /// The stat cache describing the folder at `from`, when the caller just made one.
+    state: Option<WcState>,
+}
+
+impl FolderMove {
+    /// Starts from a fresh stat cache (made by a snapshot of the folder at `from`).
+    pub(crate) fn with_state(mut self, state: WcState) -> Self {
+        self.state = Some(state);
+        self
+    }
+}
+
+impl Repo {
+    /// Takes the working-copy lock (waiting for another command to release it), then
+    /// finishes a folder move an earlier command left unfinished.
+    pub fn lock_working_copy(&self) -> Result<WorkingCopyLock> {
+        let path = self.dot_dir().join(WC_LOCK_FILE);
+        let file = lifeos_store::store::open_lock_file(&path)?;
+        file.lock().io("locking", &path)?;
+        let finished = self.finish_interrupted_move()?;
+        Ok(WorkingCopyLock {
+            _file: file,
+            finished,
+        })
+    }
+
+    fn journal_path(&self) -> std::path::PathBuf {
+        self.dot_dir().join(MOVE_FILE)
+    }
+
+    fn remove_journal(&self) -> Result<()> {
+        let path = self.journal_path();
+        match std::fs::remove_file(&path) {
+            Ok(()) => Ok(lifeos_store::store::sync_dir(self.dot_dir())?),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(e).io("removing", &path),
+        }
+    }
+
+    /// Whether operation `op` is in the operation log (reachable from a head).
+    fn op_is_published(&self, op: &Id) -> Result<bool> {
+        if !self.store().contains(op)? {
+            return Ok(false);
+        }
+        let mut stack = self.op_heads()?;
+        let mut seen = std::collections::HashSet::new();
+        while let Some(o) = stack.pop() {
+            if o == *op {
+                return Ok(true);
+            }
+            if seen.insert(o) {
+                stack.extend(self.operation(&o)?.parents);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Finishes the folder move named by the journal, if there is one: each path the
+    /// move changes is brought to its new version if it still holds its old one (or
+    /// already the new one); a path someone changed since is left alone and reported.
+    fn finish_interrupted_move(&self) -> Result<Option<MoveReport>> {
+        let path = self.journal_path();
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e).io("reading", &path),
+        };
+        let Some(journal) = MoveJournal::decode(&bytes) else {
+            return Err(VcsError::Inconsistent(format!(
+                "{} is damaged; a change of the working folder was interrupted. Check the \
+                 folder with `lifeos status`, then remove the file",
+                path.display()
+            )));
+        };
+        if !self.op_is_published(&journal.op)? {
+            // Stopped before its operation was published: the folder was never touched.
+            self.remove_journal()?;
+            return Ok(None);
+        }
+        let todo_all = self.diff_trees(journal.from.as_ref(), journal.to.as_ref())?;
+        let mut todo = Vec::new();
+        let mut kept = Vec::new();
+        for c in todo_all.iter().cloned() {
+            let now = current_version(self.workdir(), &c.path);
+            let want = c.new.as_ref().map(|e| (e.kind, e.id));
+            if now == want {
+                continue;
+            }
+            if now == c.old.as_ref().map(|e| (e.kind, e.id)) {
+                todo.push(c);
+            } else {
+                kept.push(c.path);
+            }
+        }
+        let _deferred = self.interrupt.defer();
+        // A writer killed mid-file leaves its temporary file beside the destination.
+        let mut dirs: Vec<&[u8]> = changes_dirs(&todo_all);
+        dirs.dedup();
+        for dir in dirs {
+            remove_stale_temporaries(&in_folder(self.workdir(), dir));
+        }
+        let applied = todo.len() as u64;
+        self.apply_changes(&todo, None)?;
+        self.remove_journal()?;
+        Ok(Some(MoveReport {
+            op: journal.op,
+            applied,
+            kept,
+        }))
+    }
+
+    /// Plans the change of the folder from tree `from` to tree `to` and checks, before
+    /// anything is published, that it can be made without losing anything: no path it
+    /// writes or removes is unreadable (its content was never recorded), no file it
+    /// writes would replace an untracked or ignored file, and no folder it needs is a
+    /// file or symlink that stays.
+    pub(crate) fn plan_move(
+        &self,
+        tx: &Transaction<'_>,
+        from: Option<&Id>,
+        to: Option<&Id>,
+        unreadable: &[Skipped],
+    ) -> Result<FolderMove> {
+        let changes = self.diff_trees_tx(tx, from, to)?;
+        let root = self.workdir();
+        let removed: std::collections::HashSet<&[u8]> = changes
+            .iter()
+            .filter(|c| {
+                c.new.is_none() || c.old.as_ref().map(|e| e.kind) != c.new.as_ref().map(|e| e.kind)
+            })
+            .map(|c| c.path.as_slice())
+            .collect();
+        for c in &changes {
+            if let Some(u) = unreadable
+                .iter()
+                .find(|u| is_under(&c.path, &u.path) || is_under(&u.path, &c.path))
+            {
+                return Err(VcsError::InTheWay {
+                    path: display(&c.path).into_owned(),
+                    reason: format!(
+                        "would be replaced, but {} cannot be read ({}), so lifeos cannot save it first; make it readable or move it away, then try again",
+                        if u.path.is_empty() { "part of the folder".into() } else { display(&u.path).into_owned() },
+                        u.reason
+                    ),
+                });
+            }
+            if c.new.is_none() {
+                continue;
+            }
+            // Every folder on the way must be a real folder, or absent, or a recorded
+            // file this move removes.
+            let comps: Vec<&[u8]> = c.path.split(|b| *b == b'/').collect();
+            for n in 1..comps.len() {
+                let dir = comps[..n].join(&b'/');
+                match in_folder(root, &dir).symlink_metadata() {
+                    Ok(m) if m.is_dir() => {}
+                    Ok(_) if removed.contains(dir.as_slice()) => {}
+                    Ok(_) => {
+                        return Err(VcsError::InTheWay {
+                            path: display(&c.path).into_owned(),
+                            reason: format!(
+                                "needs the folder {}, where there is a file or symlink lifeos has not recorded; move it away and try again",
+                                display(&dir)
+                            ),
+                        })
+                    }
+                    Err(_) => {}
+                }
+            }
+            if c.old.is_some() {
+                continue;
+            }
+            // A new path: whatever is there was not recorded in `from`.
+            let dest = in_folder(root, &c.path);
+            match dest.symlink_metadata() {
+                Err(_) => {}
+                Ok(m) if m.is_dir() => {
+                    if let Some(stray) = untracked_below(&dest, root, &removed)? {
+                        return Err(VcsError::InTheWay {
+                            path: display(&c.path).into_owned(),
+                            reason: format!(
+                                "is a folder holding {}, which lifeos has not recorded (it may be ignored); move it away and try again",
+                                display(&stray)
+                            ),
+                        });
+                    }
+                }
+                Ok(_) => {
+                    return Err(VcsError::InTheWay {
+                        path: display(&c.path).into_owned(),
+                        reason: "exists but is not recorded (it may be ignored), and would be overwritten; move it away and try again".into(),
+                    })
+                }
+            }
+        }
+        Ok(FolderMove {
+            from: from.copied(),
+            to: to.copied(),
+            changes,
+            state: None,
+        })
+    }
+
+    /// Publishes the operation, then moves the folder as planned. A journal naming the
+    /// operation is written before it is published and removed once the folder matches,
+    /// so a move stopped anywhere is finished by the next command.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn publish_and_move(
+        &self,
+        _wc: &WorkingCopyLock,
+        tx: Transaction<'_>,
+        parents: &[Id],
+        view: View,
+        description: &str,
+        events: Vec<Event>,
+        start_ms: i64,
+        mv: FolderMove,
+    ) -> Result<Id> {
+        let _deferred = self.interrupt.defer();
+        let journal_path = self.journal_path();
+        let published = self.publish_with(tx, parents, view, description, events, start_ms, |op| {
+            let journal = MoveJournal {
+                op: *op,
+                from: mv.from,
+                to: mv.to,
+            };
+            lifeos_store::store::write_atomic(&journal_path, &journal.encode())?;
+            Ok(())
+        });
+        let op = match published {
+            Ok(op) => op,
+            Err(e) => {
+                // Nothing was published (or the journal could not be written): the folder
+                // is untouched, so the journal, if any, is void.
+                let _ = self.remove_journal();
+                return Err(e);
+            }
+        };
+        let unfinished = |e: VcsError| VcsError::MoveUnfinished {
+            op: op.short(12),
+            source: Box::new(e),
+        };
+        self.apply_changes(&mv.changes, mv.state)
+            .map_err(unfinished)?;
+        self.remove_journal().map_err(unfinished)?;
+        Ok(op)
+    }
+
+    /// Applies file-level changes to the folder and updates the stat cache (`state`, or
+    /// the saved one). Stops between files when interrupted.
+    pub(crate) fn apply_changes(&self, changes: &[Change], state: Option<WcState>) -> Result<()> {
+        let started_ns = jiff::Timestamp::now().as_nanosecond();
+        let mut state = state.unwrap_or_else(|| self.load_wc_state());
+        let root = self.workdir();
+        // Deletions first (so a file can become a directory), deepest first.
+        for c in changes.iter().rev().filter(|c| c.new.is_none()) {
+            self.interrupt.check()?;
+            let p = in_folder(root, &c.path);
+            match std::fs::symlink_metadata(&p) {
+                Ok(m) if !m.is_dir() => std::fs::remove_file(&p).io("removing", &p)?,
+                _ => {}
+            }
+            state.entries.remove(c.path.as_slice());
+            let mut dir = p.parent().map(Path::to_path_buf);
+            while let Some(d) = dir {
+                if d == root || std::fs::remove_dir(&d).is_err() {
+                    break;
+                }
+                dir = d.parent().map(Path::to_path_buf);
+            }
+        }
+        let mut jobs = Vec::new();
+        for c in changes {
+            let Some(e) = &c.new else { continue };
+            self.interrupt.check()?;
+            let dest = in_folder(root, &c.path);
+            // Create parents one by one, refusing to go through anything but real dirs.
+            let mut cur = root.to_path_buf();
+            let comps: Vec<&[u8]> = c.path.split(|b| *b == b'/').collect();
+            for comp in &comps[..comps.len() - 1] {
+                cur.push(std::ffi::OsStr::from_bytes(comp));
+                match std::fs::symlink_metadata(&cur) {
+                    Ok(m) if m.is_dir() => {}
+                    Ok(m) if m.file_type().is_symlink() || m.is_file() => {
+                        return Err(VcsError::UnsafePath {
+                            path: display(&c.path).into_owned(),
+                            reason: format!(
+                                "{} is in the way and is not a directory",
+                                cur.display()
+                            ),
+                        })
+                    }
+                    _ => std::fs::create_dir(&cur).io("creating", &cur)?,
+                }
+            }
+            if let Ok(m) = std::fs::symlink_metadata(&dest) {
+                if m.is_dir() {
+                    std::fs::remove_dir(&dest).io("removing (a directory is in the way)", &dest)?;
+                }
+            }
+            jobs.push(FileJob {
+                repo_path: c.path.clone(),
+                dest,
+                id: e.id,
+                kind: e.kind,
+                size: e.size,
+            });
+        }
+        let results = lifeos_store::par::map(&jobs, |job| {
+            self.interrupt.check()?;
+            self.write_file(job)
+        });
+        let mut first_err = None;
+        for (job, r) in jobs.iter().zip(results) {
+            match r {
+                Ok(_) => {
+                    let meta = std::fs::symlink_metadata(&job.dest)
+                        .io("reading metadata of", &job.dest)?;
+                    state.entries.insert(
+                        job.repo_path.to_vec(),
+                        CacheEntry::from_meta(&meta, job.kind, job.id),
+                    );
+                }
+                Err(e) => {
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        if let Some(e) = first_err {
+            return Err(e);
+        }
+        // Entries written now are racy relative to this moment; keep the older bound for
+        // the rest so they stay trusted.
+        state.recorded_at_ns = state.recorded_at_ns.min(started_ns);
+        self.save_wc_state(&state)
+    }
+}
+
+/// The folders holding the changed paths, sorted (the root is the empty path).
+fn changes_dirs(changes: &[Change]) -> Vec<&[u8]> {
+    let mut dirs: Vec<&[u8]> = changes
+        .iter()
+        .map(|c| match c.path.iter().rposition(|b| *b == b'/') {
+            Some(i) => &c.path[..i],
+            None => &c.path[..0],
+        })
+        .collect();
+    dirs.sort_unstable();
+    dirs
+}
+
+/// Removes the temporary files (`.lifeos-tmp-*`) a killed writer left in `dir`.
+fn remove_stale_temporaries(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        if e.file_name().as_bytes().starts_with(b".lifeos-tmp-") {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
+/// What the folder holds at `path` now: its kind and content id (hashed), or `None` if
+/// nothing readable is there.
+fn current_version(root: &Path, path: &[u8]) -> Option<(EntryKind, Id)> {
+    let full = in_folder(root, path);
+    let m = full.symlink_metadata().ok()?;
+    if m.file_type().is_symlink() {
+        let t = std::fs::read_link(&full).ok()?;
+        return Some((EntryKind::Symlink, Id::hash(t.as_os_str().as_bytes())));
+    }
+    if !m.is_file() {
+        return None;
+    }
+    let mut h = blake3::Hasher::new();
+    let f = File::open(&full).ok()?;
+    std::io::copy(&mut std::io::BufReader::with_capacity(1 << 20, f), &mut h).ok()?;
+    let kind = if m.mode() & 0o111 != 0 {
+        EntryKind::Executable
+    } else {
+        EntryKind::File
+    };
+    Some((kind, h.finalize().into()))
+}
+
+/// The first file below folder `dir` that is not among `removed` (repository paths of
+/// recorded files the move deletes), if any.
+fn untracked_below(
+    dir: &Path,
+    root: &Path,
+    removed: &std::collections::HashSet<&[u8]>,
+) -> Result<Option<BString>> {
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).io("listing", &d)? {
+            let e = e.io("listing", &d)?;
+            let p = e.path();
+            let rel = BString::from(
+                p.strip_prefix(root)
+                    .map(|r| r.as_os_str().as_bytes())
+                    .unwrap_or_default(),
+            );
+            match e.file_type().io("reading", &p)? {
+                t if t.is_dir() => stack.push(p),
+                _ if removed.contains(rel.as_slice()) => {}
+                _ => return Ok(Some(rel)),
+            }
+        }
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn journal_round_trips_and_rejects_damage() {
+        let j = MoveJournal {
+            op: Id::hash(b"op"),
+            from: Some(Id::hash(b"a")),
+            to: None,
+        };
+        let b = j.encode();
+        assert_eq!(MoveJournal::decode(&b), Some(j));
+        for i in 0..b.len() {
+            let mut d = b.clone();
+            d[i] ^= 0x10;
+            assert_eq!(MoveJournal::decode(&d), None, "flip at {i}");
+        }
+        assert_eq!(MoveJournal::decode(&b[..b.len() - 1]), None);
+        assert_eq!(MoveJournal::decode(&[]), None);
+    }
+}

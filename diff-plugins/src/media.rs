@@ -3,11 +3,8 @@
 
 use std::io::{Read, Seek};
 
-use symphonia::core::audio::SampleBuffer;
-use symphonia::core::codecs::{DecoderOptions, CODEC_TYPE_NULL};
-use symphonia::core::formats::FormatOptions;
-use symphonia::core::meta::MetadataOptions;
-use symphonia::core::probe::Hint;
+use lifeos_speech::audio::{AudioStream, Next};
+use lifeos_speech::SpeechError;
 
 use crate::{
     clock, Anchor, DiffError, DiffPlugin, FileDiff, Located, Op, Options, Probe, ReadSeek, Side,
@@ -140,21 +137,16 @@ fn analyse_unguarded(side: &Side<'_>) -> Result<MediaInfo, DiffError> {
             path: side.path.into(),
             reason: e.to_string(),
         })?;
-    let mss = lifeos_speech::audio::media_stream(reader, Some(side.size));
-    let mut hint = Hint::new();
-    hint.with_extension(&side.extension());
-    let probed = match lifeos_speech::audio::format_probe().format(
-        &hint,
-        mss,
-        &FormatOptions {
-            enable_gapless: true,
-            ..Default::default()
-        },
-        &MetadataOptions::default(),
-    ) {
-        Ok(p) => p,
+    let container = match side.extension().as_str() {
+        "m4a" | "mp4" | "m4v" | "mov" => "MP4".into(),
+        "mkv" | "webm" => "Matroska".into(),
+        "ogg" | "oga" | "opus" => "Ogg".into(),
+        other => other.to_uppercase(),
+    };
+    let mut stream = match AudioStream::open(side.path, Box::new(reader), side.size) {
+        Ok(s) => s,
         // A video whose container symphonia cannot open still has a resolution to compare.
-        Err(_) if resolution.is_some() => {
+        Err(SpeechError::Decode(_)) if resolution.is_some() => {
             return Ok(MediaInfo {
                 container: side.extension().to_uppercase(),
                 codec: "unknown".into(),
@@ -162,74 +154,40 @@ fn analyse_unguarded(side: &Side<'_>) -> Result<MediaInfo, DiffError> {
                 ..Default::default()
             })
         }
+        Err(SpeechError::NoAudio(_)) => {
+            return Ok(MediaInfo {
+                container,
+                codec: "none (no audio track)".into(),
+                resolution,
+                ..Default::default()
+            })
+        }
+        Err(SpeechError::Unsupported(codec)) => {
+            return Err(DiffError::Fallback(format!(
+                "{}: unsupported codec {codec}",
+                side.path
+            )))
+        }
         Err(e) => return Err(fallback(e.to_string())),
     };
-    let mut format = probed.format;
-    let tracks = format.tracks().len();
-    let container = match side.extension().as_str() {
-        "m4a" | "mp4" | "m4v" | "mov" => "MP4".into(),
-        "mkv" | "webm" => "Matroska".into(),
-        "ogg" | "oga" | "opus" => "Ogg".into(),
-        other => other.to_uppercase(),
-    };
-    let Some(track) = format
-        .tracks()
-        .iter()
-        .find(|t| t.codec_params.codec != CODEC_TYPE_NULL && t.codec_params.sample_rate.is_some())
-        .cloned()
-    else {
-        return Ok(MediaInfo {
-            container,
-            codec: "none (no audio track)".into(),
-            tracks,
-            resolution,
-            ..Default::default()
-        });
-    };
-    let params = &track.codec_params;
-    let sample_rate = params.sample_rate.unwrap_or(0);
-    let codec = lifeos_speech::audio::codec_name(params.codec);
-    let mut decoder = symphonia::default::get_codecs()
-        .make(params, &DecoderOptions::default())
-        .map_err(|e| {
-            DiffError::Fallback(format!("{}: unsupported codec {codec}: {e}", side.path))
-        })?;
+    let tracks = stream.tracks;
+    let sample_rate = stream.info.sample_rate;
+    let codec = stream.info.codec.clone();
     let per_window = (u64::from(sample_rate) * WINDOW_MS / 1000).max(1) as usize;
     let (mut acc, mut count, mut frames_total) = (0f64, 0usize, 0u64);
     let mut envelope = Vec::new();
-    let mut channels = params.channels.map(|c| c.count() as u32).unwrap_or(0);
-    let mut buf: Option<SampleBuffer<f32>> = None;
+    let mut channels = stream.info.channels;
     loop {
-        let packet = match format.next_packet() {
-            Ok(p) => p,
-            Err(symphonia::core::errors::Error::IoError(e))
-                if e.kind() == std::io::ErrorKind::UnexpectedEof =>
-            {
-                break
-            }
-            Err(symphonia::core::errors::Error::ResetRequired) => break,
-            Err(e) => return Err(fallback(e.to_string())),
+        let (ch, samples) = match stream.next_block().map_err(|e| fallback(e.to_string()))? {
+            Next::End => break,
+            Next::BadPacket(_) => continue,
+            Next::BadContainer(e) => return Err(fallback(e)),
+            Next::Samples {
+                channels, samples, ..
+            } => (channels.max(1), samples),
         };
-        if packet.track_id() != track.id {
-            continue;
-        }
-        let decoded = match decoder.decode(&packet) {
-            Ok(d) => d,
-            Err(symphonia::core::errors::Error::DecodeError(_)) => continue,
-            Err(e) => return Err(fallback(e.to_string())),
-        };
-        let spec = *decoded.spec();
-        channels = spec.channels.count() as u32;
-        if buf
-            .as_ref()
-            .is_none_or(|b| b.capacity() < decoded.capacity() * spec.channels.count())
-        {
-            buf = Some(SampleBuffer::new(decoded.capacity() as u64, spec));
-        }
-        let b = buf.as_mut().expect("allocated");
-        b.copy_interleaved_ref(decoded);
-        let ch = spec.channels.count().max(1);
-        for frame in b.samples().chunks(ch) {
+        channels = ch as u32;
+        for frame in samples.chunks(ch) {
             let mono = frame.iter().sum::<f32>() / ch as f32;
             acc += f64::from(mono * mono);
             count += 1;

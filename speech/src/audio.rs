@@ -11,14 +11,18 @@ use rubato::{
     calculate_cutoff, Resampler, SincFixedIn, SincInterpolationParameters, SincInterpolationType,
     WindowFunction,
 };
-use symphonia::core::audio::SampleBuffer;
-use symphonia::core::codecs::{self, DecoderOptions, CODEC_TYPE_NULL};
+use symphonia::core::codecs::audio::well_known::{
+    CODEC_ID_ALAC, CODEC_ID_MP1, CODEC_ID_MP2, CODEC_ID_OPUS, CODEC_ID_SPEEX, CODEC_ID_WAVPACK,
+};
+use symphonia::core::codecs::audio::{
+    AudioCodecId, AudioCodecParameters, AudioDecoder, AudioDecoderOptions, CODEC_ID_NULL_AUDIO,
+};
+use symphonia::core::codecs::CodecParameters;
 use symphonia::core::errors::Error as SymError;
-use symphonia::core::formats::{FormatOptions, FormatReader};
-use symphonia::core::io::{MediaSource, MediaSourceStream, ReadBytes};
+use symphonia::core::formats::probe::Hint;
+use symphonia::core::formats::{FormatOptions, FormatReader, Track};
+use symphonia::core::io::{MediaSource, MediaSourceStream};
 use symphonia::core::meta::MetadataOptions;
-use symphonia::core::probe::{Descriptor, Hint, Instantiate, Probe, QueryDescriptor};
-use symphonia::default::formats::AdtsReader;
 
 use crate::{Result, SpeechError};
 
@@ -71,18 +75,17 @@ impl<S: Read + Seek + Send + Sync> MediaSource for Sized<S> {
 
 /// The short name of a codec ("aac", "pcm_s16le", ...), also for codecs this build
 /// cannot decode ("opus").
-pub fn codec_name(c: codecs::CodecType) -> String {
-    use codecs::*;
-    if let Some(d) = symphonia::default::get_codecs().get_codec(c) {
-        return d.short_name.to_string();
+pub fn codec_name(c: AudioCodecId) -> String {
+    if let Some(d) = symphonia::default::get_codecs().get_audio_decoder(c) {
+        return d.codec.info.short_name.to_string();
     }
     let known = [
-        (CODEC_TYPE_OPUS, "opus"),
-        (CODEC_TYPE_ALAC, "alac"),
-        (CODEC_TYPE_WAVPACK, "wavpack"),
-        (CODEC_TYPE_SPEEX, "speex"),
-        (CODEC_TYPE_MP1, "mp1"),
-        (CODEC_TYPE_MP2, "mp2"),
+        (CODEC_ID_OPUS, "opus"),
+        (CODEC_ID_ALAC, "alac"),
+        (CODEC_ID_WAVPACK, "wavpack"),
+        (CODEC_ID_SPEEX, "speex"),
+        (CODEC_ID_MP1, "mp1"),
+        (CODEC_ID_MP2, "mp2"),
     ];
     match known.iter().find(|(t, _)| *t == c) {
         Some((_, n)) => n.to_string(),
@@ -92,44 +95,8 @@ pub fn codec_name(c: codecs::CodecType) -> String {
 
 /// A symphonia stream over a seekable source of `len` bytes (MP4 files whose index
 /// follows the media need the length to be read).
-pub fn media_stream(source: Box<dyn Source>, len: Option<u64>) -> MediaSourceStream {
+fn media_stream(source: Box<dyn Source>, len: Option<u64>) -> MediaSourceStream<'static> {
     MediaSourceStream::new(Box::new(Sized(source, len)), Default::default())
-}
-
-/// symphonia's probe for every format this build reads, with its ADTS (raw AAC) reader
-/// guarded: symphonia 0.5's `AdtsReader` subtracts the first frame's position twice when
-/// it estimates the stream's length, and overflows (a panic) when that frame starts past
-/// the middle of the file. Such a stream is refused before the reader sees it.
-pub fn format_probe() -> &'static Probe {
-    static PROBE: std::sync::OnceLock<Probe> = std::sync::OnceLock::new();
-    PROBE.get_or_init(|| {
-        let mut p = Probe::default();
-        // Registered first, so it answers the ADTS marker before symphonia's own reader.
-        for d in <AdtsReader as QueryDescriptor>::query() {
-            p.register(&Descriptor {
-                inst: Instantiate::Format(guarded_adts),
-                ..*d
-            });
-        }
-        symphonia::default::register_enabled_formats(&mut p);
-        p
-    })
-}
-
-fn guarded_adts(
-    source: MediaSourceStream,
-    opts: &FormatOptions,
-) -> symphonia::core::errors::Result<Box<dyn FormatReader>> {
-    // The reader's estimate needs the first frame in the first half, and four bytes after.
-    let first_frame = source.pos();
-    if let Some(len) = source.byte_len() {
-        if first_frame.saturating_mul(2).saturating_add(4) > len {
-            return Err(SymError::DecodeError(
-                "adts: the first AAC frame starts past the middle of the file",
-            ));
-        }
-    }
-    Ok(Box::new(AdtsReader::try_new(source, opts)?))
 }
 
 /// Downmixes to mono and resamples to [`RATE`], passing blocks of samples to a sink.
@@ -272,7 +239,7 @@ pub fn decode(
     }
 }
 
-/// Runs `f` on untrusted bytes; a panic in it (a demuxer or decoder: symphonia 0.5's
+/// Runs `f` on untrusted bytes; a panic in it (a demuxer or decoder; symphonia 0.5's
 /// ADTS reader overflows on some hostile files) becomes `on_panic(message)`, not a crash.
 pub fn guard<T, E>(
     f: impl FnOnce() -> std::result::Result<T, E>,
@@ -354,7 +321,8 @@ fn first_media_time(src: &mut dyn Source, (start, end): (u64, u64)) -> Option<u6
 }
 
 /// The body (start, end) of the first MP4 box of `kind` among the boxes in
-/// `start..end` (32- and 64-bit sizes, and size 0 for "to the end").
+/// `start..end` (32- and 64-bit sizes, and size 0 for "to the end"). A box that claims to
+/// run past the end is cut there, as demuxers read truncated files.
 pub fn mp4_box(src: &mut dyn Source, start: u64, end: u64, kind: &[u8; 4]) -> Option<(u64, u64)> {
     let mut pos = start;
     while pos + 8 <= end {
@@ -371,9 +339,10 @@ pub fn mp4_box(src: &mut dyn Source, start: u64, end: u64, kind: &[u8; 4]) -> Op
         } else if size == 0 {
             size = end - pos;
         }
-        if size < header || pos + size > end {
+        if size < header {
             return None;
         }
+        let size = size.min(end - pos);
         if &h[4..8] == kind {
             return Some((pos + header, pos + size));
         }
@@ -394,15 +363,6 @@ fn is_sound_track(src: &mut dyn Source, start: u64, end: u64) -> bool {
     .unwrap_or(false)
 }
 
-/// An opened container: its demuxer, the track to decode, and what is known so far.
-struct Opened {
-    format: Box<dyn symphonia::core::formats::FormatReader>,
-    track: symphonia::core::formats::Track,
-    info: AudioInfo,
-    /// Encoder priming to drop, in source frames.
-    priming: u64,
-}
-
 /// The extension of a path's last component, in ASCII lowercase: the text after its last
 /// `.` (`""` without one; `.bashrc` has the extension `bashrc`).
 pub fn extension(path: &str) -> String {
@@ -413,78 +373,185 @@ pub fn extension(path: &str) -> String {
         .unwrap_or_default()
 }
 
-fn open_track(name: &str, mut source: Box<dyn Source>, len: u64) -> Result<Opened> {
-    let corrupt = |what: String| SpeechError::Decode(format!("{name}: {what}"));
-    let ext = extension(name);
-    let mp4 = matches!(ext.as_str(), "mp4" | "m4a" | "m4v" | "mov" | "3gp" | "aac");
-    let priming = if mp4 {
-        let p = mp4_priming(source.as_mut(), len);
-        source
-            .seek(SeekFrom::Start(0))
-            .map_err(|e| SpeechError::Io(format!("reading {name}: {e}")))?;
-        p
-    } else {
-        None
-    };
-    let mss = media_stream(source, Some(len));
-    let mut hint = Hint::new();
-    hint.with_extension(&ext);
-    let opts = FormatOptions {
-        enable_gapless: true,
-        ..Default::default()
-    };
-    let probed = format_probe()
-        .format(&hint, mss, &opts, &MetadataOptions::default())
-        .map_err(|e| match e {
-            SymError::Unsupported(_) if matches!(ext.as_str(), "webm" | "opus") => {
-                SpeechError::Unsupported(if ext == "webm" { "webm" } else { "opus" }.into())
+/// A recording opened for decoding: its container, the first audio track this build can
+/// decode, and a decoder for it.
+pub struct AudioStream {
+    name: String,
+    format: Box<dyn FormatReader>,
+    decoder: Box<dyn AudioDecoder>,
+    track_id: u32,
+    samples: Vec<f32>,
+    /// What the container says about the track (`seconds` is its declared length).
+    pub info: AudioInfo,
+    /// The frames the container declares, if it does.
+    pub declared_frames: Option<u64>,
+    /// Tracks of every kind in the container.
+    pub tracks: usize,
+    /// Encoder priming to drop, in source frames: AAC decoders emit it, and the MP4 edit
+    /// list says how much (symphonia does not apply it).
+    pub priming: u64,
+}
+
+/// What the next packet of an [`AudioStream`] gave.
+#[derive(Debug)]
+pub enum Next<'a> {
+    /// Decoded audio: interleaved samples of `channels` channels at `rate` Hz.
+    Samples {
+        /// Sample rate.
+        rate: u32,
+        /// Channels.
+        channels: usize,
+        /// The samples, interleaved.
+        samples: &'a [f32],
+    },
+    /// A packet the decoder rejected; the stream goes on.
+    BadPacket(String),
+    /// The container could not be read further (damaged or cut short).
+    BadContainer(String),
+    /// The end of the stream.
+    End,
+}
+
+fn audio_params(t: &Track) -> Option<&AudioCodecParameters> {
+    match &t.codec_params {
+        Some(CodecParameters::Audio(a)) if a.codec != CODEC_ID_NULL_AUDIO => Some(a),
+        _ => None,
+    }
+}
+
+impl AudioStream {
+    /// Opens `source` (a file named `name`, whose extension is a hint) of `len` bytes.
+    /// A file with only tracks this build cannot decode is [`SpeechError::Unsupported`]
+    /// with the codec's name.
+    pub fn open(name: &str, mut source: Box<dyn Source>, len: u64) -> Result<AudioStream> {
+        let corrupt = |what: String| SpeechError::Decode(format!("{name}: {what}"));
+        let ext = extension(name);
+        let mp4 = matches!(ext.as_str(), "mp4" | "m4a" | "m4v" | "mov" | "3gp" | "aac");
+        let priming = if mp4 {
+            let p = mp4_priming(source.as_mut(), len);
+            source
+                .seek(SeekFrom::Start(0))
+                .map_err(|e| SpeechError::Io(format!("reading {name}: {e}")))?;
+            p
+        } else {
+            None
+        };
+        let mss = media_stream(source, Some(len));
+        let mut hint = Hint::new();
+        hint.with_extension(&ext);
+        let format = symphonia::default::get_probe()
+            .probe(
+                &hint,
+                mss,
+                FormatOptions::default(),
+                MetadataOptions::default(),
+            )
+            .map_err(|e| match e {
+                SymError::Unsupported(_) if matches!(ext.as_str(), "webm" | "opus") => {
+                    SpeechError::Unsupported(if ext == "webm" { "webm" } else { "opus" }.into())
+                }
+                SymError::Unsupported(_) => {
+                    corrupt("not an audio or video format lifeos reads".into())
+                }
+                e => corrupt(format!("unreadable container: {e}")),
+            })?;
+        let tracks = format.tracks().len();
+        let registry = symphonia::default::get_codecs();
+        let audio: Vec<&Track> = format
+            .tracks()
+            .iter()
+            .filter(|t| audio_params(t).is_some())
+            .collect();
+        let Some(track) = audio.iter().find(|t| {
+            audio_params(t).is_some_and(|a| registry.get_audio_decoder(a.codec).is_some())
+        }) else {
+            return Err(match audio.first().and_then(|t| audio_params(t)) {
+                Some(a) => SpeechError::Unsupported(codec_name(a.codec)),
+                None => SpeechError::NoAudio(format!("{name}: no audio track")),
+            });
+        };
+        let params = audio_params(track)
+            .ok_or_else(|| SpeechError::NoAudio(format!("{name}: no audio track")))?;
+        let codec = codec_name(params.codec);
+        let rate = params.sample_rate.unwrap_or(0);
+        let declared_frames = track.num_frames;
+        let info = AudioInfo {
+            seconds: match (declared_frames, rate) {
+                (Some(n), r) if r > 0 => n as f64 / r as f64,
+                _ => 0.0,
+            },
+            codec: codec.clone(),
+            sample_rate: rate,
+            channels: params.channels.as_ref().map_or(0, |c| c.count() as u32),
+            via_ffmpeg: false,
+        };
+        let decoder = registry
+            .make_audio_decoder(params, &AudioDecoderOptions::default())
+            .map_err(|e| corrupt(format!("cannot decode {codec}: {e}")))?;
+        let track_id = track.id;
+        Ok(AudioStream {
+            name: name.to_string(),
+            format,
+            decoder,
+            track_id,
+            samples: Vec::new(),
+            info,
+            declared_frames,
+            tracks,
+            // AAC decoders also emit the encoder's priming; the container says how much.
+            priming: if codec == "aac" {
+                priming.unwrap_or(0)
+            } else {
+                0
+            },
+        })
+    }
+
+    /// Decodes the next packet of the track.
+    pub fn next_block(&mut self) -> Result<Next<'_>> {
+        let corrupt = |name: &str, what: String| SpeechError::Decode(format!("{name}: {what}"));
+        loop {
+            let packet = match self.format.next_packet() {
+                Ok(Some(p)) => p,
+                Ok(None) | Err(SymError::ResetRequired) => return Ok(Next::End),
+                Err(SymError::IoError(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                    return Ok(Next::End)
+                }
+                Err(SymError::IoError(e)) => {
+                    return Err(corrupt(&self.name, format!("read error: {e}")))
+                }
+                Err(e) => return Ok(Next::BadContainer(e.to_string())),
+            };
+            if packet.track_id != self.track_id {
+                continue;
             }
-            SymError::Unsupported(_) => corrupt("not an audio or video format lifeos reads".into()),
-            e => corrupt(format!("unreadable container: {e}")),
-        })?;
-    let format = probed.format;
-    let tracks: Vec<_> = format
-        .tracks()
-        .iter()
-        .filter(|t| t.codec_params.codec != CODEC_TYPE_NULL)
-        .cloned()
-        .collect();
-    let registry = symphonia::default::get_codecs();
-    let Some(track) = tracks
-        .iter()
-        .find(|t| registry.get_codec(t.codec_params.codec).is_some())
-        .cloned()
-    else {
-        return Err(match tracks.first() {
-            Some(t) => SpeechError::Unsupported(codec_name(t.codec_params.codec)),
-            None => corrupt("no audio track".into()),
-        });
-    };
-    let params = &track.codec_params;
-    let codec = codec_name(params.codec);
-    let rate = params.sample_rate.unwrap_or(0);
-    let info = AudioInfo {
-        seconds: match (params.n_frames, rate) {
-            (Some(n), r) if r > 0 => n as f64 / r as f64,
-            _ => 0.0,
-        },
-        codec: codec.clone(),
-        sample_rate: rate,
-        channels: params.channels.map_or(0, |c| c.count() as u32),
-        via_ffmpeg: false,
-    };
-    // AAC decoders also emit the encoder's priming; the container says how much.
-    let priming = if codec == "aac" {
-        priming.unwrap_or(0)
-    } else {
-        0
-    };
-    Ok(Opened {
-        format,
-        track,
-        info,
-        priming,
-    })
+            match self.decoder.decode(&packet) {
+                Ok(d) => {
+                    if d.frames() == 0 {
+                        continue;
+                    }
+                    let rate = d.spec().rate();
+                    let channels = d.spec().channels().count();
+                    d.copy_to_vec_interleaved(&mut self.samples);
+                    return Ok(Next::Samples {
+                        rate,
+                        channels,
+                        samples: &self.samples,
+                    });
+                }
+                Err(SymError::DecodeError(e)) => return Ok(Next::BadPacket(e.to_string())),
+                Err(SymError::IoError(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                    return Ok(Next::End)
+                }
+                Err(e) => {
+                    return Err(corrupt(
+                        &self.name,
+                        format!("cannot decode {}: {e}", self.info.codec),
+                    ))
+                }
+            }
+        }
+    }
 }
 
 /// What a recording is (codec, rate, channels, duration from the container), without
@@ -494,7 +561,9 @@ pub fn probe(
     reopen: &dyn Fn() -> std::io::Result<(Box<dyn Source>, u64)>,
 ) -> Result<AudioInfo> {
     let (source, len) = reopen().map_err(|e| SpeechError::Io(format!("reading {name}: {e}")))?;
-    match unpanicked(name, || open_track(name, source, len).map(|o| o.info)) {
+    match unpanicked(name, || {
+        AudioStream::open(name, source, len).map(|o| o.info)
+    }) {
         Ok(info) => Ok(info),
         Err(SpeechError::Unsupported(codec)) => Ok(AudioInfo {
             codec,
@@ -511,31 +580,17 @@ fn decode_symphonia(
     sink: &mut dyn FnMut(&[f32]) -> Result<()>,
 ) -> Result<AudioInfo> {
     let corrupt = |what: String| SpeechError::Decode(format!("{name}: {what}"));
-    let Opened {
-        mut format,
-        track,
-        mut info,
-        priming,
-    } = open_track(name, source, len)?;
-    let params = &track.codec_params;
-    let codec = info.codec.clone();
-    let mut decoder = symphonia::default::get_codecs()
-        .make(params, &DecoderOptions::default())
-        .map_err(|e| corrupt(format!("cannot decode {codec}: {e}")))?;
-    let track_id = track.id;
-    let declared_frames = params.n_frames;
+    let mut stream = AudioStream::open(name, source, len)?;
+    let (priming, declared_frames) = (stream.priming, stream.declared_frames);
+    let mut info = stream.info.clone();
     let mut cond: Option<Conditioner> = None;
     let mut frames_in: u64 = 0;
     let mut bad = 0usize;
-    let mut buf: Option<SampleBuffer<f32>> = None;
     let mut truncated = false;
     loop {
-        let packet = match format.next_packet() {
-            Ok(p) => p,
-            Err(SymError::IoError(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => break,
-            Err(SymError::ResetRequired) => break,
-            Err(SymError::IoError(e)) => return Err(corrupt(format!("read error: {e}"))),
-            Err(e) => {
+        match stream.next_block()? {
+            Next::End => break,
+            Next::BadContainer(e) => {
                 bad += 1;
                 if bad > MAX_BAD_PACKETS {
                     return Err(corrupt(format!("corrupt stream: {e}")));
@@ -543,43 +598,28 @@ fn decode_symphonia(
                 truncated = true;
                 break;
             }
-        };
-        if packet.track_id() != track_id {
-            continue;
-        }
-        let decoded = match decoder.decode(&packet) {
-            Ok(d) => d,
-            Err(SymError::DecodeError(e)) => {
+            Next::BadPacket(e) => {
                 bad += 1;
                 if bad > MAX_BAD_PACKETS {
-                    return Err(corrupt(format!("corrupt {codec} stream: {e}")));
+                    return Err(corrupt(format!("corrupt {} stream: {e}", info.codec)));
                 }
-                continue;
             }
-            Err(SymError::IoError(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => break,
-            Err(e) => return Err(corrupt(format!("cannot decode {codec}: {e}"))),
-        };
-        let spec = *decoded.spec();
-        if decoded.frames() == 0 {
-            continue;
+            Next::Samples {
+                rate,
+                channels,
+                samples,
+            } => {
+                if cond.is_none() {
+                    info.sample_rate = rate;
+                    info.channels = channels as u32;
+                    cond = Some(Conditioner::new(rate, channels, priming, sink)?);
+                }
+                frames_in += (samples.len() / channels.max(1)) as u64;
+                if let Some(c) = cond.as_mut() {
+                    c.push(samples)?;
+                }
+            }
         }
-        if cond.is_none() {
-            info.sample_rate = spec.rate;
-            info.channels = spec.channels.count() as u32;
-            cond = Some(Conditioner::new(
-                spec.rate,
-                spec.channels.count(),
-                priming,
-                sink,
-            )?);
-        }
-        let b = match &mut buf {
-            Some(b) if b.capacity() >= decoded.capacity() => b,
-            _ => buf.insert(SampleBuffer::new(decoded.capacity() as u64, spec)),
-        };
-        b.copy_interleaved_ref(decoded);
-        frames_in += (b.samples().len() / spec.channels.count().max(1)) as u64;
-        cond.as_mut().expect("set above").push(b.samples())?;
     }
     let Some(cond) = cond else {
         return Err(corrupt("no audio could be decoded".into()));
@@ -794,24 +834,40 @@ mod tests {
         }
     }
 
-    /// The 35-byte input on which the `speech_inputs` fuzz target aborted: an ADTS sync
-    /// word past the middle of the file. The probe itself refuses it now; no panic guard
-    /// is involved (`open_track` runs unguarded here).
+    /// Inputs on which the `speech_inputs` fuzz target aborted with symphonia 0.5, each a
+    /// panic inside a demuxer: an ADTS sync word past the middle of a 35-byte file
+    /// (subtraction overflow), an MP4 whose `esds` box holds no ES descriptor (an
+    /// `unwrap`), and a damaged Matroska file ("invalid position" assertion). They are
+    /// decoded here without the panic guard: each must be an error naming the file.
     #[test]
-    fn regression_adts_frame_past_the_middle_is_refused_by_the_probe() {
-        let mut b = vec![0u8; 18];
-        b.extend_from_slice(&[0xFF, 0xF1, 0x50, 0x80, 0x01, 0xFF, 0xFC]);
-        b.extend_from_slice(&[0u8; 10]);
-        assert_eq!(b.len(), 35);
-        for ext in ["aac", "m4a", "mp3", "wav", "mkv"] {
-            let name = format!("late.{ext}");
-            let src: Box<dyn Source> = Box::new(std::io::Cursor::new(b.clone()));
-            let e = open_track(&name, src, b.len() as u64)
-                .err()
-                .unwrap()
-                .to_string();
-            assert!(e.starts_with(&format!("{name}: ")), "{e}");
-            assert!(!e.contains("panicked"), "{e}");
+    fn regression_fuzz_findings_are_errors_without_the_panic_guard() {
+        let mut late_adts = vec![0u8; 18];
+        late_adts.extend_from_slice(&[0xFF, 0xF1, 0x50, 0x80, 0x01, 0xFF, 0xFC]);
+        late_adts.extend_from_slice(&[0u8; 10]);
+        let inputs: [(&str, Vec<u8>); 3] = [
+            ("late", late_adts),
+            (
+                "esds",
+                include_bytes!("../testdata/fuzz-esds-without-es-descriptor.m4a").to_vec(),
+            ),
+            (
+                "ebml",
+                include_bytes!("../testdata/fuzz-mkv-invalid-position.mkv").to_vec(),
+            ),
+        ];
+        for (stem, b) in inputs {
+            for ext in ["aac", "m4a", "mp4", "mp3", "wav", "mkv"] {
+                let name = format!("{stem}.{ext}");
+                let src: Box<dyn Source> = Box::new(std::io::Cursor::new(b.clone()));
+                let mut n = 0usize;
+                let r = decode_symphonia(&name, src, b.len() as u64, &mut |block| {
+                    n += block.len();
+                    Ok(())
+                });
+                if let Err(e) = r {
+                    assert!(e.to_string().starts_with(&format!("{name}: ")), "{e}");
+                }
+            }
         }
     }
 

@@ -43,6 +43,9 @@ pub enum SpeechError {
     /// The media is truncated or corrupt.
     #[error("{0}")]
     Decode(String),
+    /// The container holds no audio track (a silent video, say).
+    #[error("{0}")]
+    NoAudio(String),
     /// A model could not be read, converted or verified.
     #[error("{0}")]
     Model(String),

@@ -205,3 +205,63 @@ impl Store {
         Ok(report)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Kind, StoreConfig};
+
+    #[test]
+    fn gc_keeps_what_is_live_and_removes_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(dir.path(), StoreConfig::default()).unwrap();
+        let mut tx = store.transaction().unwrap();
+        let live: Vec<Id> = (0..50u32)
+            .map(|i| tx.write_object(Kind::Tree, &i.to_le_bytes()).unwrap())
+            .collect();
+        drop(tx.commit().unwrap());
+        let mut tx = store.transaction().unwrap();
+        let dead: Vec<Id> = (1000..1050u32)
+            .map(|i| tx.write_object(Kind::Tree, &i.to_le_bytes()).unwrap())
+            .collect();
+        drop(tx.commit().unwrap());
+        let lock = store.gc_lock().unwrap();
+        let keep: HashSet<Id> = live.iter().copied().collect();
+        let report = store.gc(&lock, &keep, &|_| {}).unwrap();
+        drop(lock);
+        assert_eq!(report.objects_removed, 50);
+        assert_eq!(report.packs_deleted, 1);
+        let fresh = Store::open(dir.path()).unwrap();
+        for id in &live {
+            assert_eq!(Id::hash(&fresh.read_object(id, Kind::Tree).unwrap()), *id);
+        }
+        for id in &dead {
+            assert!(!fresh.contains(id).unwrap());
+        }
+        // A second gc finds nothing more to do.
+        let lock = fresh.gc_lock().unwrap();
+        assert_eq!(fresh.gc(&lock, &keep, &|_| {}).unwrap().objects_removed, 0);
+    }
+
+    #[test]
+    fn gc_rewrites_a_mostly_dead_pack_keeping_its_live_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(dir.path(), StoreConfig::default()).unwrap();
+        let mut tx = store.transaction().unwrap();
+        let ids: Vec<Id> = (0..100u32)
+            .map(|i| {
+                tx.write_object(Kind::Tree, &[i.to_le_bytes(); 64].concat())
+                    .unwrap()
+            })
+            .collect();
+        drop(tx.commit().unwrap());
+        let keep: HashSet<Id> = ids[..10].iter().copied().collect();
+        let lock = store.gc_lock().unwrap();
+        let report = store.gc(&lock, &keep, &|_| {}).unwrap();
+        assert_eq!((report.packs_rewritten, report.objects_removed), (1, 90));
+        assert!(report.bytes_after < report.bytes_before / 4);
+        for id in &ids[..10] {
+            assert!(store.read_object(id, Kind::Tree).is_ok());
+        }
+    }
+}

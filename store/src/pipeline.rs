@@ -308,3 +308,79 @@ impl Transaction<'_> {
         Ok(id)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::{Store, StoreConfig};
+
+    fn noise(n: usize, seed: u64) -> Vec<u8> {
+        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect()
+    }
+
+    #[test]
+    fn files_read_back_exactly_and_shared_chunks_are_stored_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(&dir.path().join("s"), StoreConfig::default()).unwrap();
+        let big = noise(3 << 20, 1);
+        let mut edited = big.clone();
+        edited[2 << 20] ^= 1;
+        let files = [
+            ("a", big.clone()),
+            ("b", big.clone()),
+            ("c", edited),
+            ("d", Vec::new()),
+        ];
+        let paths: Vec<_> = files
+            .iter()
+            .map(|(n, data)| {
+                let p = dir.path().join(n);
+                std::fs::write(&p, data).unwrap();
+                p
+            })
+            .collect();
+        let mut tx = store.transaction().unwrap();
+        let read = std::sync::atomic::AtomicU64::new(0);
+        let stored = tx
+            .store_files(&paths, &|n| {
+                read.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+            })
+            .unwrap();
+        drop(tx.commit().unwrap());
+        let total: u64 = files.iter().map(|(_, d)| d.len() as u64).sum();
+        assert_eq!(read.into_inner(), total);
+        for ((_, data), s) in files.iter().zip(&stored) {
+            let s = s.as_ref().unwrap();
+            assert_eq!(s.id, crate::Id::hash(data));
+            let mut out = Vec::new();
+            store.read_file(&s.id, &mut out).unwrap();
+            assert!(out == *data);
+        }
+        // The same content twice and a one-byte edit cost about one copy plus a chunk.
+        let packs = store.stats().unwrap().pack_bytes;
+        assert!(packs < (3 << 20) + (1 << 20), "{packs} bytes of packs");
+    }
+
+    #[test]
+    fn a_missing_file_is_its_own_error_and_the_rest_are_stored() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(&dir.path().join("s"), StoreConfig::default()).unwrap();
+        let ok = dir.path().join("ok");
+        std::fs::write(&ok, b"fine").unwrap();
+        let mut tx = store.transaction().unwrap();
+        let res = tx
+            .store_files(&[dir.path().join("gone"), ok], &|_| {})
+            .unwrap();
+        assert!(
+            matches!(&res[0], Err(crate::StoreError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound)
+        );
+        assert!(res[1].is_ok());
+    }
+}

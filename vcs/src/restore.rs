@@ -200,3 +200,71 @@ impl Repo {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lifeos_store::StoreConfig;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn job(repo: &Repo, dest: &Path, content: &[u8], kind: EntryKind) -> FileJob {
+        let mut tx = repo.store().transaction().unwrap();
+        let id = tx.store_bytes(content).unwrap();
+        drop(tx.commit().unwrap());
+        FileJob {
+            repo_path: BString::from("x"),
+            dest: dest.to_path_buf(),
+            id,
+            kind,
+            size: content.len() as u64,
+        }
+    }
+
+    #[test]
+    fn files_symlinks_and_modes_are_written_exactly() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repo::init(&dir.path().join("r"), StoreConfig::default()).unwrap();
+        let out = dir.path().join("out");
+        std::fs::create_dir(&out).unwrap();
+        let f = out.join("f");
+        assert_eq!(
+            repo.write_file(&job(&repo, &f, b"bytes", EntryKind::File))
+                .unwrap(),
+            5
+        );
+        assert_eq!(std::fs::read(&f).unwrap(), b"bytes");
+        let x = out.join("x");
+        repo.write_file(&job(&repo, &x, b"#!/bin/sh\n", EntryKind::Executable))
+            .unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o111;
+        assert_eq!(mode(&f), 0);
+        assert_ne!(mode(&x), 0);
+        let l = out.join("l");
+        repo.write_file(&job(&repo, &l, b"target/\xff", EntryKind::Symlink))
+            .unwrap();
+        assert_eq!(
+            std::fs::read_link(&l).unwrap().as_os_str().as_bytes(),
+            b"target/\xff"
+        );
+        // Rewriting replaces the file whole; no temporary file is left.
+        repo.write_file(&job(&repo, &f, b"new", EntryKind::File))
+            .unwrap();
+        assert_eq!(std::fs::read(&f).unwrap(), b"new");
+        assert_eq!(std::fs::read_dir(&out).unwrap().count(), 3);
+    }
+
+    #[test]
+    fn nothing_is_written_through_a_symlinked_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repo::init(&dir.path().join("r"), StoreConfig::default()).unwrap();
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        let out = dir.path().join("out");
+        std::fs::create_dir(&out).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, out.join("link")).unwrap();
+        let j = job(&repo, &out.join("link/f"), b"x", EntryKind::File);
+        let e = repo.write_file(&j).unwrap_err().to_string();
+        assert!(e.contains("symlink"), "{e}");
+        assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+    }
+}

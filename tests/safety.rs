@@ -810,6 +810,24 @@ fn an_ignored_file_in_the_way_stops_a_checkout_before_anything_changes() {
     );
 }
 
+/// Empty folders where a checkout puts a file are removed (they hold nothing recorded).
+#[test]
+fn empty_folders_in_the_way_of_a_file_are_removed() {
+    let repo = repo(false);
+    let d = repo.path();
+    write(d, "a.txt", b"a\n");
+    ok(d, &["commit", "-m", "one"]);
+    ok(d, &["branch", "create", "other"]);
+    ok(d, &["checkout", "other"]);
+    write(d, "slot", b"a file on other\n");
+    ok(d, &["commit", "-m", "slot"]);
+    ok(d, &["checkout", "main"]);
+    std::fs::create_dir_all(d.join("slot/a/b")).unwrap();
+    ok(d, &["checkout", "other"]);
+    assert_eq!(std::fs::read(d.join("slot")).unwrap(), b"a file on other\n");
+    assert_eq!(status(d)["clean"], true);
+}
+
 /// Concurrent operations that move the same branch differently keep the newest move,
 /// and one that only moves a branch never undoes another's commit.
 #[test]

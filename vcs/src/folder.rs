@@ -479,10 +479,9 @@ impl Repo {
                     _ => std::fs::create_dir(&cur).io("creating", &cur)?,
                 }
             }
-            if let Ok(m) = std::fs::symlink_metadata(&dest) {
-                if m.is_dir() {
-                    std::fs::remove_dir(&dest).io("removing (a directory is in the way)", &dest)?;
-                }
+            if std::fs::symlink_metadata(&dest).is_ok_and(|m| m.is_dir()) {
+                // Checked before publishing: only empty folders are left in it.
+                remove_empty_folders(&dest)?;
             }
             jobs.push(FileJob {
                 repo_path: c.path.clone(),
@@ -533,6 +532,17 @@ fn changes_dirs(changes: &[Change]) -> Vec<&[u8]> {
         .collect();
     dirs.sort_unstable();
     dirs
+}
+
+/// Removes folder `dir` and the folders below it, which must hold no files.
+fn remove_empty_folders(dir: &Path) -> Result<()> {
+    for e in std::fs::read_dir(dir).io("listing", dir)? {
+        let e = e.io("listing", dir)?;
+        if e.file_type().io("reading", e.path())?.is_dir() {
+            remove_empty_folders(&e.path())?;
+        }
+    }
+    std::fs::remove_dir(dir).io("removing (a folder is in the way)", dir)
 }
 
 /// Removes the temporary files (`.lifeos-tmp-*`) a killed writer left in `dir`.

@@ -1,4 +1,5 @@
-//! Every object decoder: manifests, trees, commits, views, operations, the stat cache.
+//! Every object decoder: manifests, trees, commits, views, operations, extracts, the stat
+//! cache and the folder move journal.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 
@@ -8,5 +9,7 @@ fuzz_target!(|data: &[u8]| {
     let _ = lifeos_vcs::object::Commit::decode(data);
     let _ = lifeos_vcs::object::View::decode(data);
     let _ = lifeos_vcs::object::Operation::decode(data);
+    let _ = lifeos_vcs::object::Extract::decode(data);
     let _ = lifeos_vcs::working_copy::WcState::decode(data);
+    let _ = lifeos_vcs::folder::MoveJournal::decode(data);
 });

@@ -8,6 +8,9 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use criterion::{criterion_group, criterion_main, Criterion};
+
+#[path = "../tests/common/mod.rs"]
+mod common;
 use lifeos_vcs::catalog::Catalog;
 use lifeos_vcs::Repo;
 
@@ -188,7 +191,11 @@ fn ingest_rates() {
     );
     std::fs::create_dir_all(d.join("scans")).unwrap();
     for i in 0..images {
-        let status = std::process::Command::new("convert")
+        let Some(mut convert) = common::imagemagick() else {
+            eprintln!("ImageMagick is not installed: image ingest rates not measured");
+            return;
+        };
+        let status = convert
             .args([
                 "-size",
                 "1200x400",

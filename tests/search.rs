@@ -381,7 +381,8 @@ fn undo_after_ingest_undoes_the_commit_not_the_index() {
 /// An image with `text` drawn on it by ImageMagick (installed by the test script).
 fn text_image(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
     let out = dir.join(name);
-    let status = std::process::Command::new("convert")
+    let status = imagemagick()
+        .expect("ImageMagick is installed (scripts/test.sh installs it)")
         .args([
             "-size",
             "900x220",
@@ -398,7 +399,7 @@ fn text_image(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
         ])
         .arg(&out)
         .status()
-        .expect("ImageMagick's convert is installed (scripts/test.sh installs it)");
+        .expect("ImageMagick runs");
     assert!(status.success());
     out
 }

@@ -243,3 +243,19 @@ pub fn tool(name: &str, args: &[&str]) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A command for ImageMagick's `convert`: `magick` (ImageMagick 7) or `convert-im6.q16`
+/// (Debian's ImageMagick 6) when installed, else the first `convert` on PATH that says it
+/// is ImageMagick. Another program can answer to the name `convert`, so the name alone is
+/// not trusted. `None` if ImageMagick is not installed.
+pub fn imagemagick() -> Option<Command> {
+    ["magick", "convert-im6.q16", "/usr/bin/convert", "convert"]
+        .into_iter()
+        .find(|name| {
+            Command::new(name)
+                .arg("-version")
+                .output()
+                .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("ImageMagick"))
+        })
+        .map(Command::new)
+}

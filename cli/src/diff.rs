@@ -132,6 +132,8 @@ enum End {
 struct Pair {
     /// The path's bytes (to find it in the folder).
     raw: BString,
+    /// The old path's bytes, when it was renamed.
+    old_raw: Option<BString>,
     /// The path as shown.
     path: String,
     old_path: Option<String>,
@@ -185,6 +187,7 @@ fn pair_renames(
             ChangeKind::Modified => pairs.push(Pair {
                 path: display(&c.path).into_owned(),
                 raw: c.path,
+                old_raw: None,
                 old_path: None,
                 status: "modified",
                 similarity: None,
@@ -253,6 +256,7 @@ fn pair_renames(
                 pairs.push(Pair {
                     path: display(&a.path).into_owned(),
                     raw: a.path,
+                    old_raw: Some(d.path.clone()),
                     old_path: Some(display(&d.path).into_owned()),
                     status: "renamed",
                     similarity: Some(sim),
@@ -263,6 +267,7 @@ fn pair_renames(
             None => pairs.push(Pair {
                 path: display(&a.path).into_owned(),
                 raw: a.path,
+                old_raw: None,
                 old_path: None,
                 status: "added",
                 similarity: None,
@@ -276,6 +281,7 @@ fn pair_renames(
             pairs.push(Pair {
                 path: display(&d.path).into_owned(),
                 raw: d.path,
+                old_raw: None,
                 old_path: None,
                 status: "deleted",
                 similarity: None,
@@ -467,6 +473,10 @@ pub fn run(repo: &Repo, args: DiffArgs, style: Style) -> CliResult<u8> {
     let mut catalog = None;
     for p in &pairs {
         let old_path = p.old_path.clone().unwrap_or_else(|| p.path.clone());
+        // Plugins read a file's name for its extension: they get the name itself (lossy
+        // where it is not UTF-8), not the quoted form people see.
+        let new_name = String::from_utf8_lossy(&p.raw).into_owned();
+        let old_name = String::from_utf8_lossy(p.old_raw.as_ref().unwrap_or(&p.raw)).into_owned();
         let old_loader = p.old.as_ref().map(|e| StoreLoader {
             store: store.clone(),
             id: e.id,
@@ -484,7 +494,7 @@ pub fn run(repo: &Repo, args: DiffArgs, style: Style) -> CliResult<u8> {
             symlink: e.kind == EntryKind::Symlink,
         });
         let old_side = p.old.as_ref().zip(old_loader.as_ref()).map(|(e, l)| Side {
-            path: &old_path,
+            path: &old_name,
             size: e.size,
             id: Some(e.id),
             loader: l as &dyn Loader,
@@ -495,7 +505,7 @@ pub fn run(repo: &Repo, args: DiffArgs, style: Style) -> CliResult<u8> {
             _ => None,
         };
         let new_side = p.new.as_ref().zip(new_loader).map(|(e, l)| Side {
-            path: &p.path,
+            path: &new_name,
             size: e.size,
             id: Some(e.id),
             loader: l,
@@ -536,7 +546,7 @@ pub fn run(repo: &Repo, args: DiffArgs, style: Style) -> CliResult<u8> {
             }
         };
         if let (Some(o), Some(n)) = (&p.old, &p.new) {
-            if o.id != n.id && lifeos_ingest::speech::is_recording(&p.path) {
+            if o.id != n.id && lifeos_ingest::speech::is_recording(&new_name) {
                 add_transcript(repo, &mut catalog, &o.id, &n.id, &mut d)?;
             }
         }

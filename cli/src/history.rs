@@ -382,6 +382,8 @@ pub fn checkout(
     force: bool,
     style: Style,
 ) -> CliResult<u8> {
+    // The target is resolved in the view current once the folder is ours.
+    let wc = lock_folder(repo, style)?;
     let head = repo.head()?;
     let target = match (branch, revision) {
         (Some(b), None) if head.view.branch(&b).is_some() => Target::Branch(b),
@@ -389,7 +391,6 @@ pub fn checkout(
         (None, Some(r)) => Target::Commit(repo.resolve_rev(&head.view, &r)?),
         _ => return Err(CliError::new("name a branch, or a revision with -r")),
     };
-    let wc = lock_folder(repo, style)?;
     let (commit, saved, _) = repo
         .checkout(&wc, &target, force)
         .map_err(uncommitted_hint)?;

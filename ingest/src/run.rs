@@ -9,7 +9,7 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use lifeos_store::{Id, Kind, Store};
 use lifeos_vcs::catalog::JobState;
 use lifeos_vcs::object::{EntryKind, Event, Extract, Segment};
-use lifeos_vcs::path::{display, in_folder, BString};
+use lifeos_vcs::path::{in_folder, BString};
 use lifeos_vcs::repo::now_ms;
 use lifeos_vcs::Repo;
 use serde::Deserialize;
@@ -452,7 +452,9 @@ pub fn extract_small_change(
     // Recordings are left to `lifeos ingest`: transcription is too slow for a commit.
     let jobs: Vec<(String, &BString, &Id, Box<dyn Extractor>)> = files
         .iter()
-        .map(|(p, id, _)| (display(p).into_owned(), p, id))
+        // Extractors and exclude globs take the name itself (lossy where it is not
+        // UTF-8, as `lifeos ingest` does), not the quoted form people see.
+        .map(|(p, id, _)| (String::from_utf8_lossy(p).into_owned(), p, id))
         .filter(|(name, _, _)| !settings.excluded(name))
         .filter_map(|(name, p, id)| {
             let head = || {

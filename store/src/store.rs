@@ -298,8 +298,18 @@ impl Store {
         Ok(true)
     }
 
-    /// Where `id` is stored, if anywhere (without reloading the index).
+    /// Where `id` is stored, if anywhere (without reloading the index). A layer whose row
+    /// for it is damaged is checked and, if damaged, replaced by its packs' footers.
     pub fn locate(&self, id: &Id) -> Result<Option<Location>> {
+        match self.locate_once(id) {
+            Err(StoreError::DamagedFile { .. }) if self.distrust_damaged_layers()? => {
+                self.locate_once(id)
+            }
+            other => other,
+        }
+    }
+
+    fn locate_once(&self, id: &Id) -> Result<Option<Location>> {
         let state = self.index.read().expect("index lock");
         if let Some(l) = state.loose.get(id) {
             return Ok(Some(l.clone()));
@@ -315,6 +325,15 @@ impl Store {
     /// Every location the index knows for `id` (several after a consolidation that
     /// another process has not finished cleaning up).
     fn locate_all(&self, id: &Id) -> Result<Vec<Location>> {
+        match self.locate_all_once(id) {
+            Err(StoreError::DamagedFile { .. }) if self.distrust_damaged_layers()? => {
+                self.locate_all_once(id)
+            }
+            other => other,
+        }
+    }
+
+    fn locate_all_once(&self, id: &Id) -> Result<Vec<Location>> {
         let state = self.index.read().expect("index lock");
         let mut out: Vec<Location> = state.loose.get(id).cloned().into_iter().collect();
         for layer in state.layers.iter().rev() {
@@ -1257,33 +1276,39 @@ mod tests {
         assert!(got_lock.load(std::sync::atomic::Ordering::SeqCst));
     }
 
-    /// A layer over 4 MiB is never read whole, so its checksum was never checked: a
-    /// damaged row sent reads to the wrong place and the pack was blamed.
-    #[test]
-    fn a_damaged_row_in_a_large_layer_falls_back_to_the_pack_footers() {
+    /// A store whose one index layer is over 4 MiB (110,000 objects), with `damage` done
+    /// to the layer file's bytes; the object ids, sorted as the layer's rows are, and the
+    /// layer's name.
+    fn large_layer(
+        damage: impl Fn(&mut [u8], &dyn Fn(usize) -> usize),
+    ) -> (tempfile::TempDir, Vec<Id>, String) {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::init(dir.path(), StoreConfig::default()).unwrap();
         let mut tx = store.transaction().unwrap();
-        let n = 110_000u32;
-        let ids: Vec<Id> = (0..n)
+        let mut ids: Vec<Id> = (0..110_000u32)
             .map(|i| tx.write_object(Kind::Tree, &i.to_le_bytes()).unwrap())
             .collect();
         let layer = tx.commit().unwrap().layer.unwrap();
         let path = dir.path().join(INDEX_DIR).join(format!("{layer}.idx"));
         let mut bytes = std::fs::read(&path).unwrap();
         assert!(bytes.len() as u64 > crate::index::MEMORY_LAYER_MAX);
+        ids.sort();
         // Rows start after the 32-byte header and one 16-byte pack name; each is 40 bytes:
-        // id, pack number, kind, offset. Damage the offset of one row and the kind of another.
-        let mut sorted = ids.clone();
-        sorted.sort();
-        let row_at = |i: usize| 32 + 16 + i * crate::index::ROW_LEN;
-        bytes[row_at(1000) + 36] ^= 0x40;
-        bytes[row_at(2000) + 35] = 0x7f;
+        // id, pack number (3 bytes), kind, offset.
+        damage(&mut bytes, &|i| 32 + 16 + i * crate::index::ROW_LEN);
         std::fs::write(&path, &bytes).unwrap();
+        (dir, ids, layer)
+    }
+
+    /// A layer over 4 MiB is never read whole, so its checksum was never checked: a
+    /// damaged row sent reads to the wrong place and the pack was blamed.
+    #[test]
+    fn a_damaged_offset_in_a_large_layer_falls_back_to_the_pack_footers() {
+        let (dir, ids, layer) = large_layer(|b, row| b[row(1000) + 36] ^= 0x40);
         let fresh = Store::open(dir.path()).unwrap();
-        for i in [1000usize, 2000, 3000] {
-            let raw = fresh.read_object(&sorted[i], Kind::Tree).unwrap();
-            assert_eq!(Id::hash(&raw), sorted[i]);
+        for i in [1000usize, 3000] {
+            let raw = fresh.read_object(&ids[i], Kind::Tree).unwrap();
+            assert_eq!(Id::hash(&raw), ids[i]);
         }
         let warnings = fresh.warnings().join("\n");
         assert!(
@@ -1295,5 +1320,26 @@ mod tests {
             fresh.read_object(&Id::hash(b"never stored"), Kind::Tree),
             Err(StoreError::Missing(_))
         ));
+    }
+
+    /// A row whose kind or pack number is out of range made lookups fail with "damaged
+    /// file", which the reads and the existence checks of writers did not recover from.
+    #[test]
+    fn a_damaged_kind_or_pack_number_in_a_large_layer_is_recovered_from() {
+        let (dir, ids, _) = large_layer(|b, row| {
+            b[row(2000) + 35] = 0x7f;
+            b[row(4000) + 34] = 0xff;
+        });
+        let fresh = Store::open(dir.path()).unwrap();
+        assert!(fresh.contains(&ids[2000]).unwrap());
+        let raw = fresh.read_object(&ids[4000], Kind::Tree).unwrap();
+        assert_eq!(Id::hash(&raw), ids[4000]);
+        let raw = fresh.read_object(&ids[2000], Kind::Tree).unwrap();
+        assert_eq!(Id::hash(&raw), ids[2000]);
+        // A writer's existence check works on the recovered index too.
+        let other = Store::open(dir.path()).unwrap();
+        let tx = other.transaction().unwrap();
+        assert!(tx.contains(&ids[2000]).unwrap());
+        drop(tx);
     }
 }

@@ -203,6 +203,9 @@ impl Repo {
         let path = self.dot_dir().join(WC_LOCK_FILE);
         let file = lifeos_store::store::open_lock_file(&path)?;
         file.lock().io("locking", &path)?;
+        // The index was loaded when the repository was opened, maybe before the command
+        // that held the lock published anything: what it wrote must be seen now.
+        self.store().reload_index()?;
         let finished = self.finish_interrupted_move()?;
         Ok(WorkingCopyLock {
             _file: file,
@@ -253,8 +256,9 @@ impl Repo {
         };
         let Some(journal) = MoveJournal::decode(&bytes) else {
             return Err(VcsError::Inconsistent(format!(
-                "{} is damaged; a change of the working folder was interrupted. Check the \
-                 folder with `lifeos status`, then remove the file",
+                "{} is damaged; a change of the working folder was interrupted. Remove the \
+                 file, then compare the folder with its last commit (`lifeos status`) and \
+                 bring back what you need with `lifeos restore`",
                 path.display()
             )));
         };
@@ -268,13 +272,17 @@ impl Repo {
         let mut kept = Vec::new();
         for c in todo_all.iter().cloned() {
             let now = current_version(self.workdir(), &c.path);
-            let want = c.new.as_ref().map(|e| (e.kind, e.id));
-            if now == want {
+            let version = |e: &Option<crate::object::TreeEntry>| match e {
+                Some(e) => Held::Version(e.kind, e.id),
+                None => Held::Absent,
+            };
+            if now == version(&c.new) {
                 continue;
             }
-            if now == c.old.as_ref().map(|e| (e.kind, e.id)) {
+            if now == version(&c.old) {
                 todo.push(c);
             } else {
+                // Changed since, unreadable, or not a file: never touched here.
                 kept.push(c.path);
             }
         }
@@ -413,15 +421,10 @@ impl Repo {
             lifeos_store::store::write_atomic(&journal_path, &journal.encode())?;
             Ok(())
         });
-        let op = match published {
-            Ok(op) => op,
-            Err(e) => {
-                // Nothing was published (or the journal could not be written): the folder
-                // is untouched, so the journal, if any, is void.
-                let _ = self.remove_journal();
-                return Err(e);
-            }
-        };
+        // On an error the operation may or may not have become a head (a failure can come
+        // after the head file exists); the journal stays either way, and the next command
+        // that takes the lock finishes the move or drops the journal accordingly.
+        let op = published?;
         let unfinished = |e: VcsError| VcsError::MoveUnfinished {
             op: op.short(12),
             source: Box::new(e),
@@ -442,6 +445,14 @@ impl Repo {
         for c in changes.iter().rev().filter(|c| c.new.is_none()) {
             self.interrupt.check()?;
             let p = in_folder(root, &c.path);
+            if !through_real_folders(root, &c.path) {
+                return Err(VcsError::UnsafePath {
+                    path: display(&c.path).into_owned(),
+                    reason: "a folder on its way is now a symlink or a file; lifeos never \
+                             removes anything through a link"
+                        .into(),
+                });
+            }
             match std::fs::symlink_metadata(&p) {
                 Ok(m) if !m.is_dir() => std::fs::remove_file(&p).io("removing", &p)?,
                 _ => {}
@@ -514,6 +525,10 @@ impl Repo {
         if let Some(e) = first_err {
             return Err(e);
         }
+        // What was written must be on disk before the journal that could repair it goes.
+        if !changes.is_empty() {
+            sync_file_system(root)?;
+        }
         // Entries written now are racy relative to this moment; keep the older bound for
         // the rest so they stay trusted.
         state.recorded_at_ns = state.recorded_at_ns.min(started_ns);
@@ -557,27 +572,78 @@ fn remove_stale_temporaries(dir: &Path) {
     }
 }
 
-/// What the folder holds at `path` now: its kind and content id (hashed), or `None` if
-/// nothing readable is there.
-fn current_version(root: &Path, path: &[u8]) -> Option<(EntryKind, Id)> {
+/// What the folder holds at a path.
+#[derive(Debug, PartialEq, Eq)]
+enum Held {
+    /// Nothing.
+    Absent,
+    /// A file, executable or symlink with this content.
+    Version(EntryKind, Id),
+    /// Something else: a folder, an unreadable file, a special file, or a path reached
+    /// through a symlink.
+    Other,
+}
+
+/// What the folder holds at `path` now (files hashed).
+fn current_version(root: &Path, path: &[u8]) -> Held {
+    if !through_real_folders(root, path) {
+        return Held::Other;
+    }
     let full = in_folder(root, path);
-    let m = full.symlink_metadata().ok()?;
+    let m = match full.symlink_metadata() {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Held::Absent,
+        Err(_) => return Held::Other,
+    };
     if m.file_type().is_symlink() {
-        let t = std::fs::read_link(&full).ok()?;
-        return Some((EntryKind::Symlink, Id::hash(t.as_os_str().as_bytes())));
+        return match std::fs::read_link(&full) {
+            Ok(t) => Held::Version(EntryKind::Symlink, Id::hash(t.as_os_str().as_bytes())),
+            Err(_) => Held::Other,
+        };
     }
     if !m.is_file() {
-        return None;
+        return Held::Other;
     }
     let mut h = blake3::Hasher::new();
-    let f = File::open(&full).ok()?;
-    std::io::copy(&mut std::io::BufReader::with_capacity(1 << 20, f), &mut h).ok()?;
+    let hashed = File::open(&full)
+        .and_then(|f| std::io::copy(&mut std::io::BufReader::with_capacity(1 << 20, f), &mut h));
+    if hashed.is_err() {
+        return Held::Other;
+    }
     let kind = if m.mode() & 0o111 != 0 {
         EntryKind::Executable
     } else {
         EntryKind::File
     };
-    Some((kind, h.finalize().into()))
+    Held::Version(kind, h.finalize().into())
+}
+
+/// Whether every folder above `path` (below `root`) is a real folder or absent, not a
+/// symlink or a file.
+fn through_real_folders(root: &Path, path: &[u8]) -> bool {
+    let comps: Vec<&[u8]> = path.split(|b| *b == b'/').collect();
+    let mut cur = root.to_path_buf();
+    for c in &comps[..comps.len().saturating_sub(1)] {
+        cur.push(std::ffi::OsStr::from_bytes(c));
+        match cur.symlink_metadata() {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => return false,
+            Err(_) => return true,
+        }
+    }
+    true
+}
+
+/// Flushes the file system holding `dir` (one `syncfs`, instead of an fsync per file).
+fn sync_file_system(dir: &Path) -> Result<()> {
+    use std::os::fd::AsRawFd;
+    let d = File::open(dir).io("opening", dir)?;
+    // SAFETY: `d` is an open file descriptor for the duration of the call; syncfs only
+    // reads it.
+    if unsafe { libc::syncfs(d.as_raw_fd()) } != 0 {
+        return Err(std::io::Error::last_os_error()).io("syncing the file system of", dir);
+    }
+    Ok(())
 }
 
 /// The first file below folder `dir` that is not among `removed` (repository paths of

@@ -561,16 +561,29 @@ impl Repo {
             }
             [p] => (top.id, self.op_state(p)?.view),
             parents => {
-                // A merge of concurrent operations: undo the newest of them, keeping what
-                // every other one did.
+                // A merge of concurrent operations: undo the newest of them that changed
+                // the view (an ingest batch only recorded results), by merging the others
+                // with its own parents: what every other one did is kept.
                 let mut states: Vec<OpState> = parents
                     .iter()
                     .map(|p| self.op_state(p))
                     .collect::<Result<_>>()?;
                 states.sort_by_key(|s| (s.op.end_ms, s.id));
-                let newest = states.pop().map(|s| s.id).unwrap_or(top.id);
-                let others: Vec<Id> = states.iter().map(|s| s.id).collect();
-                (newest, self.merged_view(&others)?)
+                let results_only = |s: &OpState| {
+                    s.op.events
+                        .iter()
+                        .all(|e| matches!(e, Event::ContentExtracted { .. }))
+                };
+                let pick = states
+                    .iter()
+                    .rposition(|s| !results_only(s))
+                    .unwrap_or(states.len() - 1);
+                let newest = states.remove(pick);
+                let mut sides: Vec<Id> = states.iter().map(|s| s.id).collect();
+                sides.extend(newest.op.parents.iter().copied());
+                sides.sort();
+                sides.dedup();
+                (newest.id, self.merged_view(&sides)?)
             }
         };
         let (op, _) = self.switch_view(
@@ -625,23 +638,18 @@ impl Repo {
             });
         }
         let mut tx = self.store().transaction()?;
-        let st = self.status_in(&head.view)?;
-        let dirty: Vec<&Change> = st
-            .changes
-            .iter()
+        // The folder as it is now, stored: what the restore commit builds on, what tells
+        // whether the path has uncommitted changes (one reading of the folder for both),
+        // and what is saved when they are overwritten.
+        let snap = self.snapshot(&mut tx, at_tree.as_ref(), &NoProgress)?;
+        let dirty: Vec<Change> = self
+            .diff_trees_tx(&tx, at_tree.as_ref(), Some(&snap.tree))?
+            .into_iter()
             .filter(|c| is_under(&c.path, &clean))
             .collect();
         if !dirty.is_empty() && !force {
-            return Err(VcsError::Uncommitted(
-                dirty
-                    .iter()
-                    .map(|c| format!("{} {}", c.kind.letter(), display(&c.path)))
-                    .collect(),
-            ));
+            return Err(VcsError::Uncommitted(change_list(&dirty)));
         }
-        // The folder as it is now, stored: what the restore commit builds on, and what
-        // is saved when uncommitted changes to the path are overwritten.
-        let snap = self.snapshot(&mut tx, at_tree.as_ref(), &NoProgress)?;
         let mut view = head.view.clone();
         let mut events = vec![Event::PathRestored {
             path: clean.clone(),

@@ -13,6 +13,8 @@ pub const DOT_DIR: &str = ".lifeos";
 pub const OP_HEADS_DIR: &str = "op_heads";
 /// The branch a new repository starts on.
 pub const DEFAULT_BRANCH: &str = "main";
+/// Concurrent operation heads merged by one operation at most.
+const MAX_MERGED_HEADS: usize = 64;
 
 /// Who is acting and when; read from the environment once per command.
 #[derive(Debug, Clone)]
@@ -257,7 +259,9 @@ impl Repo {
                 1 => return self.op_state(&heads[0]),
                 _ => {
                     if !self.prune_ancestor_heads(&heads)? {
-                        self.merge_heads(&heads)?;
+                        // At most 64 at a time (the ancestor search tracks heads in a u64);
+                        // the loop merges the rest, and then the merges.
+                        self.merge_heads(&heads[..heads.len().min(MAX_MERGED_HEADS)])?;
                     }
                 }
             }
@@ -328,43 +332,69 @@ impl Repo {
         Ok(merge_views(&base, &sides))
     }
 
-    /// The nearest operation that every one of `ops` descends from (or is). Operations
-    /// are visited newest first, each carrying the set of `ops` that reach it; the first
-    /// reached by all is the answer.
+    /// The nearest operation that every one of `ops` (at most 64) descends from, or is.
+    /// Each operation visited carries the set of `ops` that reach it; when that set grows,
+    /// the operation is visited again, so the answer does not depend on the operations'
+    /// clocks. The walk goes newest first and stops when everything left to visit is
+    /// reached by all; of the operations reached by all, one with no child reached by all
+    /// is the answer (the newest, if several).
     fn common_ancestor_op(&self, ops: &[Id]) -> Result<Option<Id>> {
         use std::collections::{BinaryHeap, HashMap};
-        if ops.len() > 64 {
+        if ops.is_empty() || ops.len() > MAX_MERGED_HEADS {
             return Err(VcsError::Inconsistent(format!(
-                "{} concurrent operation heads; lifeos merges at most 64 at once",
+                "{} operation heads passed to a merge (1 to {MAX_MERGED_HEADS})",
                 ops.len()
             )));
         }
-        let full: u64 = if ops.len() == 64 {
-            u64::MAX
-        } else {
-            (1u64 << ops.len()) - 1
-        };
+        let full: u64 = u64::MAX >> (64 - ops.len());
         let mut reach: HashMap<Id, u64> = HashMap::new();
+        let mut end: HashMap<Id, i64> = HashMap::new();
+        let mut parents: HashMap<Id, Vec<Id>> = HashMap::new();
         let mut queue = BinaryHeap::new();
+        let load = |id: Id,
+                    end: &mut HashMap<Id, i64>,
+                    parents: &mut HashMap<Id, Vec<Id>>|
+         -> Result<i64> {
+            if let Some(t) = end.get(&id) {
+                return Ok(*t);
+            }
+            let op = self.operation(&id)?;
+            end.insert(id, op.end_ms);
+            parents.insert(id, op.parents);
+            Ok(op.end_ms)
+        };
         for (i, op) in ops.iter().enumerate() {
             *reach.entry(*op).or_default() |= 1 << i;
-            queue.push((self.operation(op)?.end_ms, *op));
+            queue.push((load(*op, &mut end, &mut parents)?, *op));
         }
-        let mut done = std::collections::HashSet::new();
         while let Some((_, id)) = queue.pop() {
-            if !done.insert(id) {
-                continue;
-            }
             let mask = reach[&id];
-            if mask == full {
-                return Ok(Some(id));
+            if mask == full && queue.iter().all(|(_, q)| reach[q] == full) {
+                break;
             }
-            for p in self.operation(&id)?.parents {
-                *reach.entry(p).or_default() |= mask;
-                queue.push((self.operation(&p)?.end_ms, p));
+            for p in parents[&id].clone() {
+                let before = reach.get(&p).copied().unwrap_or(0);
+                if before | mask != before {
+                    reach.insert(p, before | mask);
+                    queue.push((load(p, &mut end, &mut parents)?, p));
+                }
             }
         }
-        Ok(None)
+        let common: Vec<Id> = reach
+            .iter()
+            .filter(|(_, m)| **m == full)
+            .map(|(id, _)| *id)
+            .collect();
+        let has_common_child = |id: &Id| {
+            parents
+                .iter()
+                .any(|(child, ps)| reach.get(child) == Some(&full) && ps.contains(id))
+        };
+        Ok(common
+            .iter()
+            .filter(|id| !has_common_child(id))
+            .max_by_key(|id| (end.get(*id).copied().unwrap_or(i64::MIN), **id))
+            .copied())
     }
 
     /// Records an operation: writes the view and the operation into `tx`, commits the
@@ -493,12 +523,17 @@ pub fn merge_views(base: &View, sides: &[&View]) -> View {
     ) -> T {
         sides.rev().find(|v| *v != base).unwrap_or(base)
     }
+    // Where the folder is (the current branch and the working-copy commit) is one fact:
+    // taken whole from the newest side that changed it, never half from each side.
+    let (current_branch, wc_commit) = newest_change(
+        (base.current_branch.clone(), base.wc_commit),
+        sides
+            .iter()
+            .map(|s| (s.current_branch.clone(), s.wc_commit)),
+    );
     let mut view = View {
-        current_branch: newest_change(
-            base.current_branch.clone(),
-            sides.iter().map(|s| s.current_branch.clone()),
-        ),
-        wc_commit: newest_change(base.wc_commit, sides.iter().map(|s| s.wc_commit)),
+        current_branch,
+        wc_commit,
         ..View::default()
     };
     // Branches, then tags: every name any view has, merged one by one.
@@ -522,6 +557,19 @@ pub fn merge_views(base: &View, sides: &[&View]) -> View {
             set(&mut view, name, merged);
         }
     }
+    // The current branch exists: if another side deleted it, it keeps the target it has
+    // on a side where it is current.
+    if let Some(b) = view.current_branch.clone() {
+        if view.branch(&b).is_none() {
+            let target = sides
+                .iter()
+                .rev()
+                .filter(|s| s.current_branch.as_deref() == Some(b.as_str()))
+                .find_map(|s| s.branch(&b))
+                .or(view.wc_commit);
+            view.set_branch(&b, target);
+        }
+    }
     for s in sides {
         view.heads.extend(s.heads.iter().copied());
         view.heads.extend(s.branches.iter().map(|(_, id)| *id));
@@ -530,4 +578,93 @@ pub fn merge_views(base: &View, sides: &[&View]) -> View {
     view.heads.sort();
     view.heads.dedup();
     view
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(s: &str) -> Id {
+        Id::hash(s.as_bytes())
+    }
+
+    fn view(branch: Option<&str>, wc: Option<Id>, branches: &[(&str, Id)]) -> View {
+        let mut v = View {
+            current_branch: branch.map(String::from),
+            wc_commit: wc,
+            ..View::default()
+        };
+        for (n, t) in branches {
+            v.set_branch(n, Some(*t));
+        }
+        v
+    }
+
+    #[test]
+    fn each_side_keeps_what_it_changed_and_the_newest_wins_a_conflict() {
+        let base = view(
+            Some("main"),
+            Some(id("m")),
+            &[("main", id("m")), ("b", id("b"))],
+        );
+        // The older side moves b; the newer side moves main.
+        let older = view(
+            Some("main"),
+            Some(id("m")),
+            &[("main", id("m")), ("b", id("b2"))],
+        );
+        let newer = view(
+            Some("main"),
+            Some(id("m2")),
+            &[("main", id("m2")), ("b", id("b"))],
+        );
+        let v = merge_views(&base, &[&older, &newer]);
+        assert_eq!(v.branch("b"), Some(id("b2")));
+        assert_eq!(v.branch("main"), Some(id("m2")));
+        // Both changed b differently: the newer wins, the older stays visible.
+        let newer_b = view(
+            Some("main"),
+            Some(id("m")),
+            &[("main", id("m")), ("b", id("b3"))],
+        );
+        let v = merge_views(&base, &[&older, &newer_b]);
+        assert_eq!(v.branch("b"), Some(id("b3")));
+        assert!(v.heads.contains(&id("b2")));
+    }
+
+    /// The current branch and the working-copy commit were merged separately, giving a
+    /// pair no side had (detached from one side, the other side's commit).
+    #[test]
+    fn where_the_folder_is_comes_whole_from_one_side() {
+        let base = view(Some("main"), Some(id("w")), &[("main", id("w"))]);
+        let detached = view(None, Some(id("x")), &[("main", id("w"))]);
+        let described = view(Some("main"), Some(id("w2")), &[("main", id("w2"))]);
+        let v = merge_views(&base, &[&detached, &described]);
+        assert_eq!(
+            (v.current_branch.as_deref(), v.wc_commit),
+            (Some("main"), Some(id("w2")))
+        );
+        let v = merge_views(&base, &[&described, &detached]);
+        assert_eq!((v.current_branch, v.wc_commit), (None, Some(id("x"))));
+        assert!(v.heads.contains(&id("w2")));
+    }
+
+    /// One side deleted branch b while the other checked it out: b stays, so `@` exists.
+    #[test]
+    fn the_current_branch_is_never_left_without_a_target() {
+        let base = view(
+            Some("main"),
+            Some(id("m")),
+            &[("main", id("m")), ("b", id("b"))],
+        );
+        let checked_out = view(
+            Some("b"),
+            Some(id("b")),
+            &[("main", id("m")), ("b", id("b"))],
+        );
+        let deleted = view(Some("main"), Some(id("m")), &[("main", id("m"))]);
+        let v = merge_views(&base, &[&checked_out, &deleted]);
+        assert_eq!(v.current_branch.as_deref(), Some("b"));
+        assert_eq!(v.branch("b"), Some(id("b")));
+    }
 }

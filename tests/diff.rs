@@ -207,6 +207,68 @@ fn photo(w: u32, h: u32) -> image::RgbImage {
     })
 }
 
+/// Regions were snapped to an 8-pixel grid: a 40×40 change at (120, 30) was reported as
+/// 40×48 at (120, 24). They are the changed pixels' bounding boxes, exact to the pixel.
+#[test]
+fn image_regions_are_exact_to_the_pixel() {
+    let before = photo(200, 100);
+    let mut after = before.clone();
+    let mut paint = |x0: u32, y0: u32, w: u32, h: u32| {
+        for x in x0..x0 + w {
+            for y in y0..y0 + h {
+                after.put_pixel(x, y, image::Rgb([255, 255, 0]));
+            }
+        }
+    };
+    paint(120, 30, 40, 40);
+    paint(10, 70, 10, 10);
+    paint(57, 13, 1, 1);
+    let repo = repo(false);
+    let d = repo.path();
+    write(d, "p.png", &png(&before));
+    ok(d, &["commit", "-m", "v1"]);
+    write(d, "p.png", &png(&after));
+    let f = diff_file(d, &[], "p.png");
+    let mut boxes: Vec<(u64, u64, u64, u64)> = f["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["at"]["kind"] == "region")
+        .map(|c| {
+            let a = &c["at"];
+            let n = |k: &str| a[k].as_u64().unwrap();
+            (n("x"), n("y"), n("w"), n("h"))
+        })
+        .collect();
+    boxes.sort();
+    assert_eq!(
+        boxes,
+        [(10, 70, 10, 10), (57, 13, 1, 1), (120, 30, 40, 40)],
+        "{f}"
+    );
+    let text = ok(d, &["diff", "p.png"]);
+    for want in [
+        "pixels changed in 40×40 at (120, 30)",
+        "pixels changed in 10×10 at (10, 70)",
+        "pixels changed in 1×1 at (57, 13)",
+    ] {
+        assert!(text.contains(want), "{want}: {text}");
+    }
+    // The visual marks the exact boxes: their corners are outlined, and the pixel just
+    // outside is not.
+    let out = tempfile::tempdir().unwrap();
+    let vis = out.path().join("v.png");
+    ok(d, &["diff", "p.png", "--visual", vis.to_str().unwrap()]);
+    let v = image::open(&vis).unwrap().to_rgb8();
+    let red = image::Rgb([255, 32, 32]);
+    for (x, y) in [(120, 30), (159, 69), (10, 70), (19, 79), (57, 13)] {
+        assert_eq!(v.get_pixel(x, y), &red, "({x}, {y})");
+    }
+    for (x, y) in [(119, 30), (120, 29), (160, 69), (20, 79)] {
+        assert_ne!(v.get_pixel(x, y), &red, "({x}, {y})");
+    }
+}
+
 #[test]
 fn images_report_the_changed_region_and_a_visual() {
     let before = photo(320, 240);

@@ -112,12 +112,14 @@ pub fn dhash(img: &DynamicImage) -> u64 {
     h
 }
 
-/// Regions of changed pixels (bounding boxes of connected groups of changed cells), and
-/// the number of changed pixels.
+/// Regions of changed pixels, and the number of changed pixels. Pixels are grouped by
+/// the 8×8 cells they fall in, and cells that touch (also diagonally) form one region;
+/// each region's box is the exact bounding box of its changed pixels.
 pub fn changed_regions(a: &RgbaImage, b: &RgbaImage) -> (u64, Vec<(u32, u32, u32, u32)>) {
     let (w, h) = b.dimensions();
     let (cw, ch) = (w.div_ceil(CELL), h.div_ceil(CELL));
-    let mut cells = vec![false; (cw * ch) as usize];
+    // Per cell, the bounding box (x0, y0, x1, y1 inclusive) of its changed pixels.
+    let mut cells: Vec<Option<(u32, u32, u32, u32)>> = vec![None; (cw * ch) as usize];
     let mut changed = 0u64;
     for (x, y, pb) in b.enumerate_pixels() {
         let pa = a.get_pixel(x, y);
@@ -128,24 +130,30 @@ pub fn changed_regions(a: &RgbaImage, b: &RgbaImage) -> (u64, Vec<(u32, u32, u32
             .any(|(p, q)| p.abs_diff(*q) > THRESHOLD)
         {
             changed += 1;
-            cells[((y / CELL) * cw + x / CELL) as usize] = true;
+            let cell = &mut cells[((y / CELL) * cw + x / CELL) as usize];
+            *cell = Some(match *cell {
+                None => (x, y, x, y),
+                Some((x0, y0, x1, y1)) => (x0.min(x), y0.min(y), x1.max(x), y1.max(y)),
+            });
         }
     }
     let mut seen = vec![false; cells.len()];
     let mut boxes = Vec::new();
     for start in 0..cells.len() {
-        if !cells[start] || seen[start] {
+        if cells[start].is_none() || seen[start] {
             continue;
         }
         let (mut x0, mut y0, mut x1, mut y1) = (u32::MAX, u32::MAX, 0, 0);
         let mut stack = vec![start];
         seen[start] = true;
         while let Some(c) = stack.pop() {
+            if let Some((bx0, by0, bx1, by1)) = cells[c] {
+                x0 = x0.min(bx0);
+                y0 = y0.min(by0);
+                x1 = x1.max(bx1);
+                y1 = y1.max(by1);
+            }
             let (cx, cy) = (c as u32 % cw, c as u32 / cw);
-            x0 = x0.min(cx);
-            y0 = y0.min(cy);
-            x1 = x1.max(cx);
-            y1 = y1.max(cy);
             for (dx, dy) in [
                 (-1i32, 0i32),
                 (1, 0),
@@ -161,19 +169,13 @@ pub fn changed_regions(a: &RgbaImage, b: &RgbaImage) -> (u64, Vec<(u32, u32, u32
                     continue;
                 }
                 let n = (ny as u32 * cw + nx as u32) as usize;
-                if cells[n] && !seen[n] {
+                if cells[n].is_some() && !seen[n] {
                     seen[n] = true;
                     stack.push(n);
                 }
             }
         }
-        let (px, py) = (x0 * CELL, y0 * CELL);
-        boxes.push((
-            px,
-            py,
-            ((x1 + 1) * CELL).min(w) - px,
-            ((y1 + 1) * CELL).min(h) - py,
-        ));
+        boxes.push((x0, y0, x1 - x0 + 1, y1 - y0 + 1));
     }
     boxes.sort_by_key(|b| std::cmp::Reverse(u64::from(b.2) * u64::from(b.3)));
     (changed, boxes)

@@ -93,7 +93,7 @@ fn speech(c: &mut Criterion) {
     let secs = info.seconds;
     let runs = if full() { 3 } else { 1 };
 
-    let model = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/models/ggml-tiny.en.bin");
+    let model = common::test_model();
     let whisper = lifeos_speech::transcribe::Transcriber::load(&model, 1, false).unwrap();
     let alone = median(
         (0..runs)

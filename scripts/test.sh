@@ -10,6 +10,9 @@ echo "==> cargo fmt --check"
 cargo fmt --all -- --check
 echo "==> cargo clippy (all targets, warnings are errors)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "==> the speech tests' model"
+cargo build --locked --bin lifeos
+lifeos_test_model "${CARGO_TARGET_DIR:-$PWD/target}/debug/lifeos"
 echo "==> cargo test (workspace: unit, property, end-to-end, doc tests, bench smoke runs)"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT

@@ -1,7 +1,9 @@
 //! Speech: recordings and videos become timestamped, searchable text. Fixtures are real
 //! speech made with espeak-ng, placed at known times with ffmpeg and encoded as WAV, MP3,
-//! FLAC, M4A (AAC) and an MP4 with a video track; the model is the reference ggml
-//! tiny.en in ../shared/models (the converter test builds the same file from the wheel).
+//! FLAC, M4A (AAC) and an MP4 with a video track; the model is ggml tiny.en, named by
+//! `LIFEOS_TEST_MODEL` (scripts/test.sh sets it: the reference file in ../shared/models
+//! when the checkout has one beside it, otherwise the model lifeos converts from the
+//! PyPI wheel; the converter test checks that both are the same bytes).
 
 mod common;
 
@@ -10,15 +12,8 @@ use std::sync::OnceLock;
 
 use common::*;
 
-/// The reference model (for tests only; the demo converts its own from the wheel).
 fn reference_model() -> String {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/models/ggml-tiny.en.bin");
-    assert!(
-        p.is_file(),
-        "{} is missing: the speech tests use the reference model from ../shared beside the checkout",
-        p.display()
-    );
-    p.to_str().unwrap().to_string()
+    test_model().to_str().unwrap().to_string()
 }
 const REFERENCE_SHA256: &str = "5b3402dc898c4124fc3c27514ad02e51d763b98083f837dfa6285a55db950211";
 

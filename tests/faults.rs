@@ -176,6 +176,7 @@ fn plant_tree(d: &Path, tree_bytes: Vec<u8>, extra: &[(Kind, Vec<u8>)]) {
         message: b"evil".to_vec(),
         extra_headers: vec![],
         conflicts: vec![],
+        git_header: None,
     };
     let c = tx.write_object(Kind::Commit, &commit.encode()).unwrap();
     let mut view = head.view.clone();
@@ -598,4 +599,82 @@ fn gc_killed_midway_leaves_a_healthy_repository() {
 fn assert_fsck_problem(d: &Path, want: impl Fn(&serde_json::Value) -> bool) {
     let f = json(d, &["fsck"]);
     assert!(f["problems"].as_array().unwrap().iter().any(want), "{f}");
+}
+
+/// A submodule (gitlink) is a folder of another repository: checkout makes its folder,
+/// commits keep the gitlink while the folder is there without recording what is inside,
+/// `cat` refuses it, and removing the folder removes it.
+#[test]
+fn gitlink_survives_checkout_and_commits_and_goes_with_its_folder() {
+    use lifeos_vcs::object::{gitlink_id, Tree, TreeEntry};
+    use lifeos_vcs::EntryKind;
+    let repo = repo(false);
+    let d = repo.path();
+    write(d, "a.txt", b"a");
+    ok(d, &["commit", "-m", "one"]);
+    let content = b"file beside a submodule\n".to_vec();
+    let tree = Tree {
+        entries: vec![
+            TreeEntry {
+                name: b"a.txt".to_vec(),
+                kind: EntryKind::File,
+                id: Id::hash(&content),
+                size: content.len() as u64,
+            },
+            TreeEntry {
+                name: b"sub".to_vec(),
+                kind: EntryKind::Gitlink,
+                id: gitlink_id(&[0xab; 20]),
+                size: 0,
+            },
+        ],
+        git_raw: None,
+    };
+    plant_tree(d, tree.encode(), &[(Kind::Chunk, content.clone())]);
+    ok(d, &["checkout", "-r", "evil"]);
+    assert_eq!(std::fs::read(d.join("a.txt")).unwrap(), content);
+    assert!(std::fs::read_dir(d.join("sub")).unwrap().next().is_none());
+    assert!(ok(d, &["ls"]).contains(&format!("sub  (submodule at {})", "ab".repeat(20))));
+    let err = fails(d, &["cat", "sub"]);
+    assert!(err.contains("submodule"), "{err}");
+
+    // The submodule's own files are not this repository's.
+    write(d, "sub/inner.txt", b"belongs to the submodule");
+    write(d, "b.txt", b"b");
+    ok(d, &["commit", "-m", "two"]);
+    let ls = json(d, &["ls"]);
+    let entries: Vec<(String, String)> = ls["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["path"].as_str().unwrap().to_string(),
+                e["kind"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        entries,
+        [
+            ("a.txt".to_string(), "file".to_string()),
+            ("b.txt".to_string(), "file".to_string()),
+            ("sub".to_string(), "gitlink".to_string()),
+        ]
+    );
+    let st = json(d, &["status"]);
+    assert_eq!(st["clean"], true, "{st}");
+
+    // Back to a commit without it: the empty folder goes; with it: the folder comes back.
+    std::fs::remove_file(d.join("sub/inner.txt")).unwrap();
+    ok(d, &["checkout", "-r", "main"]);
+    assert!(!d.join("sub").exists());
+    ok(d, &["checkout", "-r", "evil"]);
+    assert!(d.join("sub").is_dir());
+
+    // Removing the folder removes the submodule.
+    std::fs::remove_dir(d.join("sub")).unwrap();
+    ok(d, &["commit", "-m", "three"]);
+    assert!(!ok(d, &["ls"]).contains("sub"));
+    assert_eq!(json(d, &["fsck"])["ok"], true);
 }

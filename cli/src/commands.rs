@@ -370,9 +370,13 @@ fn ls(repo: &Repo, path: Option<&[u8]>, rev: &str, at: &crate::AtArg, json: bool
         let mut out = std::io::stdout().lock();
         for (p, e) in &rows {
             let mark = match e.kind {
-                EntryKind::Executable => "*",
-                EntryKind::Symlink => "@",
-                _ => "",
+                EntryKind::Executable => "*".to_string(),
+                EntryKind::Symlink => "@".to_string(),
+                EntryKind::Gitlink => format!(
+                    "  (submodule at {})",
+                    hex::encode(lifeos_vcs::object::gitlink_sha1(&e.id))
+                ),
+                _ => String::new(),
             };
             let _ = writeln!(out, "{:>12}  {}{mark}", human_bytes(e.size), display(p));
         }
@@ -389,10 +393,14 @@ fn cat(repo: &Repo, path: &[u8], rev: &str, at: &crate::AtArg) -> CliResult<u8> 
                 path: display(&clean).into_owned(),
                 rev: rev.into(),
             })?;
-    if entry.kind == EntryKind::Dir {
+    if matches!(entry.kind, EntryKind::Dir | EntryKind::Gitlink) {
         return Err(CliError::from(lifeos_vcs::VcsError::NotAFile {
             path: display(&clean).into_owned(),
-            found: "directory",
+            found: if entry.kind == EntryKind::Dir {
+                "directory"
+            } else {
+                "submodule (a commit of another repository)"
+            },
             expected: "file",
         })
         .hint(format!("`lifeos ls {} -r {rev}` lists it", display(&clean))));

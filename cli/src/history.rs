@@ -464,6 +464,9 @@ fn event_json(e: &Event) -> Value {
         Event::ContentExtracted { results } => {
             json!({"results": results.iter().map(|r| r.to_hex()).collect::<Vec<_>>()})
         }
+        Event::GitImported { source, commits } => {
+            json!({"source": display(source), "commits": commits})
+        }
     };
     v["type"] = e.type_name().into();
     v
@@ -487,6 +490,9 @@ fn event_text(e: &Event) -> String {
         Event::CommitRewritten { from, to } => format!("commit {} rewritten as {}", s(from), s(to)),
         Event::ContentExtracted { results } => {
             format!("content extracted from {} files", results.len())
+        }
+        Event::GitImported { source, commits } => {
+            format!("{commits} commits imported from git {}", display(source))
         }
     }
 }

@@ -185,7 +185,7 @@ pub fn reachable_files(repo: &Repo) -> Result<Vec<(Id, String, u64)>> {
             };
             match e.kind {
                 EntryKind::Dir => stack.push((e.id, path)),
-                EntryKind::Symlink => {}
+                EntryKind::Symlink | EntryKind::Gitlink => {}
                 _ => {
                     files.entry(e.id).or_insert((path, e.size));
                 }

@@ -130,7 +130,9 @@ pub fn search(
         let tree = repo.commit(&commit)?.tree;
         for (path, e) in repo.flatten(&tree)? {
             let path = lifeos_vcs::path::display(&path).into_owned();
-            if e.kind == EntryKind::Symlink || glob.as_ref().is_some_and(|g| !g.is_match(&path)) {
+            if matches!(e.kind, EntryKind::Symlink | EntryKind::Gitlink)
+                || glob.as_ref().is_some_and(|g| !g.is_match(&path))
+            {
                 continue;
             }
             if seen.insert((path.clone(), e.id)) {

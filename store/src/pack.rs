@@ -48,6 +48,8 @@ pub enum Kind {
     View = 6,
     /// The text extracted from a file by one extractor (segments, or why it failed).
     Extract = 7,
+    /// A git annotated tag, kept byte for byte with the lifeos id of what it tags.
+    GitTag = 8,
 }
 
 impl Kind {
@@ -61,6 +63,7 @@ impl Kind {
             5 => Kind::Operation,
             6 => Kind::View,
             7 => Kind::Extract,
+            8 => Kind::GitTag,
             _ => return None,
         })
     }
@@ -75,6 +78,7 @@ impl Kind {
             Kind::Operation => "operation",
             Kind::View => "view",
             Kind::Extract => "extract",
+            Kind::GitTag => "git tag",
         }
     }
 }

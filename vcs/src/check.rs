@@ -122,7 +122,27 @@ impl Repo {
                 continue;
             }
             match self.view(&op.view) {
-                Ok(v) => commits.extend(v.referenced_commits()),
+                Ok(v) => {
+                    commits.extend(v.referenced_commits());
+                    // Annotated tags: the tag objects, down the chain to the commit.
+                    for g in v.git_refs.iter().filter(|g| g.target != g.commit) {
+                        let mut tag = Some(g.target);
+                        while let Some(t) = tag.take() {
+                            if !r.ids.insert(t) {
+                                break;
+                            }
+                            match self.git_tag(&t) {
+                                Ok(obj) if obj.target_is_tag => tag = Some(obj.target),
+                                Ok(_) => {}
+                                Err(e) => problems.push(store_problem(
+                                    &e,
+                                    t,
+                                    &format!("tag object of {}", g.name),
+                                )),
+                            }
+                        }
+                    }
+                }
                 Err(e) => problems.push(store_problem(
                     &e,
                     op.view,
@@ -160,6 +180,8 @@ impl Repo {
                 let path = format!("{context}:{}", crate::path::display(&e.name));
                 match e.kind {
                     EntryKind::Dir => trees.push((e.id, path)),
+                    // A submodule's commit lives in its own repository.
+                    EntryKind::Gitlink => {}
                     _ => {
                         if r.files.insert(e.id, e.size).is_some() {
                             continue;

@@ -167,6 +167,7 @@ impl Repo {
             message: message.to_vec(),
             extra_headers: Vec::new(),
             conflicts,
+            git_header: None,
         };
         let id = tx.write_object(Kind::Commit, &commit.encode())?;
         view.heads.retain(|h| Some(*h) != parent);

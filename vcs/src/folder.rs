@@ -455,6 +455,10 @@ impl Repo {
             }
             match std::fs::symlink_metadata(&p) {
                 Ok(m) if !m.is_dir() => std::fs::remove_file(&p).io("removing", &p)?,
+                // A submodule's folder goes when it is empty, as with git.
+                Ok(_) if c.old.as_ref().is_some_and(|e| e.kind == EntryKind::Gitlink) => {
+                    let _ = std::fs::remove_dir(&p);
+                }
                 _ => {}
             }
             state.entries.remove(c.path.as_slice());
@@ -490,7 +494,19 @@ impl Repo {
                     _ => std::fs::create_dir(&cur).io("creating", &cur)?,
                 }
             }
-            if std::fs::symlink_metadata(&dest).is_ok_and(|m| m.is_dir()) {
+            let is_dir = std::fs::symlink_metadata(&dest).is_ok_and(|m| m.is_dir());
+            if e.kind == EntryKind::Gitlink {
+                // A submodule is a folder of its own (empty until it is checked out).
+                if !is_dir {
+                    if std::fs::symlink_metadata(&dest).is_ok() {
+                        std::fs::remove_file(&dest).io("removing", &dest)?;
+                    }
+                    std::fs::create_dir(&dest).io("creating", &dest)?;
+                }
+                state.entries.remove(c.path.as_slice());
+                continue;
+            }
+            if is_dir {
                 // Checked before publishing: only empty folders are left in it.
                 remove_empty_folders(&dest)?;
             }
@@ -620,7 +636,7 @@ fn current_version(root: &Path, path: &[u8]) -> Held {
 
 /// Whether every folder above `path` (below `root`) is a real folder or absent, not a
 /// symlink or a file.
-fn through_real_folders(root: &Path, path: &[u8]) -> bool {
+pub(crate) fn through_real_folders(root: &Path, path: &[u8]) -> bool {
     let comps: Vec<&[u8]> = path.split(|b| *b == b'/').collect();
     let mut cur = root.to_path_buf();
     for c in &comps[..comps.len().saturating_sub(1)] {

@@ -14,7 +14,9 @@ use crate::path::{display, in_folder, is_under, BString};
 use crate::repo::{now_ms, OpState, Repo};
 use crate::treediff::{diff_flat, Change, FlatTree};
 use crate::when::{parse_when, When};
-use crate::working_copy::{scan, CacheEntry, NoProgress, Scan, Skipped, WcState};
+use crate::working_copy::{
+    scan, submodule_folder_present, CacheEntry, NoProgress, Scan, Skipped, WcState,
+};
 
 /// The working folder compared with `@`.
 #[derive(Debug)]
@@ -109,8 +111,10 @@ impl Repo {
     }
 
     /// Reads the working folder into a flat tree without storing anything: files the stat
-    /// cache recognises are not read; the others are hashed on every core.
-    pub fn working_tree(&self) -> Result<FolderRead> {
+    /// cache recognises are not read; the others are hashed on every core. The gitlinks
+    /// of tree `base` (the commit the folder is compared with) stay while their folders
+    /// are there, and what is inside those folders is left out, as a snapshot does.
+    pub fn working_tree(&self, base: Option<&Id>) -> Result<FolderRead> {
         let started = jiff::Timestamp::now().as_nanosecond();
         let old = self.load_wc_state();
         let Scan {
@@ -191,6 +195,15 @@ impl Repo {
         out.skipped.append(&mut failures.skipped);
         out.unreadable.append(&mut failures.unreadable);
         out.unreadable.sort_by(|a, b| a.path.cmp(&b.path));
+        if let Some(base) = base {
+            for (path, e) in self.flatten(base)? {
+                if e.kind == EntryKind::Gitlink && submodule_folder_present(self.workdir(), &path) {
+                    out.flat.retain(|p, _| !is_under(p, &path));
+                    out.state.entries.retain(|p, _| !is_under(p, &path));
+                    out.flat.insert(path, e);
+                }
+            }
+        }
         Ok(out)
     }
 
@@ -205,17 +218,15 @@ impl Repo {
     /// listed in [`Status::unreadable`].
     pub(crate) fn status_in(&self, view: &View) -> Result<Status> {
         let base = view.at_commit();
+        let base_commit = base.map(|c| self.commit(&c)).transpose()?;
         let FolderRead {
             mut flat,
             skipped,
             unreadable,
             ..
-        } = self.working_tree()?;
-        let (base_flat, conflicts) = match base {
-            Some(c) => {
-                let commit = self.commit(&c)?;
-                (self.flatten(&commit.tree)?, commit.conflicts)
-            }
+        } = self.working_tree(base_commit.as_ref().map(|c| &c.tree))?;
+        let (base_flat, conflicts) = match base_commit {
+            Some(commit) => (self.flatten(&commit.tree)?, commit.conflicts),
             None => (FlatTree::new(), Vec::new()),
         };
         for u in &unreadable {
@@ -312,6 +323,7 @@ impl Repo {
             message: message.as_bytes().to_vec(),
             extra_headers: Vec::new(),
             conflicts: Vec::new(),
+            git_header: None,
         };
         let id = tx.write_object(Kind::Commit, &commit.encode())?;
         Ok((id, snap.tree, snap.state))
@@ -492,6 +504,9 @@ impl Repo {
         let mut commit = self.commit(&old)?;
         commit.message = message.to_vec();
         commit.committer = self.signature(start);
+        // A rewritten commit is a new commit: git's header (and any signature) was for
+        // the old one.
+        commit.git_header = None;
         let new = tx.write_object(Kind::Commit, &commit.encode())?;
         let mut map: HashMap<Id, Id> = HashMap::from([(old, new)]);
         let mut events = vec![Event::CommitRewritten { from: old, to: new }];
@@ -505,6 +520,7 @@ impl Repo {
             }
             let mut c2 = c.clone();
             c2.parents = c.parents.iter().map(|p| *map.get(p).unwrap_or(p)).collect();
+            c2.git_header = None;
             let nid = tx.write_object(Kind::Commit, &c2.encode())?;
             map.insert(*id, nid);
             events.push(Event::CommitRewritten { from: *id, to: nid });
@@ -518,6 +534,10 @@ impl Repo {
         view.heads.iter_mut().for_each(remap);
         view.branches.iter_mut().for_each(|(_, id)| remap(id));
         view.tags.iter_mut().for_each(|(_, id)| remap(id));
+        for g in view.git_refs.iter_mut().filter(|g| g.target == g.commit) {
+            remap(&mut g.commit);
+            g.target = g.commit;
+        }
         if let Some(w) = view.wc_commit.as_mut() {
             remap(w);
         }
@@ -671,6 +691,7 @@ impl Repo {
                 .into_bytes(),
                 extra_headers: Vec::new(),
                 conflicts: Vec::new(),
+                git_header: None,
             };
             let id = tx.write_object(Kind::Commit, &commit.encode())?;
             view.heads.push(id);

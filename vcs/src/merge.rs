@@ -96,8 +96,9 @@ impl Repo {
                 // Changed on both sides, differently.
                 let text_merge = match (o, t) {
                     (Some(oe), Some(te))
-                        if oe.kind != EntryKind::Symlink
-                            && te.kind != EntryKind::Symlink
+                        if ![oe.kind, te.kind]
+                            .iter()
+                            .any(|k| matches!(k, EntryKind::Symlink | EntryKind::Gitlink))
                             && oe.size <= MAX_TEXT_MERGE
                             && te.size <= MAX_TEXT_MERGE
                             && b.is_none_or(|be| be.size <= MAX_TEXT_MERGE) =>
@@ -216,7 +217,10 @@ impl Repo {
                 });
             }
             entries.sort_by(|a, b| a.name.cmp(&b.name));
-            let tree = Tree { entries };
+            let tree = Tree {
+                entries,
+                git_raw: None,
+            };
             let id = tx.write_object(Kind::Tree, &tree.encode())?;
             ids.insert(d.clone(), (id, tree.total_size()));
         }
@@ -273,6 +277,7 @@ impl Repo {
             message: message.into_bytes(),
             extra_headers: Vec::new(),
             conflicts: conflicts.clone(),
+            git_header: None,
         };
         let id = tx.write_object(Kind::Commit, &commit.encode())?;
         let mv = self.plan_move(&tx, Some(&ot), Some(&tree), &st.unreadable)?;

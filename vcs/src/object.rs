@@ -5,12 +5,14 @@
 use lifeos_store::enc::{DecodeError, Reader, Writer};
 use lifeos_store::{Id, Kind};
 
-/// Tree format version.
-pub const TREE_VERSION: u8 = 1;
-/// Commit format version.
-pub const COMMIT_VERSION: u8 = 1;
-/// View format version.
-pub const VIEW_VERSION: u8 = 1;
+/// Tree format version: 1, or 2 for a tree with a gitlink or a kept git form.
+pub const TREE_VERSION: u8 = 2;
+/// Commit format version: 1, or 2 for a commit with a kept git header.
+pub const COMMIT_VERSION: u8 = 2;
+/// View format version: 1, or 2 for a view with git refs.
+pub const VIEW_VERSION: u8 = 2;
+/// Git tag format version.
+pub const GIT_TAG_VERSION: u8 = 1;
 /// Operation format version.
 pub const OPERATION_VERSION: u8 = 1;
 
@@ -25,6 +27,21 @@ pub enum EntryKind {
     Symlink,
     /// A directory; the id names its tree.
     Dir,
+    /// A git submodule (mode 160000): the id holds the commit's SHA-1 (see
+    /// [`gitlink_id`]), which names no lifeos object.
+    Gitlink,
+}
+
+/// The tree-entry id of a gitlink: the SHA-1 followed by 12 zero bytes.
+pub fn gitlink_id(sha1: &[u8; 20]) -> Id {
+    let mut b = [0u8; 32];
+    b[..20].copy_from_slice(sha1);
+    Id(b)
+}
+
+/// The SHA-1 a gitlink entry's id holds.
+pub fn gitlink_sha1(id: &Id) -> [u8; 20] {
+    id.0[..20].try_into().expect("20 bytes")
 }
 
 impl EntryKind {
@@ -34,6 +51,7 @@ impl EntryKind {
             EntryKind::Executable => 2,
             EntryKind::Symlink => 3,
             EntryKind::Dir => 4,
+            EntryKind::Gitlink => 5,
         }
     }
 
@@ -43,6 +61,7 @@ impl EntryKind {
             2 => EntryKind::Executable,
             3 => EntryKind::Symlink,
             4 => EntryKind::Dir,
+            5 => EntryKind::Gitlink,
             _ => return None,
         })
     }
@@ -54,6 +73,7 @@ impl EntryKind {
             EntryKind::Executable => "executable",
             EntryKind::Symlink => "symlink",
             EntryKind::Dir => "dir",
+            EntryKind::Gitlink => "gitlink",
         }
     }
 }
@@ -76,6 +96,10 @@ pub struct TreeEntry {
 pub struct Tree {
     /// Entries in strictly increasing name order.
     pub entries: Vec<TreeEntry>,
+    /// The exact git tree object this tree was imported from, kept only when git's
+    /// canonical form of `entries` would not reproduce it (an unsorted tree, mode
+    /// `100664`, a zero-padded mode): export writes these bytes instead.
+    pub git_raw: Option<Vec<u8>>,
 }
 
 /// Checks that `name` is a safe single path component.
@@ -99,12 +123,22 @@ pub fn valid_name(name: &[u8]) -> Result<(), String> {
 }
 
 impl Tree {
-    /// The canonical encoding.
+    /// Whether the tree needs version 2 of the encoding (a gitlink, or a kept git form).
+    fn needs_v2(&self) -> bool {
+        self.git_raw.is_some() || self.entries.iter().any(|e| e.kind == EntryKind::Gitlink)
+    }
+
+    /// The canonical encoding (version 1 unless the tree needs version 2, so trees
+    /// without git quirks keep the ids they always had).
     pub fn encode(&self) -> Vec<u8> {
-        let mut w = Writer::with_header(Kind::Tree as u8, TREE_VERSION);
+        let v2 = self.needs_v2();
+        let mut w = Writer::with_header(Kind::Tree as u8, if v2 { 2 } else { 1 });
         w.uint(self.entries.len() as u64);
         for e in &self.entries {
             w.bytes(&e.name).u8(e.kind.to_u8()).id(&e.id).uint(e.size);
+        }
+        if v2 {
+            write_opt_bytes(&mut w, self.git_raw.as_deref());
         }
         w.finish()
     }
@@ -113,7 +147,7 @@ impl Tree {
     pub fn decode(bytes: &[u8]) -> Result<Tree, DecodeError> {
         const W: &str = "tree";
         let mut r = Reader::new(bytes);
-        r.header(W, Kind::Tree as u8, TREE_VERSION)?;
+        let version = r.header(W, Kind::Tree as u8, TREE_VERSION)?;
         let n = r.count(W)?;
         let mut entries: Vec<TreeEntry> = Vec::with_capacity(n);
         for _ in 0..n {
@@ -132,9 +166,16 @@ impl Tree {
             }
             let k = r.u8(W)?;
             let kind = EntryKind::from_u8(k)
+                .filter(|k| version >= 2 || *k != EntryKind::Gitlink)
                 .ok_or_else(|| DecodeError::new(W, format!("unknown entry kind {k}")))?;
             let id = r.id(W)?;
             let size = r.uint(W)?;
+            if kind == EntryKind::Gitlink && (id.0[20..] != [0; 12] || size != 0) {
+                return Err(DecodeError::new(
+                    W,
+                    format!("gitlink {} holds no SHA-1", crate::path::display(&name)),
+                ));
+            }
             entries.push(TreeEntry {
                 name,
                 kind,
@@ -142,8 +183,19 @@ impl Tree {
                 size,
             });
         }
+        let git_raw = if version >= 2 {
+            read_opt_bytes(&mut r, W)?
+        } else {
+            None
+        };
         r.finish(W)?;
-        let tree = Tree { entries };
+        let tree = Tree { entries, git_raw };
+        if version >= 2 && !tree.needs_v2() {
+            return Err(DecodeError::new(
+                W,
+                "version 2 tree with nothing that needs it",
+            ));
+        }
         if tree.checked_total_size().is_none() {
             return Err(DecodeError::new(
                 W,
@@ -156,7 +208,7 @@ impl Tree {
     fn checked_total_size(&self) -> Option<u64> {
         self.entries
             .iter()
-            .filter(|e| e.kind != EntryKind::Symlink)
+            .filter(|e| !matches!(e.kind, EntryKind::Symlink | EntryKind::Gitlink))
             .try_fold(0u64, |acc, e| acc.checked_add(e.size))
     }
 
@@ -207,6 +259,12 @@ pub struct Commit {
     pub extra_headers: Vec<(Vec<u8>, Vec<u8>)>,
     /// Paths a merge could not resolve, with the three versions (sorted by path).
     pub conflicts: Vec<Conflict>,
+    /// For a commit imported from git: the raw bytes of the git commit between its
+    /// `parent` lines and its message (author, committer, `encoding`, `gpgsig`, every
+    /// other header in order, and the blank line if there was one), so export rebuilds
+    /// the git commit byte for byte. `None` for commits made in lifeos, and dropped when
+    /// a commit is rewritten.
+    pub git_header: Option<Vec<u8>>,
 }
 
 /// A path a merge could not resolve: the tree holds a version with conflict markers (or
@@ -253,9 +311,10 @@ fn write_ids(w: &mut Writer, ids: &[Id]) {
 }
 
 impl Commit {
-    /// The canonical encoding.
+    /// The canonical encoding (version 2 only for a commit with a git header).
     pub fn encode(&self) -> Vec<u8> {
-        let mut w = Writer::with_header(Kind::Commit as u8, COMMIT_VERSION);
+        let version = if self.git_header.is_some() { 2 } else { 1 };
+        let mut w = Writer::with_header(Kind::Commit as u8, version);
         w.id(&self.tree);
         write_ids(&mut w, &self.parents);
         w.raw(&self.change_id);
@@ -273,6 +332,9 @@ impl Commit {
             write_opt_id(&mut w, &c.ours);
             write_opt_id(&mut w, &c.theirs);
         }
+        if let Some(h) = &self.git_header {
+            w.bytes(h);
+        }
         w.finish()
     }
 
@@ -280,7 +342,7 @@ impl Commit {
     pub fn decode(bytes: &[u8]) -> Result<Commit, DecodeError> {
         const W: &str = "commit";
         let mut r = Reader::new(bytes);
-        r.header(W, Kind::Commit as u8, COMMIT_VERSION)?;
+        let version = r.header(W, Kind::Commit as u8, COMMIT_VERSION)?;
         let tree = r.id(W)?;
         let parents = read_ids(&mut r, W)?;
         let change_id: [u8; 16] = r.raw(W, 16)?.try_into().expect("16 bytes");
@@ -309,6 +371,11 @@ impl Commit {
                 theirs,
             });
         }
+        let git_header = if version >= 2 {
+            Some(r.bytes(W)?.to_vec())
+        } else {
+            None
+        };
         r.finish(W)?;
         Ok(Commit {
             tree,
@@ -319,6 +386,7 @@ impl Commit {
             message,
             extra_headers,
             conflicts,
+            git_header,
         })
     }
 
@@ -355,6 +423,78 @@ pub struct View {
     pub current_branch: Option<String>,
     /// The commit the working folder was last checked out from or committed as.
     pub wc_commit: Option<Id>,
+    /// Git refs that are not plain branches or tags (`refs/pull/1/head`,
+    /// `refs/remotes/...`), and annotated tags (`refs/tags/v1` naming a tag object); sorted
+    /// by name.
+    pub git_refs: Vec<GitRef>,
+}
+
+/// A git ref kept in a view.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GitRef {
+    /// The full ref name (`refs/pull/1/head`).
+    pub name: String,
+    /// What it names: the commit, or a [`GitTag`] object.
+    pub target: Id,
+    /// The commit `target` peels to (`target` itself for a commit).
+    pub commit: Id,
+}
+
+/// A git annotated tag: the tag object's bytes, and the lifeos object it names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GitTag {
+    /// The lifeos id of the tagged commit or tag.
+    pub target: Id,
+    /// Whether `target` is another tag (else a commit).
+    pub target_is_tag: bool,
+    /// The git tag object, byte for byte (its `object` line names the target's SHA-1).
+    pub raw: Vec<u8>,
+}
+
+impl GitTag {
+    /// The canonical encoding.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::with_header(Kind::GitTag as u8, GIT_TAG_VERSION);
+        w.id(&self.target)
+            .u8(u8::from(self.target_is_tag))
+            .bytes(&self.raw);
+        w.finish()
+    }
+
+    /// Decodes a git tag.
+    pub fn decode(bytes: &[u8]) -> Result<GitTag, DecodeError> {
+        const W: &str = "git tag";
+        let mut r = Reader::new(bytes);
+        r.header(W, Kind::GitTag as u8, GIT_TAG_VERSION)?;
+        let target = r.id(W)?;
+        let target_is_tag = match r.u8(W)? {
+            0 => false,
+            1 => true,
+            x => return Err(DecodeError::new(W, format!("bad target flag {x}"))),
+        };
+        let raw = r.bytes(W)?.to_vec();
+        r.finish(W)?;
+        Ok(GitTag {
+            target,
+            target_is_tag,
+            raw,
+        })
+    }
+}
+
+fn write_opt_bytes(w: &mut Writer, b: Option<&[u8]>) {
+    match b {
+        Some(b) => w.u8(1).bytes(b),
+        None => w.u8(0),
+    };
+}
+
+fn read_opt_bytes(r: &mut Reader<'_>, what: &'static str) -> Result<Option<Vec<u8>>, DecodeError> {
+    match r.u8(what)? {
+        0 => Ok(None),
+        1 => Ok(Some(r.bytes(what)?.to_vec())),
+        x => Err(DecodeError::new(what, format!("bad option flag {x}"))),
+    }
 }
 
 fn write_refs(w: &mut Writer, refs: &[(String, Id)]) {
@@ -378,9 +518,10 @@ fn read_refs(r: &mut Reader<'_>, what: &'static str) -> Result<Vec<(String, Id)>
 }
 
 impl View {
-    /// The canonical encoding.
+    /// The canonical encoding (version 2 only for a view with git refs).
     pub fn encode(&self) -> Vec<u8> {
-        let mut w = Writer::with_header(Kind::View as u8, VIEW_VERSION);
+        let v2 = !self.git_refs.is_empty();
+        let mut w = Writer::with_header(Kind::View as u8, if v2 { 2 } else { 1 });
         write_ids(&mut w, &self.heads);
         write_refs(&mut w, &self.branches);
         write_refs(&mut w, &self.tags);
@@ -392,6 +533,12 @@ impl View {
             Some(c) => w.u8(1).id(c),
             None => w.u8(0),
         };
+        if v2 {
+            w.uint(self.git_refs.len() as u64);
+            for g in &self.git_refs {
+                w.bytes(g.name.as_bytes()).id(&g.target).id(&g.commit);
+            }
+        }
         w.finish()
     }
 
@@ -399,7 +546,7 @@ impl View {
     pub fn decode(bytes: &[u8]) -> Result<View, DecodeError> {
         const W: &str = "view";
         let mut r = Reader::new(bytes);
-        r.header(W, Kind::View as u8, VIEW_VERSION)?;
+        let version = r.header(W, Kind::View as u8, VIEW_VERSION)?;
         let heads = read_ids(&mut r, W)?;
         if heads.windows(2).any(|w| w[0] >= w[1]) {
             return Err(DecodeError::new(W, "heads are not sorted and unique"));
@@ -416,6 +563,24 @@ impl View {
             1 => Some(r.id(W)?),
             x => return Err(DecodeError::new(W, format!("bad option flag {x}"))),
         };
+        let mut git_refs: Vec<GitRef> = Vec::new();
+        if version >= 2 {
+            let n = r.count(W)?;
+            for _ in 0..n {
+                let name = r.str(W)?.to_string();
+                if git_refs.last().is_some_and(|p| p.name >= name) {
+                    return Err(DecodeError::new(W, "git ref names are not sorted"));
+                }
+                git_refs.push(GitRef {
+                    name,
+                    target: r.id(W)?,
+                    commit: r.id(W)?,
+                });
+            }
+            if git_refs.is_empty() {
+                return Err(DecodeError::new(W, "version 2 view with no git refs"));
+            }
+        }
         r.finish(W)?;
         Ok(View {
             heads,
@@ -423,6 +588,7 @@ impl View {
             tags,
             current_branch,
             wc_commit,
+            git_refs,
         })
     }
 
@@ -444,6 +610,40 @@ impl View {
         set_ref(&mut self.branches, name, target);
     }
 
+    /// The git ref named `name`.
+    pub fn git_ref(&self, name: &str) -> Option<&GitRef> {
+        self.git_refs
+            .binary_search_by(|g| g.name.as_str().cmp(name))
+            .ok()
+            .map(|i| &self.git_refs[i])
+    }
+
+    /// Sets git ref `name` (or removes it), keeping the list sorted.
+    pub fn set_git_ref(&mut self, name: &str, target: Option<(Id, Id)>) {
+        match (
+            self.git_refs
+                .binary_search_by(|g| g.name.as_str().cmp(name)),
+            target,
+        ) {
+            (Ok(i), Some((target, commit))) => {
+                self.git_refs[i].target = target;
+                self.git_refs[i].commit = commit;
+            }
+            (Ok(i), None) => {
+                self.git_refs.remove(i);
+            }
+            (Err(i), Some((target, commit))) => self.git_refs.insert(
+                i,
+                GitRef {
+                    name: name.to_string(),
+                    target,
+                    commit,
+                },
+            ),
+            (Err(_), None) => {}
+        }
+    }
+
     /// Points tag `name` at `target` (or removes it), keeping the list sorted.
     pub fn set_tag(&mut self, name: &str, target: Option<Id>) {
         set_ref(&mut self.tags, name, target);
@@ -455,6 +655,7 @@ impl View {
         v.extend(self.branches.iter().map(|(_, id)| *id));
         v.extend(self.tags.iter().map(|(_, id)| *id));
         v.extend(self.wc_commit);
+        v.extend(self.git_refs.iter().map(|g| g.commit));
         v.sort();
         v.dedup();
         v
@@ -536,6 +737,13 @@ pub enum Event {
         /// The [`Extract`] objects written.
         results: Vec<Id>,
     },
+    /// History was imported from a git repository.
+    GitImported {
+        /// The repository (its path, bytes).
+        source: crate::path::BString,
+        /// How many commits were new.
+        commits: u64,
+    },
 }
 
 fn write_opt_id(w: &mut Writer, id: &Option<Id>) {
@@ -568,6 +776,7 @@ impl Event {
             Event::OpRestored { .. } => "operation.restored",
             Event::CommitRewritten { .. } => "commit.rewritten",
             Event::ContentExtracted { .. } => "content.extracted",
+            Event::GitImported { .. } => "git.imported",
         }
     }
 
@@ -611,6 +820,9 @@ impl Event {
                 w.u8(11);
                 write_ids(w, results);
             }
+            Event::GitImported { source, commits } => {
+                w.u8(12).bytes(source).uint(*commits);
+            }
         }
     }
 
@@ -643,6 +855,10 @@ impl Event {
             },
             11 => Event::ContentExtracted {
                 results: read_ids(r, W)?,
+            },
+            12 => Event::GitImported {
+                source: r.bytes(W)?.into(),
+                commits: r.uint(W)?,
             },
             t => {
                 return Err(DecodeError::new(
@@ -918,30 +1134,44 @@ mod tests {
 
     proptest! {
         #[test]
-        fn tree_round_trip(entries in proptest::collection::btree_map(name(), (1u8..5, id(), 0..u64::MAX / 32), 0..20)) {
-            let tree = Tree { entries: entries.into_iter().map(|(name, (k, id, size))| TreeEntry { name, kind: EntryKind::from_u8(k).unwrap(), id, size }).collect() };
-            prop_assert_eq!(Tree::decode(&tree.encode()).unwrap(), tree);
+        fn tree_round_trip(entries in proptest::collection::btree_map(name(), (1u8..6, id(), 0..u64::MAX / 32), 0..20), git_raw in proptest::option::of(proptest::collection::vec(any::<u8>(), 0..40))) {
+            let entries: Vec<TreeEntry> = entries.into_iter().map(|(name, (k, id, size))| {
+                let kind = EntryKind::from_u8(k).unwrap();
+                if kind == EntryKind::Gitlink {
+                    TreeEntry { name, kind, id: gitlink_id(&id.0[..20].try_into().unwrap()), size: 0 }
+                } else {
+                    TreeEntry { name, kind, id, size }
+                }
+            }).collect();
+            let tree = Tree { entries, git_raw };
+            let bytes = tree.encode();
+            // Version 1 unless something needs version 2, so older trees keep their ids.
+            prop_assert_eq!(bytes[1] == 2, tree.needs_v2());
+            prop_assert_eq!(Tree::decode(&bytes).unwrap(), tree);
         }
 
         /// Sizes that add up past 2^64 made `total_size` overflow; such a tree is refused.
         #[test]
         fn tree_with_overflowing_sizes_is_refused(big in u64::MAX / 2 + 1..=u64::MAX) {
             let entry = |n: &[u8]| TreeEntry { name: n.to_vec(), kind: EntryKind::File, id: Id::hash(n), size: big };
-            let tree = Tree { entries: vec![entry(b"a"), entry(b"b")] };
+            let tree = Tree { entries: vec![entry(b"a"), entry(b"b")], git_raw: None };
             prop_assert!(Tree::decode(&tree.encode()).unwrap_err().to_string().contains("2^64"));
             prop_assert_eq!(tree.total_size(), u64::MAX);
         }
 
         #[test]
-        fn commit_round_trip(tree in id(), parents in proptest::collection::vec(id(), 0..3), change in any::<[u8; 16]>(), a in sig(), c in sig(), message in proptest::collection::vec(any::<u8>(), 0..100)) {
+        fn commit_round_trip(tree in id(), parents in proptest::collection::vec(id(), 0..3), change in any::<[u8; 16]>(), a in sig(), c in sig(), message in proptest::collection::vec(any::<u8>(), 0..100), git_header in proptest::option::of(proptest::collection::vec(any::<u8>(), 0..60))) {
             let commit = Commit { tree, parents, change_id: change, author: a, committer: c, message, extra_headers: vec![(b"gpgsig".to_vec(), b"sig".to_vec())],
-                conflicts: vec![Conflict { path: "a.txt".into(), base: None, ours: Some(Id::hash(b"o")), theirs: Some(Id::hash(b"t")) }] };
-            prop_assert_eq!(Commit::decode(&commit.encode()).unwrap(), commit);
+                conflicts: vec![Conflict { path: "a.txt".into(), base: None, ours: Some(Id::hash(b"o")), theirs: Some(Id::hash(b"t")) }], git_header };
+            let bytes = commit.encode();
+            prop_assert_eq!(bytes[1] == 2, commit.git_header.is_some());
+            prop_assert_eq!(Commit::decode(&bytes).unwrap(), commit);
         }
 
         #[test]
-        fn view_and_operation_round_trip(heads in proptest::collection::vec(id(), 0..3), branches in proptest::collection::btree_map("[a-z]{1,8}", id(), 0..4), wc in proptest::option::of(id()), desc in ".{0,30}", start in any::<i64>(), end in any::<i64>()) {
-            let view = View { heads, branches: branches.into_iter().collect(), tags: vec![], current_branch: Some("main".into()), wc_commit: wc };
+        fn view_and_operation_round_trip(heads in proptest::collection::vec(id(), 0..3), branches in proptest::collection::btree_map("[a-z]{1,8}", id(), 0..4), wc in proptest::option::of(id()), desc in ".{0,30}", start in any::<i64>(), end in any::<i64>(), git_refs in proptest::collection::btree_map("refs/[a-z/]{1,12}", (id(), id()), 0..4)) {
+            let git_refs = git_refs.into_iter().map(|(name, (target, commit))| GitRef { name, target, commit }).collect();
+            let view = View { heads, branches: branches.into_iter().collect(), tags: vec![], current_branch: Some("main".into()), wc_commit: wc, git_refs };
             let mut view = view;
             view.heads.sort();
             view.heads.dedup();
@@ -952,6 +1182,7 @@ mod tests {
                 Event::CheckedOut { commit: Id::hash(b"c") }, Event::PathRestored { path: "a/b".into(), commit: Id::hash(b"c") },
                 Event::OperationsMerged, Event::Undo { op: Id::hash(b"o") }, Event::OpRestored { op: Id::hash(b"o") },
                 Event::CommitRewritten { from: Id::hash(b"a"), to: Id::hash(b"b") },
+                Event::GitImported { source: b"/src/\xffrepo.git"[..].into(), commits: 2618 },
             ] };
             prop_assert_eq!(Operation::decode(&op.encode()).unwrap(), op);
         }
@@ -959,18 +1190,21 @@ mod tests {
         /// Valid objects, damaged: past the header and into every field's checks.
         #[test]
         fn damaged_objects_never_panic(
-            which in 0usize..4,
+            which in 0usize..5,
             edits in proptest::collection::vec((any::<usize>(), any::<u8>(), any::<u8>()), 1..6),
         ) {
             let e = |n: &[u8], k| TreeEntry { name: n.to_vec(), kind: k, id: Id::hash(n), size: 7 };
             let sig = Signature { name: "Ann".into(), email: "a@x".into(), time: 1_700_000_000, tz_offset_min: 60 };
             let valid = match which {
-                0 => Tree { entries: vec![e(b"a", EntryKind::File), e(b"b\xff", EntryKind::Dir), e(b"c", EntryKind::Symlink)] }.encode(),
+                0 => Tree { entries: vec![e(b"a", EntryKind::File), e(b"b\xff", EntryKind::Dir), e(b"c", EntryKind::Symlink),
+                    TreeEntry { name: b"d".to_vec(), kind: EntryKind::Gitlink, id: gitlink_id(&[3; 20]), size: 0 }], git_raw: Some(b"raw".to_vec()) }.encode(),
                 1 => Commit { tree: Id::hash(b"t"), parents: vec![Id::hash(b"p")], change_id: [7; 16], author: sig.clone(), committer: sig,
                     message: b"msg".to_vec(), extra_headers: vec![(b"k".to_vec(), b"v".to_vec())],
-                    conflicts: vec![Conflict { path: "a/b".into(), base: None, ours: Some(Id::hash(b"o")), theirs: None }] }.encode(),
+                    conflicts: vec![Conflict { path: "a/b".into(), base: None, ours: Some(Id::hash(b"o")), theirs: None }], git_header: Some(b"author x".to_vec()) }.encode(),
                 2 => View { heads: vec![Id::hash(b"h")], branches: vec![("main".into(), Id::hash(b"m"))], tags: vec![("v1".into(), Id::hash(b"v"))],
-                    current_branch: Some("main".into()), wc_commit: Some(Id::hash(b"w")) }.encode(),
+                    current_branch: Some("main".into()), wc_commit: Some(Id::hash(b"w")),
+                    git_refs: vec![GitRef { name: "refs/pull/1/head".into(), target: Id::hash(b"g"), commit: Id::hash(b"g") }] }.encode(),
+                3 => GitTag { target: Id::hash(b"c"), target_is_tag: false, raw: b"object 00\ntype commit\n".to_vec() }.encode(),
                 _ => Operation { parents: vec![Id::hash(b"p")], view: Id::hash(b"v"), start_ms: 1, end_ms: 2, tz_offset_min: 0, user: "u".into(), host: "h".into(),
                     description: "d".into(), events: vec![Event::PathRestored { path: b"x\xff"[..].into(), commit: Id::hash(b"c") }, Event::ContentExtracted { results: vec![Id::hash(b"x")] }] }.encode(),
             };
@@ -980,6 +1214,7 @@ mod tests {
             let _ = View::decode(&data);
             let _ = Operation::decode(&data);
             let _ = Extract::decode(&data);
+            let _ = GitTag::decode(&data);
         }
 
         #[test]
@@ -988,7 +1223,71 @@ mod tests {
             let _ = Commit::decode(&data);
             let _ = View::decode(&data);
             let _ = Operation::decode(&data);
+            let _ = GitTag::decode(&data);
         }
+    }
+
+    #[test]
+    fn git_tag_round_trip() {
+        let t = GitTag {
+            target: Id::hash(b"c"),
+            target_is_tag: true,
+            raw: b"object 1234\ntype tag\n\nmsg".to_vec(),
+        };
+        assert_eq!(GitTag::decode(&t.encode()).unwrap(), t);
+    }
+
+    /// Version 2 is only for what needs it: a decoder refuses a version 2 object with
+    /// nothing that needs version 2, so each content has exactly one encoding (one id).
+    #[test]
+    fn version_2_without_need_is_refused() {
+        let tree = Tree {
+            entries: vec![],
+            git_raw: None,
+        }
+        .encode();
+        let mut v2 = tree.clone();
+        v2[1] = 2;
+        v2.push(0);
+        assert!(Tree::decode(&v2)
+            .unwrap_err()
+            .to_string()
+            .contains("nothing that needs it"));
+        let view = View {
+            heads: vec![],
+            branches: vec![],
+            tags: vec![],
+            current_branch: None,
+            wc_commit: None,
+            git_refs: vec![],
+        }
+        .encode();
+        let mut v2 = view.clone();
+        v2[1] = 2;
+        v2.push(0);
+        assert!(View::decode(&v2)
+            .unwrap_err()
+            .to_string()
+            .contains("no git refs"));
+    }
+
+    #[test]
+    fn gitlink_is_refused_in_a_version_1_tree() {
+        let mut t = Tree {
+            entries: vec![TreeEntry {
+                name: b"sub".to_vec(),
+                kind: EntryKind::Gitlink,
+                id: gitlink_id(&[9; 20]),
+                size: 0,
+            }],
+            git_raw: None,
+        }
+        .encode();
+        t[1] = 1;
+        assert!(Tree::decode(&t)
+            .unwrap_err()
+            .to_string()
+            .contains("unknown entry kind 5"));
     }
 
     #[test]
@@ -1057,6 +1356,7 @@ mod tests {
                     id: Id::hash(b""),
                     size: 0,
                 }],
+                git_raw: None,
             };
             assert!(Tree::decode(&t.encode()).is_err(), "{bad:?} accepted");
         }
@@ -1075,6 +1375,7 @@ mod tests {
                     size: 0,
                 },
             ],
+            git_raw: None,
         };
         assert!(Tree::decode(&dup.encode()).is_err());
     }

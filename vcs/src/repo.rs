@@ -213,6 +213,11 @@ impl Repo {
         self.read_decoded(id, Kind::Tree, Tree::decode)
     }
 
+    /// Reads a git annotated tag.
+    pub fn git_tag(&self, id: &Id) -> Result<crate::object::GitTag> {
+        self.read_decoded(id, Kind::GitTag, crate::object::GitTag::decode)
+    }
+
     /// Reads a view.
     pub fn view(&self, id: &Id) -> Result<View> {
         self.read_decoded(id, Kind::View, View::decode)
@@ -556,6 +561,21 @@ pub fn merge_views(base: &View, sides: &[&View]) -> View {
             let merged = newest_change(target(base, name), sides.iter().map(|s| target(s, name)));
             set(&mut view, name, merged);
         }
+    }
+    // Git refs the same way, the target and the commit it peels to being one value.
+    let mut names: Vec<&String> = std::iter::once(base)
+        .chain(sides.iter().copied())
+        .flat_map(|v| v.git_refs.iter().map(|g| &g.name))
+        .collect();
+    names.sort();
+    names.dedup();
+    let git_target = |v: &View, name: &str| v.git_ref(name).map(|g| (g.target, g.commit));
+    for name in names {
+        let merged = newest_change(
+            git_target(base, name),
+            sides.iter().map(|s| git_target(s, name)),
+        );
+        view.set_git_ref(name, merged);
     }
     // The current branch exists: if another side deleted it, it keeps the target it has
     // on a side where it is current.

@@ -85,6 +85,12 @@ impl Repo {
                     }
                     self.plan(&e.id, &path, &repo_path, jobs, stats)?;
                 }
+                // A submodule is an empty folder until it is checked out, as in git.
+                EntryKind::Gitlink => match std::fs::create_dir(&path) {
+                    Ok(()) => stats.dirs += 1,
+                    Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {}
+                    Err(err) => return Err(err).io("creating", &path),
+                },
                 kind => jobs.push(FileJob {
                     repo_path,
                     dest: path,

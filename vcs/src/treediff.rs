@@ -240,6 +240,14 @@ pub fn unflatten(flat: &FlatTree) -> std::result::Result<BTreeMap<BString, Tree>
     }
     Ok(dirs
         .into_iter()
-        .map(|(k, v)| (k, Tree { entries: v }))
+        .map(|(k, v)| {
+            (
+                k,
+                Tree {
+                    entries: v,
+                    git_raw: None,
+                },
+            )
+        })
         .collect())
 }

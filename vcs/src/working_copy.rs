@@ -12,6 +12,7 @@ use lifeos_store::enc::{Reader, Writer};
 use lifeos_store::{Id, Kind, Transaction};
 
 use crate::error::{Result, VcsError};
+use crate::folder::through_real_folders;
 use crate::object::{EntryKind, Tree, TreeEntry};
 use crate::path::{display, in_folder, BString};
 use crate::repo::{Repo, DOT_DIR};
@@ -114,6 +115,7 @@ impl WcState {
                 EntryKind::Executable => 1,
                 EntryKind::Symlink => 2,
                 EntryKind::Dir => 3,
+                EntryKind::Gitlink => 4,
             };
             w.uint(e.ino).uint(u64::from(e.mode)).u8(kind).id(&e.id);
         }
@@ -417,7 +419,10 @@ fn write_tree(tx: &mut Transaction<'_>, map: BTreeMap<Vec<u8>, Node>) -> Result<
             }
         }
     }
-    let tree = Tree { entries };
+    let tree = Tree {
+        entries,
+        git_raw: None,
+    };
     let size = tree.total_size();
     let id = tx.write_object(Kind::Tree, &tree.encode())?;
     Ok((id, size))
@@ -571,6 +576,22 @@ impl Repo {
                 }
             }
         }
+        // Submodules: a gitlink stays while its folder does; what is inside belongs to
+        // the submodule's own repository, not to this tree.
+        if let Some(base) = base {
+            for (path, e) in self.flatten_tx(tx, base)? {
+                if e.kind != EntryKind::Gitlink || !submodule_folder_present(self.workdir(), &path)
+                {
+                    continue;
+                }
+                for (inner, c) in take_under(&mut root, &path) {
+                    files -= 1;
+                    bytes -= c.size;
+                    state.entries.remove(&inner);
+                }
+                insert(&mut root, &path, e)?;
+            }
+        }
         let (tree, _) = write_tree(tx, root)?;
         // Files read again (new, changed or racy) move the racy window forward, so the new
         // state is worth saving even when every entry compares equal.
@@ -607,6 +628,50 @@ impl Repo {
 }
 
 /// Whether the tree being built has an entry (file or folder) at `path`.
+/// Whether the folder of the submodule at `path` is there (a real folder, reached
+/// through real folders): its gitlink then stays recorded.
+pub(crate) fn submodule_folder_present(root: &Path, path: &[u8]) -> bool {
+    through_real_folders(root, path)
+        && in_folder(root, path)
+            .symlink_metadata()
+            .is_ok_and(|m| m.is_dir())
+}
+
+/// Removes everything at or below `path`; returns the removed leaves with their full paths.
+fn take_under(root: &mut BTreeMap<Vec<u8>, Node>, path: &[u8]) -> Vec<(Vec<u8>, TreeEntry)> {
+    fn leaves(prefix: Vec<u8>, node: Node, out: &mut Vec<(Vec<u8>, TreeEntry)>) {
+        match node {
+            Node::Leaf(e) => out.push((prefix, e)),
+            Node::Dir(m) => {
+                for (name, n) in m {
+                    let mut p = prefix.clone();
+                    p.push(b'/');
+                    p.extend_from_slice(&name);
+                    leaves(p, n, out);
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let (parent, name) = match path.iter().rposition(|b| *b == b'/') {
+        Some(i) => (&path[..i], &path[i + 1..]),
+        None => (&b""[..], path),
+    };
+    let mut map = root;
+    if !parent.is_empty() {
+        for c in parent.split(|b| *b == b'/') {
+            match map.get_mut(c) {
+                Some(Node::Dir(m)) => map = m,
+                _ => return out,
+            }
+        }
+    }
+    if let Some(node) = map.remove(name) {
+        leaves(path.to_vec(), node, &mut out);
+    }
+    out
+}
+
 fn contains(root: &BTreeMap<Vec<u8>, Node>, path: &[u8]) -> bool {
     let mut map = root;
     let mut comps = path.split(|b| *b == b'/').peekable();

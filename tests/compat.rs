@@ -1,0 +1,129 @@
+//! Formats are contracts: a repository written by an earlier version of lifeos opens,
+//! reads and takes new commits with this one, and its objects keep their ids.
+//!
+//! `tests/fixtures/repo-v1.tar` was written by lifeos at commit 91e6d79 (tree, commit
+//! and view encodings version 1); see `tests/fixtures/README.md` for how it was made.
+
+mod common;
+use common::*;
+
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::process::Command;
+
+use lifeos_store::{Id, Kind};
+use lifeos_vcs::{Commit, EntryKind, Repo, Tree, View};
+
+/// Extracts the fixture into a new temp dir; returns it and the repository folder.
+fn unpack() -> (tempfile::TempDir, std::path::PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let tar = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/repo-v1.tar");
+    let st = Command::new("tar")
+        .arg("-xf")
+        .arg(&tar)
+        .arg("-C")
+        .arg(tmp.path())
+        .status()
+        .unwrap();
+    assert!(st.success(), "tar could not extract {}", tar.display());
+    let d = tmp.path().join("repo");
+    (tmp, d)
+}
+
+/// Every object reachable from the head view decodes and encodes back to the very bytes
+/// stored under its id, so no id written by the earlier version changes meaning.
+fn assert_reencodes(repo: &Repo) {
+    let store = repo.store();
+    let head = repo.head().unwrap();
+    let view_bytes = store.read_object(&head.op.view, Kind::View).unwrap();
+    assert_eq!(View::decode(&view_bytes).unwrap().encode(), view_bytes);
+    let mut trees: Vec<Id> = Vec::new();
+    let mut commits = head.view.referenced_commits();
+    let mut seen = std::collections::HashSet::new();
+    while let Some(c) = commits.pop() {
+        if !seen.insert(c) {
+            continue;
+        }
+        let bytes = store.read_object(&c, Kind::Commit).unwrap();
+        let commit = Commit::decode(&bytes).unwrap();
+        assert_eq!(commit.encode(), bytes, "commit {c} re-encodes differently");
+        trees.push(commit.tree);
+        commits.extend(commit.parents);
+    }
+    while let Some(t) = trees.pop() {
+        if !seen.insert(t) {
+            continue;
+        }
+        let bytes = store.read_object(&t, Kind::Tree).unwrap();
+        let tree = Tree::decode(&bytes).unwrap();
+        assert_eq!(tree.encode(), bytes, "tree {t} re-encodes differently");
+        trees.extend(
+            tree.entries
+                .iter()
+                .filter(|e| e.kind == EntryKind::Dir)
+                .map(|e| e.id),
+        );
+    }
+}
+
+#[test]
+fn repository_written_by_version_1_opens_reads_and_commits() {
+    let (_tmp, d) = unpack();
+    let d = d.as_path();
+
+    let before = json(d, &["fsck"]);
+    assert_eq!(before["ok"], true, "{before}");
+    assert_eq!(before["commits"], 5, "{before}");
+    assert_eq!(before["operations"], 10, "{before}");
+    assert_reencodes(&Repo::discover(d).unwrap());
+
+    let log = json(d, &["log", "-r", "all()"]);
+    let messages: Vec<&str> = log["commits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["message"].as_str().unwrap().trim_end())
+        .collect();
+    for m in [
+        "first version",
+        "second version",
+        "on side",
+        "third version",
+        "merge side into main",
+    ] {
+        assert!(messages.contains(&m), "{m:?} missing from {messages:?}");
+    }
+    assert_eq!(
+        ok(d, &["cat", "-r", "v1", "notes/a.md"]),
+        "first note\nsecond line\n"
+    );
+    assert_eq!(
+        ok(d, &["cat", "notes/a.md"]),
+        "first note\nsecond line\nthird\n"
+    );
+    assert_eq!(json(d, &["status"])["changes"].as_array().unwrap().len(), 0);
+
+    // The folder goes back to v1 and forward again, a name that is not UTF-8 included.
+    ok(d, &["checkout", "-r", "v1"]);
+    assert_eq!(
+        std::fs::read(d.join("notes/a.md")).unwrap(),
+        b"first note\nsecond line\n"
+    );
+    ok(d, &["checkout", "-r", "main"]);
+    let latin1 = d.join(std::ffi::OsStr::from_bytes(b"caf\xe9.txt"));
+    assert_eq!(std::fs::read(&latin1).unwrap(), b"caf\n");
+    assert!(std::fs::read_link(d.join("link")).is_ok());
+    assert_eq!(std::fs::read(d.join("big.bin")).unwrap().len(), 300_000);
+
+    // New history on top of the old.
+    write(d, "notes/a.md", b"first note\nsecond line\nthird\nfourth\n");
+    ok(d, &["commit", "-m", "written by the new version"]);
+    assert_eq!(
+        ok(d, &["cat", "-r", "@-", "notes/a.md"]),
+        "first note\nsecond line\nthird\n"
+    );
+    let after = json(d, &["fsck"]);
+    assert_eq!(after["ok"], true, "{after}");
+    assert_eq!(after["commits"], 6, "{after}");
+    assert_reencodes(&Repo::discover(d).unwrap());
+}

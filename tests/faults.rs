@@ -672,9 +672,21 @@ fn gitlink_survives_checkout_and_commits_and_goes_with_its_folder() {
     ok(d, &["checkout", "-r", "evil"]);
     assert!(d.join("sub").is_dir());
 
-    // Removing the folder removes the submodule.
+    // Removing the folder removes the submodule; the diff names its commit.
     std::fs::remove_dir(d.join("sub")).unwrap();
     ok(d, &["commit", "-m", "three"]);
     assert!(!ok(d, &["ls"]).contains("sub"));
+    let diff = json(d, &["diff", "-r", "@-", "-r", "@"]);
+    let sub = diff["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == "sub")
+        .unwrap_or_else(|| panic!("{diff}"));
+    assert_eq!(sub["plugin"], "submodule");
+    assert_eq!(
+        sub["summary"],
+        format!("submodule at {} → nothing", "ab".repeat(20))
+    );
     assert_eq!(json(d, &["fsck"])["ok"], true);
 }

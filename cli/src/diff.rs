@@ -520,7 +520,24 @@ pub fn run(repo: &Repo, args: DiffArgs, style: Style) -> CliResult<u8> {
             .as_ref()
             .zip(p.new.as_ref())
             .is_some_and(|(o, n)| o.id == n.id);
-        let mut d = if same_content {
+        let submodule = |e: &Option<TreeEntry>| match e {
+            Some(e) if e.kind == EntryKind::Gitlink => format!(
+                "submodule at {}",
+                hex::encode(lifeos_vcs::object::gitlink_sha1(&e.id))
+            ),
+            Some(e) => e.kind.name().to_string(),
+            None => "nothing".to_string(),
+        };
+        let gitlink =
+            |e: &Option<TreeEntry>| e.as_ref().is_some_and(|e| e.kind == EntryKind::Gitlink);
+        let mut d = if !same_content && (gitlink(&p.old) || gitlink(&p.new)) {
+            // A submodule's content is another repository's commit: name the commits.
+            FileDiff {
+                plugin: "submodule".into(),
+                summary: format!("{} → {}", submodule(&p.old), submodule(&p.new)),
+                ..FileDiff::default()
+            }
+        } else if same_content {
             let (o, n) = (p.old.as_ref().expect("both"), p.new.as_ref().expect("both"));
             let mut summary = if p.status == "renamed" {
                 format!("renamed from {old_path}, content unchanged")

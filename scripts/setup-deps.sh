@@ -20,6 +20,8 @@ lifeos_need_packages() {
     cmake ffmpeg espeak-ng python3-pip
     # Dropping privileges for the tests of unreadable files (setpriv).
     util-linux
+    # The git bridge's tests check lifeos's import and export against git itself.
+    git
   )
   local missing=() p
   for p in "${wanted[@]}"; do

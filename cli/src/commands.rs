@@ -176,6 +176,7 @@ pub fn run(cli: Cli, style: Style) -> CliResult<u8> {
         }
         Command::Merge { branch } => history::merge(&open(&here)?, &branch, style),
         Command::Op(o) => history::op(&open(&here)?, o, style),
+        Command::Git(g) => crate::git::run(&open(&here)?, g),
         Command::Undo { force } => history::undo(&open(&here)?, force, style),
         Command::Model(cmd) => crate::knowledge::model(cmd),
         Command::Reindex => history::reindex(&open(&here)?),

@@ -87,3 +87,18 @@ impl From<StoreError> for CliError {
 
 /// Result alias for commands.
 pub type CliResult<T = ()> = Result<T, CliError>;
+
+impl From<lifeos_git::GitError> for CliError {
+    fn from(e: lifeos_git::GitError) -> Self {
+        use lifeos_git::GitError;
+        match e {
+            GitError::Vcs(v) => CliError::from(v),
+            GitError::Store(s) => CliError::from(s),
+            GitError::Open { .. } => CliError::new(e.to_string())
+                .hint("give the path of a git repository (its work tree or its .git folder, or a bare repository)"),
+            GitError::Object { .. } => CliError::new(e.to_string())
+                .hint("run `git fsck` in that repository; lifeos is unchanged"),
+            other => CliError::new(other.to_string()),
+        }
+    }
+}

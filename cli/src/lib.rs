@@ -6,6 +6,7 @@
 mod commands;
 mod diff;
 mod error;
+mod git;
 mod history;
 mod knowledge;
 mod output;
@@ -220,6 +221,9 @@ pub enum Command {
     /// The operation log.
     #[command(subcommand)]
     Op(OpCmd),
+    /// Git: import a git repository's history, export it back with the same ids.
+    #[command(subcommand)]
+    Git(git::GitCmd),
     /// Revert the last operation (by writing a new one).
     Undo {
         /// Replace uncommitted changes (they are saved as a commit first).

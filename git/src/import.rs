@@ -1,0 +1,402 @@
+//! `lifeos git import`: every ref of a git repository becomes lifeos history, in one
+//! operation.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+
+use gix::ObjectId;
+use lifeos_store::{Id, Kind, Transaction};
+use lifeos_vcs::object::{gitlink_id, Commit, EntryKind, Event, GitTag, Tree, TreeEntry};
+use lifeos_vcs::Repo;
+
+use crate::form::{self, git_hash, GitKind};
+use crate::{gix_err, GitError, Result};
+
+/// What an import did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct ImportReport {
+    /// Commits reachable from the imported refs.
+    pub commits: u64,
+    /// Of those, commits lifeos did not have.
+    pub new_commits: u64,
+    /// Trees and blobs read.
+    pub trees: u64,
+    /// Blobs read.
+    pub blobs: u64,
+    /// Annotated tag objects kept.
+    pub tags: u64,
+    /// Refs imported.
+    pub refs: u64,
+    /// Trees kept in their raw git form, because git's canonical form of their entries
+    /// would not give their SHA-1 (unsorted, mode `100664`, ...).
+    pub raw_trees: u64,
+    /// Objects whose SHA-1, recomputed from what lifeos stored, differs from git's (0 in a
+    /// correct import; export would not reproduce them).
+    pub mismatches: u64,
+    /// Refs left out, with why.
+    pub skipped: Vec<(String, String)>,
+    /// Whether an operation was published (false: nothing changed).
+    pub published: bool,
+}
+
+/// Reads a git repository's objects into a lifeos transaction, remembering SHA-1s.
+struct Importer<'r, 't, 's> {
+    git: &'r gix::Repository,
+    tx: &'t mut Transaction<'s>,
+    commits: HashMap<ObjectId, Id>,
+    trees: HashMap<ObjectId, (Id, u64)>,
+    blobs: HashMap<(ObjectId, bool), (Id, u64)>,
+    tags: HashMap<ObjectId, Id>,
+    /// The commits whose parents a shallow clone does not have.
+    shallow: HashSet<ObjectId>,
+    report: ImportReport,
+}
+
+impl Importer<'_, '_, '_> {
+    fn read(&self, oid: ObjectId, want: GitKind) -> Result<Vec<u8>> {
+        let obj = self.git.find_object(oid).map_err(|e| GitError::Object {
+            oid: oid.to_string(),
+            reason: format!("cannot be read: {e}"),
+        })?;
+        if obj.kind != want {
+            return Err(GitError::Object {
+                oid: oid.to_string(),
+                reason: format!("is a {}, expected a {}", obj.kind, want),
+            });
+        }
+        if git_hash(obj.kind, &obj.data) != oid {
+            return Err(GitError::Object {
+                oid: oid.to_string(),
+                reason: "is corrupt: its content does not hash to its id".into(),
+            });
+        }
+        Ok(obj.data.clone())
+    }
+
+    fn blob(&mut self, oid: ObjectId, symlink: bool) -> Result<(Id, u64)> {
+        if let Some(v) = self.blobs.get(&(oid, symlink)) {
+            return Ok(*v);
+        }
+        let data = self.read(oid, GitKind::Blob)?;
+        let id = if symlink {
+            self.tx.write_object(Kind::Chunk, &data)?
+        } else {
+            self.tx.store_bytes(&data)?
+        };
+        self.report.blobs += 1;
+        let v = (id, data.len() as u64);
+        self.blobs.insert((oid, symlink), v);
+        Ok(v)
+    }
+
+    fn tree(&mut self, oid: ObjectId) -> Result<(Id, u64)> {
+        if let Some(v) = self.trees.get(&oid) {
+            return Ok(*v);
+        }
+        let data = self.read(oid, GitKind::Tree)?;
+        let bad = |reason: String| GitError::Object {
+            oid: oid.to_string(),
+            reason,
+        };
+        let parsed = form::parse_tree(&data).ok_or_else(|| bad("is a malformed tree".into()))?;
+        let mut entries = Vec::with_capacity(parsed.len());
+        let mut canonical = Vec::with_capacity(parsed.len());
+        for e in &parsed {
+            lifeos_vcs::object::valid_name(e.name)
+                .map_err(|r| bad(format!("has an entry lifeos cannot hold: {r}")))?;
+            let kind = form::kind_of_mode(e.mode).ok_or_else(|| {
+                bad(format!(
+                    "has mode {} (entry {})",
+                    String::from_utf8_lossy(e.mode),
+                    lifeos_vcs::path::display(e.name)
+                ))
+            })?;
+            let (id, size) = match kind {
+                EntryKind::Dir => self.tree(e.oid)?,
+                EntryKind::Gitlink => (gitlink_id(e.oid.as_bytes().try_into().expect("SHA-1")), 0),
+                EntryKind::Symlink => self.blob(e.oid, true)?,
+                EntryKind::File | EntryKind::Executable => self.blob(e.oid, false)?,
+            };
+            entries.push(TreeEntry {
+                name: e.name.to_vec(),
+                kind,
+                id,
+                size,
+            });
+            canonical.push((e.name, kind, e.oid));
+        }
+        entries.sort_by(|a, b| a.name.cmp(&b.name));
+        if entries.windows(2).any(|w| w[0].name == w[1].name) {
+            return Err(bad("has two entries with the same name".into()));
+        }
+        let git_raw = (git_hash(GitKind::Tree, &form::tree_bytes(&canonical)) != oid).then(|| {
+            self.report.raw_trees += 1;
+            data.clone()
+        });
+        let tree = Tree { entries, git_raw };
+        let size = tree.total_size();
+        let id = self.tx.write_object(Kind::Tree, &tree.encode())?;
+        self.report.trees += 1;
+        self.trees.insert(oid, (id, size));
+        Ok((id, size))
+    }
+
+    /// Imports a commit and its ancestors (parents first, without recursion).
+    fn commit(&mut self, tip: ObjectId) -> Result<Id> {
+        let mut stack = vec![tip];
+        while let Some(&oid) = stack.last() {
+            if self.commits.contains_key(&oid) {
+                stack.pop();
+                continue;
+            }
+            let data = self.read(oid, GitKind::Commit)?;
+            let raw = form::parse_commit(&data).ok_or_else(|| GitError::Object {
+                oid: oid.to_string(),
+                reason: "is a malformed commit (no tree line)".into(),
+            })?;
+            let missing: Vec<ObjectId> = raw
+                .parents
+                .iter()
+                .filter(|p| !self.commits.contains_key(*p))
+                .copied()
+                .collect();
+            if !missing.is_empty() {
+                if self.shallow.contains(&oid) {
+                    return Err(GitError::Shallow(oid.to_string()));
+                }
+                stack.extend(missing);
+                continue;
+            }
+            stack.pop();
+            let (tree, _) = self.tree(raw.tree)?;
+            let parents: Vec<Id> = raw.parents.iter().map(|p| self.commits[p]).collect();
+            let sig = |key: &[u8]| {
+                form::header_value(raw.header, key)
+                    .map(form::parse_signature)
+                    .unwrap_or_else(|| form::parse_signature(b""))
+            };
+            let change_id = form::header_value(raw.header, b"change-id")
+                .and_then(form::parse_change_id)
+                .unwrap_or_else(|| form::change_id_from_sha(&oid));
+            let commit = Commit {
+                tree,
+                parents,
+                change_id,
+                author: sig(b"author"),
+                committer: sig(b"committer"),
+                message: raw.message.to_vec(),
+                extra_headers: Vec::new(),
+                conflicts: Vec::new(),
+                git_header: Some(raw.header.to_vec()),
+            };
+            // Verify: the git form rebuilt from what lifeos keeps hashes to the same id.
+            if git_hash(
+                GitKind::Commit,
+                &form::commit_bytes(&commit, &raw.tree, &raw.parents),
+            ) != oid
+            {
+                self.report.mismatches += 1;
+            }
+            let encoded = commit.encode();
+            let id = Id::hash(&encoded);
+            if !self.tx.contains(&id)? {
+                self.report.new_commits += 1;
+            }
+            self.tx.write_object(Kind::Commit, &encoded)?;
+            self.report.commits += 1;
+            self.commits.insert(oid, id);
+        }
+        Ok(self.commits[&tip])
+    }
+
+    /// Imports what a ref names: `(target, commit)`, the target being a commit or a git
+    /// tag object; `None` (with why) if it does not lead to a commit.
+    fn target(&mut self, oid: ObjectId) -> Result<std::result::Result<(Id, Id), String>> {
+        let kind = self
+            .git
+            .find_header(oid)
+            .map_err(|e| GitError::Object {
+                oid: oid.to_string(),
+                reason: format!("cannot be read: {e}"),
+            })?
+            .kind();
+        match kind {
+            GitKind::Commit => {
+                let c = self.commit(oid)?;
+                Ok(Ok((c, c)))
+            }
+            GitKind::Tag => {
+                if let Some(id) = self.tags.get(&oid) {
+                    let tag = GitTag::decode(&self.tx.read_object(id, Kind::GitTag)?)?;
+                    return Ok(Ok((*id, self.peeled(tag)?)));
+                }
+                let raw = self.read(oid, GitKind::Tag)?;
+                let (inner, _) = form::parse_tag(&raw).ok_or_else(|| GitError::Object {
+                    oid: oid.to_string(),
+                    reason: "is a malformed tag".into(),
+                })?;
+                let inner_kind = self
+                    .git
+                    .find_header(inner)
+                    .map_err(|e| GitError::Object {
+                        oid: inner.to_string(),
+                        reason: format!("cannot be read: {e}"),
+                    })?
+                    .kind();
+                let (target, commit) = match self.target(inner)? {
+                    Ok(v) => v,
+                    Err(why) => return Ok(Err(why)),
+                };
+                let tag = GitTag {
+                    target: if inner_kind == GitKind::Tag {
+                        target
+                    } else {
+                        commit
+                    },
+                    target_is_tag: inner_kind == GitKind::Tag,
+                    raw,
+                };
+                let id = self.tx.write_object(Kind::GitTag, &tag.encode())?;
+                self.report.tags += 1;
+                self.tags.insert(oid, id);
+                Ok(Ok((id, commit)))
+            }
+            other => Ok(Err(format!("names a {other}, not a commit"))),
+        }
+    }
+
+    fn peeled(&self, mut tag: GitTag) -> Result<Id> {
+        while tag.target_is_tag {
+            tag = GitTag::decode(&self.tx.read_object(&tag.target, Kind::GitTag)?)?;
+        }
+        Ok(tag.target)
+    }
+}
+
+/// Imports every ref of the git repository at `path` (bare, or a work tree) into `repo`
+/// as one operation; nothing is published when nothing changed.
+pub fn import(repo: &Repo, path: &Path) -> Result<ImportReport> {
+    let start = lifeos_vcs::repo::now_ms();
+    let git = gix::open(path).map_err(|e| GitError::Open {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    })?;
+    let shallow: HashSet<ObjectId> = git
+        .shallow_commits()
+        .map_err(gix_err("reading the shallow file"))?
+        .map(|s| s.iter().copied().collect())
+        .unwrap_or_default();
+    let mut refs: Vec<(String, ObjectId)> = Vec::new();
+    let mut skipped = Vec::new();
+    let platform = git.references().map_err(gix_err("listing refs"))?;
+    for r in platform.all().map_err(gix_err("listing refs"))? {
+        let r = r.map_err(gix_err("reading a ref"))?;
+        let name = r.name().as_bstr().to_vec();
+        let Ok(name) = String::from_utf8(name) else {
+            skipped.push((
+                String::from_utf8_lossy(r.name().as_bstr()).into_owned(),
+                "its name is not UTF-8".into(),
+            ));
+            continue;
+        };
+        match r.target() {
+            gix::refs::TargetRef::Object(oid) => refs.push((name, oid.to_owned())),
+            gix::refs::TargetRef::Symbolic(to) => {
+                skipped.push((name, format!("a symbolic ref to {}", to.as_bstr())))
+            }
+        }
+    }
+    refs.sort();
+    let head_branch = git
+        .head_name()
+        .map_err(gix_err("reading HEAD"))?
+        .and_then(|n| {
+            n.as_bstr()
+                .strip_prefix(b"refs/heads/")
+                .and_then(|b| std::str::from_utf8(b).ok())
+                .map(str::to_string)
+        });
+
+    let head = repo.head()?;
+    let mut tx = repo.store().transaction()?;
+    let mut im = Importer {
+        git: &git,
+        tx: &mut tx,
+        commits: HashMap::new(),
+        trees: HashMap::new(),
+        blobs: HashMap::new(),
+        tags: HashMap::new(),
+        shallow,
+        report: ImportReport::default(),
+    };
+    let mut view = head.view.clone();
+    let mut events = Vec::new();
+    for (name, oid) in &refs {
+        let (target, commit) = match im.target(*oid)? {
+            Ok(v) => v,
+            Err(why) => {
+                skipped.push((name.clone(), why));
+                continue;
+            }
+        };
+        im.report.refs += 1;
+        view.heads.push(commit);
+        if let Some(b) = name.strip_prefix("refs/heads/") {
+            let from = view.branch(b);
+            if from != Some(commit) {
+                events.push(Event::BranchMoved {
+                    name: b.to_string(),
+                    from,
+                    to: Some(commit),
+                });
+                view.set_branch(b, Some(commit));
+            }
+        } else if let Some(t) = name.strip_prefix("refs/tags/") {
+            let from = view.tags.iter().find(|(n, _)| n == t).map(|(_, id)| *id);
+            if from != Some(commit) {
+                events.push(Event::TagMoved {
+                    name: t.to_string(),
+                    from,
+                    to: Some(commit),
+                });
+                view.set_tag(t, Some(commit));
+            }
+            view.set_git_ref(name, (target != commit).then_some((target, commit)));
+        } else {
+            view.set_git_ref(name, Some((target, commit)));
+        }
+    }
+    view.heads.sort();
+    view.heads.dedup();
+    if view.current_branch.is_none() || view.wc_commit.is_none() {
+        if let Some(b) = head_branch.filter(|b| view.branch(b).is_some()) {
+            view.current_branch = Some(b);
+        }
+    }
+    let mut report = std::mem::take(&mut im.report);
+    report.skipped = skipped;
+    if view == head.view && report.new_commits == 0 {
+        return Ok(report);
+    }
+    events.insert(
+        0,
+        Event::GitImported {
+            source: path.as_os_str().as_encoded_bytes().into(),
+            commits: report.new_commits,
+        },
+    );
+    repo.publish(
+        tx,
+        &[head.id],
+        view,
+        &format!(
+            "git import: {} commits from {}",
+            report.new_commits,
+            path.display()
+        ),
+        events,
+        start,
+    )?;
+    report.published = true;
+    Ok(report)
+}

@@ -1,0 +1,274 @@
+//! The git bridge against git itself: real histories imported and exported back with
+//! identical ids, incremental imports, and the quirks real histories hold.
+
+mod common;
+use common::*;
+
+use std::path::Path;
+use std::process::Command;
+
+/// Runs `git args...` in `dir`; returns stdout.
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .current_dir(dir)
+        .args(args)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .expect("git is installed (scripts/setup-deps.sh installs it)");
+    assert!(
+        out.status.success(),
+        "git {args:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Every ref with what it names, and every commit, sorted.
+fn identity(repo: &Path) -> (String, Vec<String>) {
+    let refs = git(
+        repo,
+        &[
+            "for-each-ref",
+            "--format=%(objectname) %(objecttype) %(refname)",
+        ],
+    );
+    let mut commits: Vec<String> = git(repo, &["rev-list", "--all"])
+        .lines()
+        .map(str::to_string)
+        .collect();
+    commits.sort();
+    (refs, commits)
+}
+
+/// Mirrors `bundle` (in tests/fixtures/git), imports it into a new lifeos repository,
+/// exports it to a new bare repository, and checks that git sees the same history.
+fn round_trip(bundle: &str, commits: usize, refs: usize) {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/git")
+        .join(bundle);
+    git(
+        t,
+        &[
+            "clone",
+            "-q",
+            "--mirror",
+            fixture.to_str().unwrap(),
+            "src.git",
+        ],
+    );
+    let src = t.join("src.git");
+    let lr = t.join("lifeos");
+    std::fs::create_dir(&lr).unwrap();
+    ok(&lr, &["init"]);
+
+    let first = json(&lr, &["git", "import", src.to_str().unwrap()]);
+    assert_eq!(first["published"], true, "{first}");
+    assert_eq!(first["commits"], commits, "{first}");
+    assert_eq!(first["new_commits"], commits, "{first}");
+    assert_eq!(first["refs"], refs, "{first}");
+    assert_eq!(first["mismatches"], 0, "{first}");
+    let ops = json(&lr, &["op", "log"])["operations"]
+        .as_array()
+        .unwrap()
+        .len();
+
+    // Nothing changed: nothing published.
+    let again = json(&lr, &["git", "import", src.to_str().unwrap()]);
+    assert_eq!(again["published"], false, "{again}");
+    assert_eq!(again["new_commits"], 0, "{again}");
+    assert_eq!(
+        json(&lr, &["op", "log"])["operations"]
+            .as_array()
+            .unwrap()
+            .len(),
+        ops
+    );
+    assert_eq!(json(&lr, &["fsck"])["ok"], true);
+
+    let out = t.join("out.git");
+    ok(&lr, &["git", "export", out.to_str().unwrap()]);
+    let (src_refs, src_commits) = identity(&src);
+    let (out_refs, out_commits) = identity(&out);
+    assert_eq!(out_commits.len(), commits);
+    assert!(out_refs == src_refs, "refs differ after the round trip");
+    assert!(
+        out_commits == src_commits,
+        "commits differ after the round trip"
+    );
+    git(&out, &["fsck", "--strict", "--no-progress"]);
+    assert_eq!(
+        git(&out, &["symbolic-ref", "HEAD"]),
+        git(&src, &["symbolic-ref", "HEAD"])
+    );
+}
+
+#[test]
+fn bats_core_round_trips_with_identical_ids() {
+    // Merges, signed commits and tags, symlinks, gitlinks, a `change-id` header.
+    round_trip("bats-core.bundle", 2618, 746);
+}
+
+#[test]
+fn gtoolkit_phlow_round_trips_with_identical_ids() {
+    // `encoding` headers, messages that are not UTF-8, thousands of tags.
+    round_trip("gtoolkit-phlow.bundle", 4409, 2787);
+}
+
+/// New commits in git come in with the next import, and only they are new.
+#[test]
+fn a_second_import_brings_only_new_commits_and_moved_refs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let w = tmp.path().join("work");
+    std::fs::create_dir(&w).unwrap();
+    git(&w, &["init", "-q", "-b", "main"]);
+    let commit = |msg: &str| {
+        git(
+            &w,
+            &[
+                "-c",
+                "user.name=T",
+                "-c",
+                "user.email=t@x",
+                "commit",
+                "-q",
+                "--allow-empty-message",
+                "-m",
+                msg,
+            ],
+        )
+    };
+    write(&w, "a.txt", b"one\n");
+    git(&w, &["add", "a.txt"]);
+    commit("one");
+    let lr = tmp.path().join("lifeos");
+    std::fs::create_dir(&lr).unwrap();
+    ok(&lr, &["init"]);
+    let first = json(&lr, &["git", "import", w.to_str().unwrap()]);
+    assert_eq!(first["new_commits"], 1, "{first}");
+    write(&w, "a.txt", b"two\n");
+    git(&w, &["add", "a.txt"]);
+    commit("two");
+    let second = json(&lr, &["git", "import", w.to_str().unwrap()]);
+    assert_eq!(second["new_commits"], 1, "{second}");
+    assert_eq!(second["commits"], 2, "{second}");
+    assert_eq!(ok(&lr, &["cat", "-r", "main", "a.txt"]), "two\n");
+    assert_eq!(ok(&lr, &["cat", "-r", "main-", "a.txt"]), "one\n");
+    // The working folder was not touched.
+    assert!(!lr.join("a.txt").exists());
+}
+
+/// Quirks the fixtures lack, written with `git hash-object --literally`: a `-0000` zone,
+/// a commit with no blank line before its message, a `mergetag` and an unknown header, a
+/// tree with mode 100664 and one out of git's order. Each comes back with its SHA-1.
+#[test]
+fn synthetic_quirks_keep_their_ids() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    git(t, &["init", "-q", "--bare", "-b", "main", "q.git"]);
+    let q = t.join("q.git");
+    let hash = |kind: &str, body: &[u8]| -> String {
+        let f = t.join("obj");
+        std::fs::write(&f, body).unwrap();
+        git(
+            &q,
+            &[
+                "hash-object",
+                "--literally",
+                "-w",
+                "-t",
+                kind,
+                f.to_str().unwrap(),
+            ],
+        )
+        .trim()
+        .to_string()
+    };
+    let blob = hash("blob", b"content\n");
+    let raw_sha = |hex: &str| -> Vec<u8> {
+        (0..20)
+            .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
+            .collect()
+    };
+    let entry = |mode: &str, name: &str, sha: &str| -> Vec<u8> {
+        let mut e = format!("{mode} {name}\0").into_bytes();
+        e.extend(raw_sha(sha));
+        e
+    };
+    // Mode 100664, and "b" before "a": both out of git's canonical form.
+    let mut odd = entry("100664", "b.txt", &blob);
+    odd.extend(entry("100644", "a.txt", &blob));
+    let odd_tree = hash("tree", &odd);
+    let plain_tree = hash("tree", &entry("100644", "a.txt", &blob));
+    let c1 = hash(
+        "commit",
+        format!("tree {plain_tree}\nauthor Zone <z@x> 1700000000 -0000\ncommitter Zone <z@x> 1700000000 -0000\n\nzone -0000\n").as_bytes(),
+    );
+    let c2 = hash(
+        "commit",
+        format!("tree {odd_tree}\nparent {c1}\nauthor A <a@x> 1700000001 +0100\ncommitter A <a@x> 1700000001 +0100\nmergetag object {c1}\n type commit\n tag v0\n tagger A <a@x> 1700000001 +0100\n \n tagged\nx-unknown-header some value\n").as_bytes(),
+    );
+    git(&q, &["update-ref", "refs/heads/main", &c2]);
+
+    let lr = t.join("lifeos");
+    std::fs::create_dir(&lr).unwrap();
+    ok(&lr, &["init"]);
+    let r = json(&lr, &["git", "import", q.to_str().unwrap()]);
+    assert_eq!(r["commits"], 2, "{r}");
+    assert_eq!(r["raw_trees"], 1, "{r}");
+    assert_eq!(r["mismatches"], 0, "{r}");
+    assert_eq!(ok(&lr, &["cat", "-r", "main", "b.txt"]), "content\n");
+    let out = t.join("out.git");
+    ok(&lr, &["git", "export", out.to_str().unwrap()]);
+    assert_eq!(git(&out, &["rev-parse", "refs/heads/main"]).trim(), c2);
+    assert_eq!(git(&out, &["rev-parse", "refs/heads/main~1"]).trim(), c1);
+    assert_eq!(
+        git(&out, &["rev-parse", "refs/heads/main^{tree}"]).trim(),
+        odd_tree
+    );
+}
+
+/// A git object that is missing is named, and lifeos is left unchanged.
+#[test]
+fn a_missing_git_object_is_named_and_nothing_is_imported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let w = t.join("work");
+    std::fs::create_dir(&w).unwrap();
+    git(&w, &["init", "-q", "-b", "main"]);
+    write(&w, "a.txt", b"one\n");
+    git(&w, &["add", "a.txt"]);
+    git(
+        &w,
+        &[
+            "-c",
+            "user.name=T",
+            "-c",
+            "user.email=t@x",
+            "commit",
+            "-q",
+            "-m",
+            "one",
+        ],
+    );
+    let blob = git(&w, &["rev-parse", "HEAD:a.txt"]).trim().to_string();
+    std::fs::remove_file(w.join(".git/objects").join(&blob[..2]).join(&blob[2..])).unwrap();
+    let lr = t.join("lifeos");
+    std::fs::create_dir(&lr).unwrap();
+    ok(&lr, &["init"]);
+    let ops = json(&lr, &["op", "log"])["operations"]
+        .as_array()
+        .unwrap()
+        .len();
+    let err = fails(&lr, &["git", "import", w.to_str().unwrap()]);
+    assert!(err.contains(&blob), "{err}");
+    assert_eq!(
+        json(&lr, &["op", "log"])["operations"]
+            .as_array()
+            .unwrap()
+            .len(),
+        ops
+    );
+}

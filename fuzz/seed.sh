@@ -60,6 +60,13 @@ for t in '@-' 'main..b' 'ancestors(@) & files(notes/*)' 'author("Seed") | descri
     'date(after: 2026-11-01, before: "3 days ago")' '2026-11-01 14:00' 'last monday' '90 minutes ago'; do
     printf '%s' "$t" >"corpus/text_inputs/$(printf '%s' "$t" | sha1sum | cut -c1-12)"
 done
+# Raw git objects (commits, trees, blobs, annotated tags) from the bats-core fixture.
+mkdir -p corpus/git_objects
+git clone -q --mirror ../tests/fixtures/git/bats-core.bundle "$work/bats.git"
+git -C "$work/bats.git" cat-file --batch-check='%(objectname) %(objecttype)' --batch-all-objects |
+    awk 'NR % 100 == 0' | while read -r oid type; do
+        git -C "$work/bats.git" cat-file "$type" "$oid" >"corpus/git_objects/$oid"
+    done
 # Tiny recordings for speech_inputs (with ffmpeg, when it is installed).
 if command -v ffmpeg >/dev/null; then
     mkdir -p corpus/speech_inputs

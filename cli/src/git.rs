@@ -45,7 +45,7 @@ pub fn run(repo: &Repo, cmd: GitCmd) -> CliResult<u8> {
                     "lifeos.git_import.v1",
                     json!({
                         "source": path.display().to_string(),
-                        "published": r.published,
+                        "published": r.published, "folder_detached": r.folder_detached,
                         "refs": r.refs, "commits": r.commits, "new_commits": r.new_commits,
                         "trees": r.trees, "blobs": r.blobs, "tags": r.tags,
                         "raw_trees": r.raw_trees, "mismatches": r.mismatches,
@@ -71,6 +71,9 @@ pub fn run(repo: &Repo, cmd: GitCmd) -> CliResult<u8> {
                 }
             } else {
                 println!("nothing new in {}", path.display());
+            }
+            if r.folder_detached && !json {
+                println!("the branch the folder was on moved; the folder stays where it was, off the branch (`lifeos checkout BRANCH` moves it)");
             }
             for (name, why) in &r.skipped {
                 eprintln!("warning: ref {name} was not imported: {why}");

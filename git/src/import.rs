@@ -37,6 +37,9 @@ pub struct ImportReport {
     pub skipped: Vec<(String, String)>,
     /// Whether an operation was published (false: nothing changed).
     pub published: bool,
+    /// Whether the branch the folder was on moved, so the folder was left at its commit,
+    /// off the branch.
+    pub folder_detached: bool,
 }
 
 /// Reads a git repository's objects into a lifeos transaction, remembering SHA-1s.
@@ -307,15 +310,6 @@ pub fn import(repo: &Repo, path: &Path) -> Result<ImportReport> {
         }
     }
     refs.sort();
-    let head_branch = git
-        .head_name()
-        .map_err(gix_err("reading HEAD"))?
-        .and_then(|n| {
-            n.as_bstr()
-                .strip_prefix(b"refs/heads/")
-                .and_then(|b| std::str::from_utf8(b).ok())
-                .map(str::to_string)
-        });
 
     let head = repo.head()?;
     let mut tx = repo.store().transaction()?;
@@ -331,15 +325,17 @@ pub fn import(repo: &Repo, path: &Path) -> Result<ImportReport> {
     };
     let mut view = head.view.clone();
     let mut events = Vec::new();
+    let mut imported = Vec::new();
     for (name, oid) in &refs {
-        let (target, commit) = match im.target(*oid)? {
-            Ok(v) => v,
-            Err(why) => {
-                skipped.push((name.clone(), why));
-                continue;
-            }
-        };
-        im.report.refs += 1;
+        match im.target(*oid)? {
+            Ok(v) => imported.push((name, v)),
+            Err(why) => skipped.push((name.clone(), why)),
+        }
+    }
+    let mut report = std::mem::take(&mut im.report);
+    report.skipped = skipped;
+    for (name, (target, commit)) in imported {
+        report.refs += 1;
         view.heads.push(commit);
         if let Some(b) = name.strip_prefix("refs/heads/") {
             let from = view.branch(b);
@@ -368,13 +364,15 @@ pub fn import(repo: &Repo, path: &Path) -> Result<ImportReport> {
     }
     view.heads.sort();
     view.heads.dedup();
-    if view.current_branch.is_none() || view.wc_commit.is_none() {
-        if let Some(b) = head_branch.filter(|b| view.branch(b).is_some()) {
-            view.current_branch = Some(b);
+    // The folder changes only by a checkout: when the import moves the branch it is on,
+    // it stays at the commit it was at, off the branch (`lifeos checkout BRANCH` moves it).
+    if let Some(b) = head.view.current_branch.as_deref() {
+        if view.branch(b) != head.view.branch(b) {
+            view.current_branch = None;
+            view.wc_commit = head.view.at_commit();
+            report.folder_detached = true;
         }
     }
-    let mut report = std::mem::take(&mut im.report);
-    report.skipped = skipped;
     if view == head.view && report.new_commits == 0 {
         return Ok(report);
     }

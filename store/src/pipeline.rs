@@ -177,30 +177,51 @@ impl Shared<'_, '_> {
     }
 }
 
+/// Hashes, claims and compresses chunks until every file thread is done. A worker never
+/// stops early on an error: it answers every job (so no file thread waits for a result
+/// that would never come, its job stranded in the channel) and reports its first error
+/// when the channel closes.
 fn worker(
     claims: &Claims<'_>,
     level: i32,
     jobs: crossbeam_channel::Receiver<ChunkJob>,
     entries: Sender<Entry>,
 ) -> Result<()> {
-    let mut compressor = zstd::bulk::Compressor::new(level).map_err(|e| StoreError::Io {
-        action: "starting zstd",
-        path: PathBuf::new(),
-        source: e,
-    })?;
+    let mut failed: Option<StoreError> = None;
+    let mut compressor = match zstd::bulk::Compressor::new(level) {
+        Ok(c) => Some(c),
+        Err(e) => {
+            failed = Some(StoreError::Io {
+                action: "starting zstd",
+                path: PathBuf::new(),
+                source: e,
+            });
+            None
+        }
+    };
     for job in jobs {
         let id = Id::hash(&job.data);
-        let fresh = claims.claim(&id)?;
+        let fresh = match failed {
+            Some(_) => Ok(false),
+            None => claims.claim(&id),
+        };
         let _ = job.result.send((job.seq, id, job.data.len() as u32));
-        if fresh
-            && entries
-                .send(encode_entry(&mut compressor, id, Kind::Chunk, &job.data))
-                .is_err()
-        {
-            return Err(pipeline_broken());
+        match (fresh, compressor.as_mut()) {
+            (Ok(true), Some(c)) => {
+                if entries
+                    .send(encode_entry(c, id, Kind::Chunk, &job.data))
+                    .is_err()
+                {
+                    failed.get_or_insert_with(pipeline_broken);
+                }
+            }
+            (Ok(_), _) => {}
+            (Err(e), _) => {
+                failed.get_or_insert(e);
+            }
         }
     }
-    Ok(())
+    failed.map_or(Ok(()), Err)
 }
 
 impl Transaction<'_> {

@@ -430,11 +430,11 @@ pub fn run(repo: &Repo, args: DiffArgs, style: Style) -> CliResult<u8> {
                 // A file that cannot be read is unknown, not deleted: compare it as the
                 // other side has it, and say so.
                 // The folder's submodules are the gitlinks of the commit it is on.
-                let at_tree = match repo.head()?.view.at_commit() {
-                    Some(c) => Some(repo.commit(&c)?.tree),
+                let at = match repo.head()?.view.at_commit() {
+                    Some(c) => Some(repo.flatten(&repo.commit(&c)?.tree)?),
                     None => None,
                 };
-                let read = repo.working_tree(at_tree.as_ref())?;
+                let read = repo.working_tree(at.as_ref())?;
                 let mut flat = read.flat;
                 for u in &read.unreadable {
                     eprintln!("warning: cannot read {}: {}", display(&u.path), u.reason);

@@ -73,7 +73,7 @@ impl Importer<'_, '_, '_> {
                 reason: "is corrupt: its content does not hash to its id".into(),
             });
         }
-        Ok(obj.data.clone())
+        Ok(obj.detach().data)
     }
 
     fn blob(&mut self, oid: ObjectId, symlink: bool) -> Result<(Id, u64)> {
@@ -132,9 +132,11 @@ impl Importer<'_, '_, '_> {
         if entries.windows(2).any(|w| w[0].name == w[1].name) {
             return Err(bad("has two entries with the same name".into()));
         }
-        let git_raw = (git_hash(GitKind::Tree, &form::tree_bytes(&canonical)) != oid).then(|| {
+        let canonical_oid = git_hash(GitKind::Tree, &form::tree_bytes(&canonical));
+        drop(canonical);
+        let git_raw = (canonical_oid != oid).then(|| {
             self.report.raw_trees += 1;
-            data.clone()
+            data
         });
         let tree = Tree { entries, git_raw };
         let size = tree.total_size();
@@ -238,25 +240,15 @@ impl Importer<'_, '_, '_> {
                     oid: oid.to_string(),
                     reason: "is a malformed tag".into(),
                 })?;
-                let inner_kind = self
-                    .git
-                    .find_header(inner)
-                    .map_err(|e| GitError::Object {
-                        oid: inner.to_string(),
-                        reason: format!("cannot be read: {e}"),
-                    })?
-                    .kind();
                 let (target, commit) = match self.target(inner)? {
                     Ok(v) => v,
                     Err(why) => return Ok(Err(why)),
                 };
+                // What `target` returned tells the inner object's kind: a tag leads to a
+                // commit other than itself.
                 let tag = GitTag {
-                    target: if inner_kind == GitKind::Tag {
-                        target
-                    } else {
-                        commit
-                    },
-                    target_is_tag: inner_kind == GitKind::Tag,
+                    target,
+                    target_is_tag: target != commit,
                     raw,
                 };
                 let id = self.tx.write_object(Kind::GitTag, &tag.encode())?;

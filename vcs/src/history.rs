@@ -112,9 +112,9 @@ impl Repo {
 
     /// Reads the working folder into a flat tree without storing anything: files the stat
     /// cache recognises are not read; the others are hashed on every core. The gitlinks
-    /// of tree `base` (the commit the folder is compared with) stay while their folders
+    /// of `base` (the flattened tree the folder is compared with) stay while their folders
     /// are there, and what is inside those folders is left out, as a snapshot does.
-    pub fn working_tree(&self, base: Option<&Id>) -> Result<FolderRead> {
+    pub fn working_tree(&self, base: Option<&FlatTree>) -> Result<FolderRead> {
         let started = jiff::Timestamp::now().as_nanosecond();
         let old = self.load_wc_state();
         let Scan {
@@ -195,13 +195,11 @@ impl Repo {
         out.skipped.append(&mut failures.skipped);
         out.unreadable.append(&mut failures.unreadable);
         out.unreadable.sort_by(|a, b| a.path.cmp(&b.path));
-        if let Some(base) = base {
-            for (path, e) in self.flatten(base)? {
-                if e.kind == EntryKind::Gitlink && submodule_folder_present(self.workdir(), &path) {
-                    out.flat.retain(|p, _| !is_under(p, &path));
-                    out.state.entries.retain(|p, _| !is_under(p, &path));
-                    out.flat.insert(path, e);
-                }
+        for (path, e) in base.into_iter().flatten() {
+            if e.kind == EntryKind::Gitlink && submodule_folder_present(self.workdir(), path) {
+                out.flat.retain(|p, _| !is_under(p, path));
+                out.state.entries.retain(|p, _| !is_under(p, path));
+                out.flat.insert(path.clone(), e.clone());
             }
         }
         Ok(out)
@@ -218,17 +216,19 @@ impl Repo {
     /// listed in [`Status::unreadable`].
     pub(crate) fn status_in(&self, view: &View) -> Result<Status> {
         let base = view.at_commit();
-        let base_commit = base.map(|c| self.commit(&c)).transpose()?;
+        let (base_flat, conflicts) = match base {
+            Some(c) => {
+                let commit = self.commit(&c)?;
+                (self.flatten(&commit.tree)?, commit.conflicts)
+            }
+            None => (FlatTree::new(), Vec::new()),
+        };
         let FolderRead {
             mut flat,
             skipped,
             unreadable,
             ..
-        } = self.working_tree(base_commit.as_ref().map(|c| &c.tree))?;
-        let (base_flat, conflicts) = match base_commit {
-            Some(commit) => (self.flatten(&commit.tree)?, commit.conflicts),
-            None => (FlatTree::new(), Vec::new()),
-        };
+        } = self.working_tree(Some(&base_flat))?;
         for u in &unreadable {
             for (p, e) in base_flat.iter().filter(|(p, _)| is_under(p, &u.path)) {
                 flat.entry(p.clone()).or_insert_with(|| e.clone());

@@ -78,10 +78,11 @@ fn round_trip(bundle: &str, commits: usize, refs: usize, clean: bool) {
         .unwrap()
         .len();
 
-    // Nothing changed: nothing published.
+    // Nothing changed: nothing published, and the git map spares reading any commit.
     let again = json(&lr, &["git", "import", src.to_str().unwrap()]);
     assert_eq!(again["published"], false, "{again}");
     assert_eq!(again["new_commits"], 0, "{again}");
+    assert_eq!(again["commits"], 0, "{again}");
     assert_eq!(
         json(&lr, &["op", "log"])["operations"]
             .as_array()
@@ -171,7 +172,8 @@ fn a_second_import_brings_only_new_commits_and_moved_refs() {
     commit("two");
     let second = json(&lr, &["git", "import", w.to_str().unwrap()]);
     assert_eq!(second["new_commits"], 1, "{second}");
-    assert_eq!(second["commits"], 2, "{second}");
+    // Only the new commit is read: the git map knows the first.
+    assert_eq!(second["commits"], 1, "{second}");
     assert_eq!(ok(&lr, &["cat", "-r", "main", "a.txt"]), "two\n");
     assert_eq!(ok(&lr, &["cat", "-r", "main-", "a.txt"]), "one\n");
     // The working folder was not touched.
@@ -289,4 +291,229 @@ fn a_missing_git_object_is_named_and_nothing_is_imported() {
             .len(),
         ops
     );
+}
+
+/// Makes a git work tree at `w` on branch main with `n` commits, each changing `a.txt`.
+fn git_history(w: &Path, n: usize) {
+    std::fs::create_dir_all(w).unwrap();
+    git(w, &["init", "-q", "-b", "main"]);
+    for i in 0..n {
+        write(w, "a.txt", format!("version {i}\n").as_bytes());
+        git(w, &["add", "a.txt"]);
+        git(
+            w,
+            &[
+                "-c",
+                "user.name=T",
+                "-c",
+                "user.email=t@x",
+                "commit",
+                "-q",
+                "-m",
+                &format!("commit {i}"),
+            ],
+        );
+    }
+}
+
+/// A shallow clone imports down to its boundary and says so; export writes the same ids
+/// (and a `shallow` file), and once the clone is deepened the next import brings the rest.
+#[test]
+fn a_shallow_clone_imports_to_its_boundary_and_deepens_later() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    git_history(&t.join("full"), 6);
+    let url = format!("file://{}", t.join("full").display());
+    git(t, &["clone", "-q", "--depth", "2", &url, "shallow"]);
+    let sh = t.join("shallow");
+    let lr = t.join("lifeos");
+    std::fs::create_dir(&lr).unwrap();
+    ok(&lr, &["init"]);
+    let r = json(&lr, &["git", "import", sh.to_str().unwrap()]);
+    assert_eq!(r["commits"], 2, "{r}");
+    assert_eq!(r["shallow_boundary"], 1, "{r}");
+    assert_eq!(r["mismatches"], 0, "{r}");
+    let human = ok(&lr, &["git", "import", sh.to_str().unwrap()]);
+    assert!(human.contains("shallow clone"), "{human}");
+    assert_eq!(ok(&lr, &["cat", "-r", "main", "a.txt"]), "version 5\n");
+    assert_eq!(ok(&lr, &["cat", "-r", "main-", "a.txt"]), "version 4\n");
+
+    let out = t.join("out.git");
+    ok(&lr, &["git", "export", out.to_str().unwrap()]);
+    assert_eq!(
+        git(&out, &["rev-parse", "refs/heads/main"]),
+        git(&sh, &["rev-parse", "HEAD"])
+    );
+    git(&out, &["fsck", "--strict", "--no-progress"]);
+    assert_eq!(git(&out, &["rev-list", "--all"]).lines().count(), 2);
+
+    git(&sh, &["fetch", "-q", "--unshallow"]);
+    let deeper = json(&lr, &["git", "import", sh.to_str().unwrap()]);
+    assert_eq!(deeper["shallow_boundary"], 0, "{deeper}");
+    assert_eq!(deeper["published"], true, "{deeper}");
+    assert_eq!(ok(&lr, &["cat", "-r", "main-----", "a.txt"]), "version 0\n");
+    let full = t.join("full.git");
+    ok(&lr, &["git", "export", full.to_str().unwrap()]);
+    assert_eq!(
+        git(&full, &["rev-list", "refs/heads/main"]),
+        git(&sh, &["rev-list", "HEAD"])
+    );
+}
+
+/// `lifeos reindex` rebuilds the git map, so the next import is still a no-op that reads
+/// no commit.
+#[test]
+fn reindex_rebuilds_the_git_map() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let w = t.join("work");
+    git_history(&w, 3);
+    let lr = t.join("lifeos");
+    std::fs::create_dir(&lr).unwrap();
+    ok(&lr, &["init"]);
+    json(&lr, &["git", "import", w.to_str().unwrap()]);
+    let out = ok(&lr, &["reindex"]);
+    // 3 commits, 3 trees, 3 blobs.
+    assert!(out.contains(" 9 git map entries"), "{out}");
+    let r = json(&lr, &["git", "import", w.to_str().unwrap()]);
+    assert_eq!(r["published"], false, "{r}");
+    assert_eq!(r["commits"], 0, "{r}");
+}
+
+/// A commit made in lifeos, exported and read back by a repository whose catalog is gone,
+/// keeps its lifeos id: nothing new is imported.
+#[test]
+fn a_lifeos_commit_read_back_from_git_keeps_its_id() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let lr = t.join("lifeos");
+    std::fs::create_dir(&lr).unwrap();
+    ok(&lr, &["init"]);
+    write(&lr, "notes.md", b"hello\n");
+    ok(&lr, &["commit", "-m", "first"]);
+    write(&lr, "notes.md", b"hello again\n");
+    ok(&lr, &["commit", "-m", "second"]);
+    let out = t.join("out.git");
+    ok(&lr, &["git", "export", out.to_str().unwrap()]);
+    let header = git(&out, &["cat-file", "commit", "refs/heads/main"]);
+    assert!(header.contains("\nchange-id "), "{header}");
+    git(&out, &["fsck", "--strict", "--no-progress"]);
+    for f in ["catalog.sqlite", "catalog.sqlite-wal", "catalog.sqlite-shm"] {
+        let _ = std::fs::remove_file(lr.join(".lifeos").join(f));
+    }
+    let r = json(&lr, &["git", "import", out.to_str().unwrap()]);
+    assert_eq!(r["new_commits"], 0, "{r}");
+    assert_eq!(r["published"], false, "{r}");
+}
+
+/// The commit subjects `git log` shows from HEAD, newest first.
+fn git_subjects(w: &Path) -> Vec<String> {
+    git(w, &["log", "--format=%s"])
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// `lifeos init --git` adopts a git work tree: each tool sees the other's commits, `git
+/// status` is clean after `lifeos commit`, HEAD stays on the branch, and branches made or
+/// deleted on either side appear on the other.
+#[test]
+fn a_colocated_folder_round_trips_both_ways() {
+    let tmp = tempfile::tempdir().unwrap();
+    let w = tmp.path().join("work");
+    git_history(&w, 2);
+    let out = ok(&w, &["init", "--git"]);
+    assert!(out.contains("Adopted the git repository"), "{out}");
+    let log = json(&w, &["log"]);
+    assert_eq!(log["commits"].as_array().unwrap().len(), 2, "{log}");
+    assert_eq!(json(&w, &["status"])["clean"], true);
+    assert_eq!(git(&w, &["status", "--porcelain"]), "");
+
+    // lifeos → git.
+    write(&w, "a.txt", b"edited in lifeos\n");
+    write(&w, "new.txt", b"new\n");
+    ok(&w, &["commit", "-m", "from lifeos"]);
+    assert_eq!(git_subjects(&w)[0], "from lifeos");
+    assert_eq!(git(&w, &["status", "--porcelain"]), "");
+    assert_eq!(git(&w, &["symbolic-ref", "HEAD"]).trim(), "refs/heads/main");
+    assert!(git(&w, &["cat-file", "commit", "HEAD"]).contains("\nchange-id "));
+    git(&w, &["fsck", "--strict", "--no-progress"]);
+
+    // git → lifeos.
+    write(&w, "b.txt", b"from git\n");
+    git(&w, &["add", "b.txt"]);
+    git(
+        &w,
+        &[
+            "-c",
+            "user.name=G",
+            "-c",
+            "user.email=g@x",
+            "commit",
+            "-q",
+            "-m",
+            "from git",
+        ],
+    );
+    let log = json(&w, &["log"]);
+    assert_eq!(log["commits"][0]["message"], "from git\n", "{log}");
+    assert_eq!(log["commits"][1]["message"], "from lifeos", "{log}");
+    assert_eq!(json(&w, &["status"])["clean"], true);
+    assert_eq!(ok(&w, &["cat", "-r", "main", "b.txt"]), "from git\n");
+
+    // Branches and checkouts, both ways.
+    ok(&w, &["branch", "create", "feature"]);
+    assert!(git(&w, &["branch", "--list", "feature"]).contains("feature"));
+    ok(&w, &["checkout", "feature"]);
+    assert_eq!(
+        git(&w, &["symbolic-ref", "HEAD"]).trim(),
+        "refs/heads/feature"
+    );
+    write(&w, "f.txt", b"feature work\n");
+    ok(&w, &["commit", "-m", "on feature"]);
+    assert_eq!(git(&w, &["status", "--porcelain"]), "");
+    assert_eq!(git_subjects(&w)[0], "on feature");
+    git(&w, &["checkout", "-q", "main"]);
+    assert!(!w.join("f.txt").exists());
+    assert_eq!(json(&w, &["status"])["clean"], true);
+    git(&w, &["branch", "-q", "-D", "feature"]);
+    let branches = ok(&w, &["branch", "list"]);
+    assert!(!branches.contains("feature"), "{branches}");
+    // The deleted branch's commit is still in lifeos's history.
+    ok(&w, &["op", "log"]);
+    git(&w, &["fsck", "--strict", "--no-progress"]);
+}
+
+/// `lifeos init --git` in a plain folder creates the git repository, and the first
+/// `lifeos commit` is git's first commit too.
+#[test]
+fn init_git_creates_the_git_repository() {
+    let tmp = tempfile::tempdir().unwrap();
+    let w = tmp.path().join("fresh");
+    std::fs::create_dir(&w).unwrap();
+    let out = ok(&w, &["init", "--git"]);
+    assert!(out.contains("Created the git repository"), "{out}");
+    write(&w, "notes.md", b"hello\n");
+    ok(&w, &["commit", "-m", "first"]);
+    assert_eq!(git_subjects(&w), vec!["first"]);
+    assert_eq!(git(&w, &["status", "--porcelain"]), "");
+    assert_eq!(git(&w, &["show", "HEAD:notes.md"]), "hello\n");
+    // git does not see lifeos's own folder.
+    assert!(std::fs::read_to_string(w.join(".git/info/exclude"))
+        .unwrap()
+        .contains("/.lifeos/"));
+}
+
+/// While git is in the middle of a rebase, lifeos says so and changes nothing.
+#[test]
+fn a_colocated_folder_mid_rebase_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let w = tmp.path().join("work");
+    git_history(&w, 1);
+    ok(&w, &["init", "--git"]);
+    std::fs::create_dir(w.join(".git/rebase-merge")).unwrap();
+    let err = fails(&w, &["status"]);
+    assert!(err.contains("middle of a rebase"), "{err}");
+    std::fs::remove_dir(w.join(".git/rebase-merge")).unwrap();
+    ok(&w, &["status"]);
 }

@@ -60,17 +60,38 @@ pub(crate) fn arg_bytes(p: &OsStr) -> &[u8] {
     p.as_bytes()
 }
 
-/// Runs one command; returns the exit code.
+/// Runs one command; returns the exit code. In a folder colocated with git, what git
+/// changed is imported first, and what the command changed is exported after.
 pub fn run(cli: Cli, style: Style) -> CliResult<u8> {
     let here = cwd(&cli.dir)?;
+    let colocated = match &cli.command {
+        Command::Init { .. } | Command::Model(_) => None,
+        _ => Repo::discover(&here)
+            .ok()
+            .filter(lifeos_git::colocate::is_colocated),
+    };
+    if let Some(repo) = &colocated {
+        crate::git::sync_in(repo)?;
+    }
+    let code = dispatch(cli, here, style);
+    if let Some(repo) = &colocated {
+        crate::git::sync_out(repo)?;
+    }
+    code
+}
+
+fn dispatch(cli: Cli, here: PathBuf, style: Style) -> CliResult<u8> {
     match cli.command {
-        Command::Init { dir } => {
+        Command::Init { dir, git } => {
             let target = dir.map(|d| here.join(d)).unwrap_or(here);
             let repo = Repo::init(&target, StoreConfig::default())?;
             println!(
                 "Initialized an empty lifeos repository in {}",
                 repo.dot_dir().display()
             );
+            if git {
+                crate::git::colocate(&repo)?;
+            }
             Ok(0)
         }
         Command::Commit {

@@ -1,6 +1,6 @@
 //! `lifeos git ...`: import a git repository's history, export it back.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
 use lifeos_vcs::Repo;
@@ -23,6 +23,14 @@ pub enum GitCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Share the folder with git: adopt the git repository in .git (or create one) and,
+    /// from then on, import what git changed before every lifeos command and export what
+    /// lifeos changed after it.
+    Init {
+        /// Colocate with .git in the working folder (the only kind of git init).
+        #[arg(long, required = true)]
+        colocate: bool,
+    },
     /// Write lifeos history to a git repository (a bare one is created when PATH does not
     /// exist): commits, trees and tags that came from git get their SHA-1s back.
     Export {
@@ -40,51 +48,14 @@ pub fn run(repo: &Repo, cmd: GitCmd) -> CliResult<u8> {
         GitCmd::Import { path, json } => {
             let path = path.unwrap_or_else(|| repo.workdir().join(".git"));
             let r = lifeos_git::import(repo, &path)?;
-            if json {
-                print_json(
-                    "lifeos.git_import.v1",
-                    json!({
-                        "source": path.display().to_string(),
-                        "published": r.published, "folder_detached": r.folder_detached,
-                        "refs": r.refs, "commits": r.commits, "new_commits": r.new_commits,
-                        "trees": r.trees, "blobs": r.blobs, "tags": r.tags,
-                        "raw_trees": r.raw_trees, "mismatches": r.mismatches,
-                        "skipped": r.skipped.iter().map(|(n, why)| json!({"ref": n, "reason": why})).collect::<Vec<_>>(),
-                    }),
-                );
-            } else if r.published {
-                println!(
-                    "imported {} refs from {}: {} commits ({} new), {} trees, {} blobs, {} annotated tags",
-                    r.refs,
-                    path.display(),
-                    r.commits,
-                    r.new_commits,
-                    r.trees,
-                    r.blobs,
-                    r.tags
-                );
-                if r.raw_trees > 0 {
-                    println!(
-                        "{} trees are not in git's canonical form; they are kept byte for byte",
-                        r.raw_trees
-                    );
-                }
-            } else {
-                println!("nothing new in {}", path.display());
-            }
-            if r.folder_detached && !json {
-                println!("the branch the folder was on moved; the folder stays where it was, off the branch (`lifeos checkout BRANCH` moves it)");
-            }
-            for (name, why) in &r.skipped {
-                eprintln!("warning: ref {name} was not imported: {why}");
-            }
+            print_import(&r, &path, json);
             if r.mismatches > 0 {
-                eprintln!(
-                    "warning: {} commits would not get their SHA-1 back on export",
-                    r.mismatches
-                );
                 return Ok(1);
             }
+            Ok(0)
+        }
+        GitCmd::Init { colocate: _ } => {
+            colocate(repo)?;
             Ok(0)
         }
         GitCmd::Export { path, json } => {
@@ -94,7 +65,7 @@ pub fn run(repo: &Repo, cmd: GitCmd) -> CliResult<u8> {
                     "lifeos.git_export.v1",
                     json!({
                         "target": path.display().to_string(),
-                        "refs": r.refs, "commits": r.commits, "trees": r.trees,
+                        "refs": r.refs, "refs_updated": r.refs_updated, "commits": r.commits, "trees": r.trees,
                         "blobs": r.blobs, "tags": r.tags,
                     }),
                 );
@@ -112,4 +83,103 @@ pub fn run(repo: &Repo, cmd: GitCmd) -> CliResult<u8> {
             Ok(0)
         }
     }
+}
+
+/// Prints what an import did (as lifeos.git_import.v1 with `json`), and its warnings.
+fn print_import(r: &lifeos_git::ImportReport, path: &Path, json: bool) {
+    if json {
+        print_json(
+            "lifeos.git_import.v1",
+            json!({
+                "source": path.display().to_string(),
+                "published": r.published, "folder_detached": r.folder_detached,
+                "refs": r.refs, "commits": r.commits, "new_commits": r.new_commits,
+                "trees": r.trees, "blobs": r.blobs, "tags": r.tags,
+                "raw_trees": r.raw_trees, "mismatches": r.mismatches,
+                "shallow_boundary": r.shallow_boundary,
+                "skipped": r.skipped.iter().map(|(n, why)| json!({"ref": n, "reason": why})).collect::<Vec<_>>(),
+            }),
+        );
+    } else {
+        if r.published {
+            println!(
+                "imported {} refs from {}: {} commits ({} new), {} trees, {} blobs, {} annotated tags",
+                r.refs,
+                path.display(),
+                r.commits,
+                r.new_commits,
+                r.trees,
+                r.blobs,
+                r.tags
+            );
+            if r.raw_trees > 0 {
+                println!(
+                    "{} trees are not in git's canonical form; they are kept byte for byte",
+                    r.raw_trees
+                );
+            }
+        } else {
+            println!("nothing new in {}", path.display());
+        }
+        if r.shallow_boundary > 0 {
+            println!(
+                "{} is a shallow clone: the import stopped at its boundary, where {} commits keep their parents' ids but not their history (run `git fetch --unshallow` there, then import again, to bring in the rest)",
+                path.display(),
+                r.shallow_boundary
+            );
+        }
+        if r.folder_detached {
+            println!("the branch the folder was on moved; the folder stays where it was, off the branch (`lifeos checkout BRANCH` moves it)");
+        }
+    }
+    for (name, why) in &r.skipped {
+        eprintln!("warning: ref {name} was not imported: {why}");
+    }
+    if r.mismatches > 0 {
+        eprintln!(
+            "warning: {} commits would not get their SHA-1 back on export",
+            r.mismatches
+        );
+    }
+}
+
+/// Colocates `repo`'s folder with git, saying what happened.
+pub fn colocate(repo: &Repo) -> CliResult<()> {
+    let r = lifeos_git::colocate::colocate(repo)?;
+    println!(
+        "{} the git repository {}; lifeos and git now share this folder",
+        if r.created { "Created" } else { "Adopted" },
+        r.git_dir.display()
+    );
+    if let Some(i) = &r.imported {
+        print_import(i, &r.git_dir, false);
+    }
+    if r.exported_refs > 0 {
+        println!("wrote {} refs to git", r.exported_refs);
+    }
+    Ok(())
+}
+
+/// Before a command in a colocated folder: imports what git changed.
+pub fn sync_in(repo: &Repo) -> CliResult<()> {
+    if let Some(r) = lifeos_git::colocate::sync_in(repo)? {
+        if r.new_commits > 0 {
+            eprintln!("note: imported {} new commits from git", r.new_commits);
+        }
+        for (name, why) in &r.skipped {
+            eprintln!("warning: git ref {name} was not imported: {why}");
+        }
+    }
+    Ok(())
+}
+
+/// After a command in a colocated folder: exports what lifeos changed.
+pub fn sync_out(repo: &Repo) -> CliResult<()> {
+    let r = lifeos_git::colocate::sync_out(repo)?;
+    for (name, why) in &r.conflicts {
+        eprintln!(
+            "warning: git moved {name} while lifeos ran, so lifeos left it as git has it ({why}); the next lifeos command imports git's commit, and lifeos's stays in `lifeos op log`"
+        );
+    }
+    Ok(())
 }

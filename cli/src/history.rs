@@ -609,10 +609,18 @@ pub fn undo(repo: &Repo, force: bool, style: Style) -> CliResult<u8> {
 /// `lifeos reindex`.
 pub fn reindex(repo: &Repo) -> CliResult<u8> {
     let t = std::time::Instant::now();
+    // The git map is rebuilt when there was one (computing it reads every file version,
+    // which a repository that never met git does not need).
+    let had_git_map = repo.catalog().and_then(|c| c.git_map_len()).unwrap_or(0) > 0;
     let cat = repo.reindex()?;
+    let git_rows = if had_git_map {
+        lifeos_git::rebuild_map(repo)?
+    } else {
+        0
+    };
     let (done, failed) = cat.extract_counts()?;
     println!(
-        "Rebuilt the catalog from the objects: {} operations, {done} extracted files, {failed} failures ({:.2} s)",
+        "Rebuilt the catalog from the objects: {} operations, {done} extracted files, {failed} failures, {git_rows} git map entries ({:.2} s)",
         cat.op_count()?,
         t.elapsed().as_secs_f64()
     );

@@ -53,6 +53,10 @@ pub enum Command {
     Init {
         /// The folder to version.
         dir: Option<PathBuf>,
+        /// Share the folder with git: adopt the git repository in DIR/.git (or create
+        /// one), and keep both in step on every lifeos command.
+        #[arg(long)]
+        git: bool,
     },
     /// Record every file of the folder as a new commit on the current branch.
     Commit {

@@ -1,16 +1,18 @@
 //! `lifeos git export`: lifeos history as git objects and refs, with the SHA-1s the
 //! commits, trees and tags had in git.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use gix::objs::Write as _;
 use gix::ObjectId;
 use lifeos_store::{Id, Kind};
-use lifeos_vcs::object::{gitlink_sha1, EntryKind, GitTag};
+use lifeos_vcs::catalog::{Catalog, GitMapRow, GitObject};
+use lifeos_vcs::object::{gitlink_sha1, EntryKind, GitTag, View};
 use lifeos_vcs::Repo;
 
 use crate::form::{self, git_hash, GitKind};
+use crate::import::sha1_bytes;
 use crate::{gix_err, GitError, Result};
 
 /// What an export did.
@@ -24,13 +26,24 @@ pub struct ExportReport {
     pub blobs: u64,
     /// Annotated tags written.
     pub tags: u64,
-    /// Refs written.
+    /// Refs exported.
     pub refs: u64,
+    /// Of those, refs whose value changed in the target.
+    pub refs_updated: u64,
 }
 
-struct Exporter<'a> {
+/// Computes the git form of lifeos objects and, given a git repository, writes it there.
+pub(crate) struct Exporter<'a> {
     repo: &'a Repo,
-    git: &'a gix::Repository,
+    /// Where objects go; `None` only computes their SHA-1s (to rebuild the git map).
+    git: Option<&'a gix::Repository>,
+    map: &'a Catalog,
+    pub(crate) rows: Vec<GitMapRow>,
+    /// Commits at a shallow boundary (their parents are not written).
+    pub(crate) shallow: Vec<ObjectId>,
+    /// Commits and tags at or above a shallow boundary: they get other lifeos ids once
+    /// the history is deepened, so the git map does not record them.
+    above_shallow: HashSet<Id>,
     commits: HashMap<Id, ObjectId>,
     trees: HashMap<Id, ObjectId>,
     blobs: HashMap<(Id, bool), ObjectId>,
@@ -39,18 +52,75 @@ struct Exporter<'a> {
 }
 
 impl Exporter<'_> {
-    fn write(&self, kind: GitKind, bytes: &[u8]) -> Result<ObjectId> {
+    pub(crate) fn new<'a>(
+        repo: &'a Repo,
+        git: Option<&'a gix::Repository>,
+        map: &'a Catalog,
+    ) -> Exporter<'a> {
+        Exporter {
+            repo,
+            git,
+            map,
+            rows: Vec::new(),
+            shallow: Vec::new(),
+            above_shallow: HashSet::new(),
+            commits: HashMap::new(),
+            trees: HashMap::new(),
+            blobs: HashMap::new(),
+            tags: HashMap::new(),
+            report: ExportReport::default(),
+        }
+    }
+
+    fn write(
+        &mut self,
+        kind: GitKind,
+        bytes: &[u8],
+        id: Id,
+        what: GitObject,
+        size: u64,
+    ) -> Result<ObjectId> {
         let oid = git_hash(kind, bytes);
-        self.git
-            .objects
-            .write_buf(kind, bytes)
-            .map_err(|e| GitError::Write(format!("{kind} {oid}: {e}")))?;
+        if let Some(git) = self.git {
+            git.objects
+                .write_buf(kind, bytes)
+                .map_err(|e| GitError::Write(format!("{kind} {oid}: {e}")))?;
+        }
+        if !self.above_shallow.contains(&id) {
+            self.rows.push(GitMapRow {
+                sha1: sha1_bytes(&oid),
+                kind: what,
+                id,
+                size,
+            });
+        }
         Ok(oid)
+    }
+
+    /// The SHA-1 the git map gives `id`, if the target already holds that object.
+    fn known(&self, id: &Id, kind: GitObject) -> Result<Option<ObjectId>> {
+        let Some(git) = self.git else {
+            return Ok(None);
+        };
+        Ok(self
+            .map
+            .git_sha1(id, kind)?
+            .map(ObjectId::from)
+            .filter(|oid| git.has_object(oid)))
     }
 
     fn blob(&mut self, id: Id, symlink: bool) -> Result<ObjectId> {
         if let Some(o) = self.blobs.get(&(id, symlink)) {
             return Ok(*o);
+        }
+        let what = if symlink {
+            GitObject::Symlink
+        } else {
+            GitObject::Blob
+        };
+        if let Some(o) = self.known(&id, what)? {
+            self.blobs.insert((id, symlink), o);
+            return Ok(o);
         }
         let data = if symlink {
             self.repo.store().read_object(&id, Kind::Chunk)?
@@ -59,7 +129,7 @@ impl Exporter<'_> {
             self.repo.store().read_file(&id, &mut v)?;
             v
         };
-        let oid = self.write(GitKind::Blob, &data)?;
+        let oid = self.write(GitKind::Blob, &data, id, what, data.len() as u64)?;
         self.report.blobs += 1;
         self.blobs.insert((id, symlink), oid);
         Ok(oid)
@@ -68,6 +138,10 @@ impl Exporter<'_> {
     fn tree(&mut self, id: Id) -> Result<ObjectId> {
         if let Some(o) = self.trees.get(&id) {
             return Ok(*o);
+        }
+        if let Some(o) = self.known(&id, GitObject::Tree)? {
+            self.trees.insert(id, o);
+            return Ok(o);
         }
         let tree = self.repo.tree(&id)?;
         let mut entries = Vec::with_capacity(tree.entries.len());
@@ -84,17 +158,29 @@ impl Exporter<'_> {
             Some(raw) => raw.clone(),
             None => form::tree_bytes(&entries),
         };
-        let oid = self.write(GitKind::Tree, &bytes)?;
+        let oid = self.write(
+            GitKind::Tree,
+            &bytes,
+            id,
+            GitObject::Tree,
+            tree.total_size(),
+        )?;
         self.report.trees += 1;
         self.trees.insert(id, oid);
         Ok(oid)
     }
 
     /// Writes a commit and its ancestors (parents first, without recursion).
-    fn commit(&mut self, tip: Id) -> Result<ObjectId> {
+    pub(crate) fn commit(&mut self, tip: Id) -> Result<ObjectId> {
         let mut stack = vec![tip];
         while let Some(&id) = stack.last() {
             if self.commits.contains_key(&id) {
+                stack.pop();
+                continue;
+            }
+            // A commit git already has comes with its ancestors.
+            if let Some(o) = self.known(&id, GitObject::Commit)? {
+                self.commits.insert(id, o);
                 stack.pop();
                 continue;
             }
@@ -111,8 +197,19 @@ impl Exporter<'_> {
             }
             stack.pop();
             let tree = self.tree(c.tree)?;
-            let parents: Vec<ObjectId> = c.parents.iter().map(|p| self.commits[p]).collect();
-            let oid = self.write(GitKind::Commit, &form::commit_bytes(&c, &tree, &parents))?;
+            let shallow = form::shallow_parents(&c);
+            let parents: Vec<ObjectId> = match &shallow {
+                Some(p) => p.clone(),
+                None => c.parents.iter().map(|p| self.commits[p]).collect(),
+            };
+            if shallow.is_some() || c.parents.iter().any(|p| self.above_shallow.contains(p)) {
+                self.above_shallow.insert(id);
+            }
+            let bytes = form::commit_bytes(&c, &tree, &parents);
+            let oid = self.write(GitKind::Commit, &bytes, id, GitObject::Commit, 0)?;
+            if shallow.is_some() {
+                self.shallow.push(oid);
+            }
             self.report.commits += 1;
             self.commits.insert(id, oid);
         }
@@ -123,6 +220,10 @@ impl Exporter<'_> {
         if let Some(o) = self.tags.get(&id) {
             return Ok(*o);
         }
+        if let Some(o) = self.known(&id, GitObject::Tag)? {
+            self.tags.insert(id, o);
+            return Ok(o);
+        }
         let tag = GitTag::decode(&self.repo.store().read_object(&id, Kind::GitTag)?)?;
         // What the tag names must be there first (git fsck checks it).
         if tag.target_is_tag {
@@ -130,17 +231,49 @@ impl Exporter<'_> {
         } else {
             self.commit(tag.target)?;
         }
-        let oid = self.write(GitKind::Tag, &tag.raw)?;
+        if self.above_shallow.contains(&tag.target) {
+            self.above_shallow.insert(id);
+        }
+        let oid = self.write(GitKind::Tag, &tag.raw, id, GitObject::Tag, 0)?;
         self.report.tags += 1;
         self.tags.insert(id, oid);
         Ok(oid)
     }
 }
 
-/// Writes the history of `repo`'s branches, tags and git refs into the git repository at
-/// `path` (created bare when absent), with its refs and HEAD.
-pub fn export(repo: &Repo, path: &Path) -> Result<ExportReport> {
-    let git = if path.exists() {
+impl Exporter<'_> {
+    /// The git refs `view` names, with the objects they point at (written first).
+    pub(crate) fn refs(&mut self, view: &View) -> Result<Vec<(String, ObjectId)>> {
+        let mut refs: Vec<(String, ObjectId)> = Vec::new();
+        for (name, commit) in &view.branches {
+            refs.push((format!("refs/heads/{name}"), self.commit(*commit)?));
+        }
+        for (name, commit) in &view.tags {
+            let full = format!("refs/tags/{name}");
+            let oid = match view.git_ref(&full) {
+                Some(g) if g.commit == *commit && g.target != g.commit => self.tag(g.target)?,
+                _ => self.commit(*commit)?,
+            };
+            refs.push((full, oid));
+        }
+        for g in &view.git_refs {
+            if g.name.starts_with("refs/tags/") || g.name.starts_with("refs/heads/") {
+                continue;
+            }
+            let oid = if g.target == g.commit {
+                self.commit(g.commit)?
+            } else {
+                self.tag(g.target)?
+            };
+            refs.push((g.name.clone(), oid));
+        }
+        Ok(refs)
+    }
+}
+
+/// Opens the git repository at `path`, creating a bare one when nothing is there.
+fn open_or_init(path: &Path) -> Result<gix::Repository> {
+    if path.exists() {
         gix::open(path)
     } else {
         gix::init_bare(path)
@@ -148,49 +281,29 @@ pub fn export(repo: &Repo, path: &Path) -> Result<ExportReport> {
     .map_err(|e| GitError::Open {
         path: path.display().to_string(),
         reason: e.to_string(),
-    })?;
-    let view = repo.head()?.view;
-    let mut ex = Exporter {
-        repo,
-        git: &git,
-        commits: HashMap::new(),
-        trees: HashMap::new(),
-        blobs: HashMap::new(),
-        tags: HashMap::new(),
-        report: ExportReport::default(),
-    };
-    let mut refs: Vec<(String, ObjectId)> = Vec::new();
-    for (name, commit) in &view.branches {
-        refs.push((format!("refs/heads/{name}"), ex.commit(*commit)?));
-    }
-    for (name, commit) in &view.tags {
-        let full = format!("refs/tags/{name}");
-        let oid = match view.git_ref(&full) {
-            Some(g) if g.commit == *commit && g.target != g.commit => ex.tag(g.target)?,
-            _ => ex.commit(*commit)?,
-        };
-        refs.push((full, oid));
-    }
-    for g in &view.git_refs {
-        if g.name.starts_with("refs/tags/") || g.name.starts_with("refs/heads/") {
+    })
+}
+
+/// Sets `refs` in `git` (only those that differ), as one ref transaction.
+pub(crate) fn write_refs(git: &gix::Repository, refs: &[(String, ObjectId)]) -> Result<u64> {
+    use gix::refs::transaction::{Change, LogChange, PreviousValue, RefEdit, RefLog};
+    let mut edits = Vec::new();
+    for (name, oid) in refs {
+        let current = git
+            .try_find_reference(name.as_str())
+            .map_err(gix_err("reading a ref"))?
+            .and_then(|r| r.target().try_id().map(|o| o.to_owned()));
+        if current == Some(*oid) {
             continue;
         }
-        let oid = if g.target == g.commit {
-            ex.commit(g.commit)?
-        } else {
-            ex.tag(g.target)?
-        };
-        refs.push((g.name.clone(), oid));
-    }
-    let edits = refs.iter().map(|(name, oid)| {
-        Ok(gix::refs::transaction::RefEdit {
-            change: gix::refs::transaction::Change::Update {
-                log: gix::refs::transaction::LogChange {
-                    mode: gix::refs::transaction::RefLog::AndReference,
+        edits.push(RefEdit {
+            change: Change::Update {
+                log: LogChange {
+                    mode: RefLog::AndReference,
                     force_create_reflog: false,
                     message: "lifeos git export".into(),
                 },
-                expected: gix::refs::transaction::PreviousValue::Any,
+                expected: PreviousValue::Any,
                 new: gix::refs::Target::Object(*oid),
             },
             name: name.as_str().try_into().map_err(|e| GitError::RefName {
@@ -198,20 +311,56 @@ pub fn export(repo: &Repo, path: &Path) -> Result<ExportReport> {
                 reason: format!("{e}"),
             })?,
             deref: false,
-        })
-    });
-    let edits = edits.collect::<Result<Vec<_>>>()?;
-    ex.report.refs = edits.len() as u64;
-    let signature = gix::actor::Signature {
-        name: "lifeos".into(),
-        email: "lifeos@localhost".into(),
-        time: gix::date::Time::now_local_or_utc(),
-    };
-    git.edit_references_as(
-        edits,
-        Some(signature.to_ref(&mut gix::date::parse::TimeBuf::default())),
-    )
-    .map_err(gix_err("writing refs"))?;
+        });
+    }
+    let n = edits.len() as u64;
+    if n > 0 {
+        let signature = gix::actor::Signature {
+            name: "lifeos".into(),
+            email: "lifeos@localhost".into(),
+            time: gix::date::Time::now_local_or_utc(),
+        };
+        git.edit_references_as(
+            edits,
+            Some(signature.to_ref(&mut gix::date::parse::TimeBuf::default())),
+        )
+        .map_err(gix_err("writing refs"))?;
+    }
+    Ok(n)
+}
+
+/// Adds `commits` to the git repository's `shallow` file (commits whose parents it does
+/// not hold, as git expects of a shallow clone).
+pub(crate) fn add_shallow(git: &gix::Repository, commits: &[ObjectId]) -> Result<()> {
+    if commits.is_empty() {
+        return Ok(());
+    }
+    let mut all: Vec<ObjectId> = git
+        .shallow_commits()
+        .map_err(gix_err("reading the shallow file"))?
+        .map(|s| s.iter().copied().collect())
+        .unwrap_or_default();
+    all.extend_from_slice(commits);
+    all.sort();
+    all.dedup();
+    let text: String = all.iter().map(|o| format!("{o}\n")).collect();
+    lifeos_store::store::write_atomic(&git.git_dir().join("shallow"), text.as_bytes())?;
+    Ok(())
+}
+
+/// Writes the history of `repo`'s branches, tags and git refs into the git repository at
+/// `path` (created bare when absent), with its refs and HEAD.
+pub fn export(repo: &Repo, path: &Path) -> Result<ExportReport> {
+    let git = open_or_init(path)?;
+    let view = repo.head()?.view;
+    let mut map = repo.catalog()?;
+    let mut ex = Exporter::new(repo, Some(&git), &map);
+    let refs = ex.refs(&view)?;
+    add_shallow(&git, &ex.shallow)?;
+    let rows = std::mem::take(&mut ex.rows);
+    let mut report = std::mem::take(&mut ex.report);
+    report.refs = refs.len() as u64;
+    report.refs_updated = write_refs(&git, &refs)?;
     if let Some(b) = view
         .current_branch
         .as_ref()
@@ -224,5 +373,18 @@ pub fn export(repo: &Repo, path: &Path) -> Result<ExportReport> {
             )?;
         }
     }
-    Ok(ex.report)
+    map.git_record(&rows)?;
+    Ok(report)
+}
+
+/// Rebuilds the git map from the objects: the SHA-1 of every commit, tree, blob and tag
+/// the view reaches, computed as export would write them. Returns the rows written.
+pub fn rebuild_map(repo: &Repo) -> Result<u64> {
+    let view = repo.head()?.view;
+    let mut map = repo.catalog()?;
+    let mut ex = Exporter::new(repo, None, &map);
+    ex.refs(&view)?;
+    let rows = std::mem::take(&mut ex.rows);
+    map.git_record(&rows)?;
+    Ok(rows.len() as u64)
 }

@@ -150,6 +150,27 @@ pub fn change_id_from_sha(sha: &ObjectId) -> [u8; 16] {
     out
 }
 
+/// The extra header under which a commit at a shallow clone's boundary keeps its git
+/// parents' ids (the 20-byte SHA-1s, concatenated), since lifeos holds no parents for it.
+pub const SHALLOW_PARENTS: &[u8] = b"lifeos-shallow-parents";
+
+/// The extra header recording a shallow boundary commit's git parents.
+pub fn shallow_parents_header(parents: &[ObjectId]) -> (Vec<u8>, Vec<u8>) {
+    (
+        SHALLOW_PARENTS.to_vec(),
+        parents
+            .iter()
+            .flat_map(|p| p.as_bytes().iter().copied())
+            .collect(),
+    )
+}
+
+/// The git parents a shallow boundary commit remembers, if `c` is one.
+pub fn shallow_parents(c: &Commit) -> Option<Vec<ObjectId>> {
+    let (_, v) = c.extra_headers.iter().find(|(k, _)| k == SHALLOW_PARENTS)?;
+    v.chunks(20).map(|b| ObjectId::try_from(b).ok()).collect()
+}
+
 /// The git bytes of a lifeos commit, given its tree's and parents' SHA-1s: the kept git
 /// header for a commit that came from git, else a deterministic form carrying the change
 /// id as a `change-id` header.

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use gix::ObjectId;
 use lifeos_store::{Id, Kind, Transaction};
+use lifeos_vcs::catalog::{Catalog, GitMapRow, GitObject};
 use lifeos_vcs::object::{gitlink_id, Commit, EntryKind, Event, GitTag, Tree, TreeEntry};
 use lifeos_vcs::Repo;
 
@@ -15,7 +16,7 @@ use crate::{gix_err, GitError, Result};
 /// What an import did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct ImportReport {
-    /// Commits reachable from the imported refs.
+    /// Commits read from git (those the git map already knew are not read again).
     pub commits: u64,
     /// Of those, commits lifeos did not have.
     pub new_commits: u64,
@@ -33,6 +34,9 @@ pub struct ImportReport {
     /// Objects whose SHA-1, recomputed from what lifeos stored, differs from git's (0 in a
     /// correct import; export would not reproduce them).
     pub mismatches: u64,
+    /// Commits at a shallow clone's boundary: imported without their parents, whose ids
+    /// they keep so export writes them back unchanged.
+    pub shallow_boundary: u64,
     /// Refs left out, with why.
     pub skipped: Vec<(String, String)>,
     /// Whether an operation was published (false: nothing changed).
@@ -46,6 +50,10 @@ pub struct ImportReport {
 struct Importer<'r, 't, 's> {
     git: &'r gix::Repository,
     tx: &'t mut Transaction<'s>,
+    /// The git map, consulted before reading a git object.
+    map: &'r Catalog,
+    /// Rows for the git map, of objects read in this import.
+    rows: Vec<GitMapRow>,
     commits: HashMap<ObjectId, Id>,
     trees: HashMap<ObjectId, (Id, u64)>,
     blobs: HashMap<(ObjectId, bool), (Id, u64)>,
@@ -56,6 +64,44 @@ struct Importer<'r, 't, 's> {
 }
 
 impl Importer<'_, '_, '_> {
+    /// What the git map says `oid` became, if that object is in the store.
+    fn known(&self, oid: ObjectId, kind: GitObject) -> Result<Option<(Id, u64)>> {
+        let sha1 = sha1_bytes(&oid);
+        Ok(match self.map.git_lookup(&sha1, kind)? {
+            Some((id, size)) if self.tx.contains(&id)? => Some((id, size)),
+            _ => None,
+        })
+    }
+
+    fn remember(&mut self, oid: ObjectId, kind: GitObject, id: Id, size: u64) {
+        // Commits and tags above a shallow boundary get other ids once the clone is
+        // deepened, so the map keeps only what a deeper clone gives the same id.
+        if self.shallow.is_empty()
+            || matches!(kind, GitObject::Tree | GitObject::Blob | GitObject::Symlink)
+        {
+            self.rows.push(GitMapRow {
+                sha1: sha1_bytes(&oid),
+                kind,
+                id,
+                size,
+            });
+        }
+    }
+
+    /// Whether commit `oid` is already imported (in this run, or by the git map).
+    fn have_commit(&mut self, oid: ObjectId) -> Result<bool> {
+        if self.commits.contains_key(&oid) {
+            return Ok(true);
+        }
+        if self.shallow.is_empty() {
+            if let Some((id, _)) = self.known(oid, GitObject::Commit)? {
+                self.commits.insert(oid, id);
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
     fn read(&self, oid: ObjectId, want: GitKind) -> Result<Vec<u8>> {
         let obj = self.git.find_object(oid).map_err(|e| GitError::Object {
             oid: oid.to_string(),
@@ -80,6 +126,15 @@ impl Importer<'_, '_, '_> {
         if let Some(v) = self.blobs.get(&(oid, symlink)) {
             return Ok(*v);
         }
+        let kind = if symlink {
+            GitObject::Symlink
+        } else {
+            GitObject::Blob
+        };
+        if let Some(v) = self.known(oid, kind)? {
+            self.blobs.insert((oid, symlink), v);
+            return Ok(v);
+        }
         let data = self.read(oid, GitKind::Blob)?;
         let id = if symlink {
             self.tx.write_object(Kind::Chunk, &data)?
@@ -88,6 +143,7 @@ impl Importer<'_, '_, '_> {
         };
         self.report.blobs += 1;
         let v = (id, data.len() as u64);
+        self.remember(oid, kind, id, v.1);
         self.blobs.insert((oid, symlink), v);
         Ok(v)
     }
@@ -95,6 +151,10 @@ impl Importer<'_, '_, '_> {
     fn tree(&mut self, oid: ObjectId) -> Result<(Id, u64)> {
         if let Some(v) = self.trees.get(&oid) {
             return Ok(*v);
+        }
+        if let Some(v) = self.known(oid, GitObject::Tree)? {
+            self.trees.insert(oid, v);
+            return Ok(v);
         }
         let data = self.read(oid, GitKind::Tree)?;
         let bad = |reason: String| GitError::Object {
@@ -116,7 +176,7 @@ impl Importer<'_, '_, '_> {
             })?;
             let (id, size) = match kind {
                 EntryKind::Dir => self.tree(e.oid)?,
-                EntryKind::Gitlink => (gitlink_id(e.oid.as_bytes().try_into().expect("SHA-1")), 0),
+                EntryKind::Gitlink => (gitlink_id(&sha1_bytes(&e.oid)), 0),
                 EntryKind::Symlink => self.blob(e.oid, true)?,
                 EntryKind::File | EntryKind::Executable => self.blob(e.oid, false)?,
             };
@@ -142,6 +202,7 @@ impl Importer<'_, '_, '_> {
         let size = tree.total_size();
         let id = self.tx.write_object(Kind::Tree, &tree.encode())?;
         self.report.trees += 1;
+        self.remember(oid, GitObject::Tree, id, size);
         self.trees.insert(oid, (id, size));
         Ok((id, size))
     }
@@ -150,7 +211,7 @@ impl Importer<'_, '_, '_> {
     fn commit(&mut self, tip: ObjectId) -> Result<Id> {
         let mut stack = vec![tip];
         while let Some(&oid) = stack.last() {
-            if self.commits.contains_key(&oid) {
+            if self.have_commit(oid)? {
                 stack.pop();
                 continue;
             }
@@ -159,22 +220,32 @@ impl Importer<'_, '_, '_> {
                 oid: oid.to_string(),
                 reason: "is a malformed commit (no tree line)".into(),
             })?;
-            let missing: Vec<ObjectId> = raw
-                .parents
-                .iter()
-                .filter(|p| !self.commits.contains_key(*p))
-                .copied()
-                .collect();
-            if !missing.is_empty() {
-                if self.shallow.contains(&oid) {
-                    return Err(GitError::Shallow(oid.to_string()));
+            // A shallow clone's boundary commits have parents the clone does not hold:
+            // lifeos keeps them as roots that remember their parents' ids.
+            let boundary = self.shallow.contains(&oid);
+            if !boundary {
+                let mut missing = Vec::new();
+                for p in &raw.parents {
+                    if !self.have_commit(*p)? {
+                        missing.push(*p);
+                    }
                 }
-                stack.extend(missing);
-                continue;
+                if !missing.is_empty() {
+                    stack.extend(missing);
+                    continue;
+                }
             }
             stack.pop();
             let (tree, _) = self.tree(raw.tree)?;
-            let parents: Vec<Id> = raw.parents.iter().map(|p| self.commits[p]).collect();
+            let (parents, extra_headers): (Vec<Id>, _) = if boundary {
+                self.report.shallow_boundary += 1;
+                (Vec::new(), vec![form::shallow_parents_header(&raw.parents)])
+            } else {
+                (
+                    raw.parents.iter().map(|p| self.commits[p]).collect(),
+                    Vec::new(),
+                )
+            };
             let sig = |key: &[u8]| {
                 form::header_value(raw.header, key)
                     .map(form::parse_signature)
@@ -183,24 +254,31 @@ impl Importer<'_, '_, '_> {
             let change_id = form::header_value(raw.header, b"change-id")
                 .and_then(form::parse_change_id)
                 .unwrap_or_else(|| form::change_id_from_sha(&oid));
-            let commit = Commit {
+            let mut commit = Commit {
                 tree,
                 parents,
                 change_id,
                 author: sig(b"author"),
                 committer: sig(b"committer"),
                 message: raw.message.to_vec(),
-                extra_headers: Vec::new(),
+                extra_headers,
                 conflicts: Vec::new(),
-                git_header: Some(raw.header.to_vec()),
+                git_header: None,
             };
-            // Verify: the git form rebuilt from what lifeos keeps hashes to the same id.
-            if git_hash(
-                GitKind::Commit,
-                &form::commit_bytes(&commit, &raw.tree, &raw.parents),
-            ) != oid
-            {
-                self.report.mismatches += 1;
+            // A commit lifeos wrote (exported, then read back) is kept in lifeos's own
+            // form, so it keeps its lifeos id; any other keeps git's header bytes.
+            let hashes = |c: &Commit| {
+                git_hash(
+                    GitKind::Commit,
+                    &form::commit_bytes(c, &raw.tree, &raw.parents),
+                ) == oid
+            };
+            if !(form::header_value(raw.header, b"change-id").is_some() && hashes(&commit)) {
+                commit.git_header = Some(raw.header.to_vec());
+                // Verify: the git form rebuilt from what lifeos keeps hashes to the same id.
+                if !hashes(&commit) {
+                    self.report.mismatches += 1;
+                }
             }
             let encoded = commit.encode();
             let id = Id::hash(&encoded);
@@ -209,6 +287,7 @@ impl Importer<'_, '_, '_> {
             }
             self.tx.write_object(Kind::Commit, &encoded)?;
             self.report.commits += 1;
+            self.remember(oid, GitObject::Commit, id, 0);
             self.commits.insert(oid, id);
         }
         Ok(self.commits[&tip])
@@ -217,6 +296,19 @@ impl Importer<'_, '_, '_> {
     /// Imports what a ref names: `(target, commit)`, the target being a commit or a git
     /// tag object; `None` (with why) if it does not lead to a commit.
     fn target(&mut self, oid: ObjectId) -> Result<std::result::Result<(Id, Id), String>> {
+        if self.have_commit(oid)? {
+            let c = self.commits[&oid];
+            return Ok(Ok((c, c)));
+        }
+        let mut known_tag = self.tags.get(&oid).copied();
+        if known_tag.is_none() && self.shallow.is_empty() {
+            known_tag = self.known(oid, GitObject::Tag)?.map(|(id, _)| id);
+        }
+        if let Some(id) = known_tag {
+            self.tags.insert(oid, id);
+            let tag = GitTag::decode(&self.tx.read_object(&id, Kind::GitTag)?)?;
+            return Ok(Ok((id, self.peeled(tag)?)));
+        }
         let kind = self
             .git
             .find_header(oid)
@@ -231,10 +323,6 @@ impl Importer<'_, '_, '_> {
                 Ok(Ok((c, c)))
             }
             GitKind::Tag => {
-                if let Some(id) = self.tags.get(&oid) {
-                    let tag = GitTag::decode(&self.tx.read_object(id, Kind::GitTag)?)?;
-                    return Ok(Ok((*id, self.peeled(tag)?)));
-                }
                 let raw = self.read(oid, GitKind::Tag)?;
                 let (inner, _) = form::parse_tag(&raw).ok_or_else(|| GitError::Object {
                     oid: oid.to_string(),
@@ -253,6 +341,7 @@ impl Importer<'_, '_, '_> {
                 };
                 let id = self.tx.write_object(Kind::GitTag, &tag.encode())?;
                 self.report.tags += 1;
+                self.remember(oid, GitObject::Tag, id, 0);
                 self.tags.insert(oid, id);
                 Ok(Ok((id, commit)))
             }
@@ -268,32 +357,46 @@ impl Importer<'_, '_, '_> {
     }
 }
 
-/// Imports every ref of the git repository at `path` (bare, or a work tree) into `repo`
-/// as one operation; nothing is published when nothing changed.
-pub fn import(repo: &Repo, path: &Path) -> Result<ImportReport> {
-    let start = lifeos_vcs::repo::now_ms();
-    let git = gix::open(path).map_err(|e| GitError::Open {
+/// A SHA-1 as the git map keys it.
+pub(crate) fn sha1_bytes(oid: &ObjectId) -> [u8; 20] {
+    oid.as_bytes().try_into().expect("a SHA-1 is 20 bytes")
+}
+
+/// Refs left out of an import, with why.
+pub(crate) type Skipped = Vec<(String, String)>;
+
+/// Opens the git repository at `path`.
+pub(crate) fn open_git(path: &Path) -> Result<gix::Repository> {
+    gix::open(path).map_err(|e| GitError::Open {
         path: path.display().to_string(),
         reason: e.to_string(),
-    })?;
-    let shallow: HashSet<ObjectId> = git
-        .shallow_commits()
-        .map_err(gix_err("reading the shallow file"))?
-        .map(|s| s.iter().copied().collect())
-        .unwrap_or_default();
+    })
+}
+
+/// Every direct ref of `git` with the object it names (sorted by name), and the refs
+/// lifeos leaves out, with why.
+pub(crate) fn read_refs(
+    git: &gix::Repository,
+) -> Result<(Vec<(String, ObjectId)>, Skipped)> {
     let mut refs: Vec<(String, ObjectId)> = Vec::new();
     let mut skipped = Vec::new();
     let platform = git.references().map_err(gix_err("listing refs"))?;
     for r in platform.all().map_err(gix_err("listing refs"))? {
         let r = r.map_err(gix_err("reading a ref"))?;
-        let name = r.name().as_bstr().to_vec();
-        let Ok(name) = String::from_utf8(name) else {
+        let Ok(name) = String::from_utf8(r.name().as_bstr().to_vec()) else {
             skipped.push((
                 String::from_utf8_lossy(r.name().as_bstr()).into_owned(),
                 "its name is not UTF-8".into(),
             ));
             continue;
         };
+        let short = name
+            .strip_prefix("refs/heads/")
+            .or_else(|| name.strip_prefix("refs/tags/"));
+        if let Some(Err(e)) = short.map(lifeos_vcs::history::valid_ref_name) {
+            skipped.push((name, format!("lifeos cannot hold this name: {e}")));
+            continue;
+        }
         match r.target() {
             gix::refs::TargetRef::Object(oid) => refs.push((name, oid.to_owned())),
             gix::refs::TargetRef::Symbolic(to) => {
@@ -302,12 +405,72 @@ pub fn import(repo: &Repo, path: &Path) -> Result<ImportReport> {
         }
     }
     refs.sort();
+    Ok((refs, skipped))
+}
 
+/// Where git's HEAD is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GitHead {
+    /// On a branch (which may have no commit yet).
+    Branch(String),
+    /// Detached at a commit.
+    Detached(ObjectId),
+}
+
+/// What an import takes from git.
+pub(crate) struct Plan {
+    /// Refs to set, with what they name.
+    pub refs: Vec<(String, ObjectId)>,
+    /// Refs to remove (git deleted them).
+    pub deleted: Vec<String>,
+    /// For a colocated folder: git's HEAD, which the folder follows (git moved the files
+    /// itself). `None`: the folder stays where it is.
+    pub head: Option<GitHead>,
+    /// Refs left out, with why.
+    pub skipped: Skipped,
+}
+
+/// Imports every ref of the git repository at `path` (bare, or a work tree) into `repo`
+/// as one operation; nothing is published when nothing changed.
+pub fn import(repo: &Repo, path: &Path) -> Result<ImportReport> {
+    let git = open_git(path)?;
+    let (refs, skipped) = read_refs(&git)?;
+    let plan = Plan {
+        refs,
+        deleted: Vec::new(),
+        head: None,
+        skipped,
+    };
+    import_plan(repo, &git, path, plan)
+}
+
+/// Carries out `plan` as one operation (none when nothing changed).
+pub(crate) fn import_plan(
+    repo: &Repo,
+    git: &gix::Repository,
+    path: &Path,
+    plan: Plan,
+) -> Result<ImportReport> {
+    let start = lifeos_vcs::repo::now_ms();
+    let shallow: HashSet<ObjectId> = git
+        .shallow_commits()
+        .map_err(gix_err("reading the shallow file"))?
+        .map(|s| s.iter().copied().collect())
+        .unwrap_or_default();
+    let Plan {
+        refs,
+        deleted,
+        head: git_head,
+        mut skipped,
+    } = plan;
+    let mut map = repo.catalog()?;
     let head = repo.head()?;
     let mut tx = repo.store().transaction()?;
     let mut im = Importer {
-        git: &git,
+        git,
         tx: &mut tx,
+        map: &map,
+        rows: Vec::new(),
         commits: HashMap::new(),
         trees: HashMap::new(),
         blobs: HashMap::new(),
@@ -320,52 +483,83 @@ pub fn import(repo: &Repo, path: &Path) -> Result<ImportReport> {
     let mut imported = Vec::new();
     for (name, oid) in &refs {
         match im.target(*oid)? {
-            Ok(v) => imported.push((name, v)),
+            Ok(v) => imported.push((name.as_str(), Some(v))),
             Err(why) => skipped.push((name.clone(), why)),
         }
     }
+    let detached_at = match &git_head {
+        Some(GitHead::Detached(oid)) => Some(im.commit(*oid)?),
+        _ => None,
+    };
     let mut report = std::mem::take(&mut im.report);
+    let rows = std::mem::take(&mut im.rows);
     report.skipped = skipped;
-    for (name, (target, commit)) in imported {
-        report.refs += 1;
-        view.heads.push(commit);
+    report.refs = imported.len() as u64;
+    imported.extend(deleted.iter().map(|n| (n.as_str(), None)));
+    for (name, value) in imported {
+        let commit = value.map(|(_, c)| c);
+        view.heads.extend(commit);
         if let Some(b) = name.strip_prefix("refs/heads/") {
             let from = view.branch(b);
-            if from != Some(commit) {
+            if from != commit {
                 events.push(Event::BranchMoved {
                     name: b.to_string(),
                     from,
-                    to: Some(commit),
+                    to: commit,
                 });
-                view.set_branch(b, Some(commit));
+                view.set_branch(b, commit);
             }
         } else if let Some(t) = name.strip_prefix("refs/tags/") {
             let from = view.tags.iter().find(|(n, _)| n == t).map(|(_, id)| *id);
-            if from != Some(commit) {
+            if from != commit {
                 events.push(Event::TagMoved {
                     name: t.to_string(),
                     from,
-                    to: Some(commit),
+                    to: commit,
                 });
-                view.set_tag(t, Some(commit));
+                view.set_tag(t, commit);
             }
-            view.set_git_ref(name, (target != commit).then_some((target, commit)));
+            view.set_git_ref(name, value.filter(|(target, c)| target != c));
         } else {
-            view.set_git_ref(name, Some((target, commit)));
+            view.set_git_ref(name, value);
+        }
+    }
+    match &git_head {
+        // The folder changes only by a checkout: when the import moves the branch it is
+        // on, it stays at the commit it was at, off the branch (`lifeos checkout BRANCH`
+        // moves it).
+        None => {
+            if let Some(b) = head.view.current_branch.as_deref() {
+                if view.branch(b) != head.view.branch(b) {
+                    view.current_branch = None;
+                    view.wc_commit = head.view.at_commit();
+                    report.folder_detached = true;
+                }
+            }
+        }
+        // A colocated folder is where git put it.
+        Some(GitHead::Branch(b)) => {
+            view.wc_commit = view.branch(b).or(view.wc_commit);
+            view.current_branch = Some(b.clone());
+        }
+        Some(GitHead::Detached(_)) => {
+            view.current_branch = None;
+            view.wc_commit = detached_at;
+        }
+    }
+    if let Some(commit) = view
+        .at_commit()
+        .filter(|c| Some(*c) != head.view.at_commit())
+    {
+        if git_head.is_some() {
+            events.push(Event::CheckedOut { commit });
         }
     }
     view.heads.sort();
     view.heads.dedup();
-    // The folder changes only by a checkout: when the import moves the branch it is on,
-    // it stays at the commit it was at, off the branch (`lifeos checkout BRANCH` moves it).
-    if let Some(b) = head.view.current_branch.as_deref() {
-        if view.branch(b) != head.view.branch(b) {
-            view.current_branch = None;
-            view.wc_commit = head.view.at_commit();
-            report.folder_detached = true;
-        }
-    }
     if view == head.view && report.new_commits == 0 {
+        // Rows for objects the store already had (a map rebuilt after `reindex`, say).
+        map.git_record(&rows)?;
         return Ok(report);
     }
     events.insert(
@@ -387,6 +581,9 @@ pub fn import(repo: &Repo, path: &Path) -> Result<ImportReport> {
         events,
         start,
     )?;
+    // The map is written once the objects it names are published; a crash before this
+    // only costs the next import the time to read them again.
+    map.git_record(&rows)?;
     report.published = true;
     Ok(report)
 }

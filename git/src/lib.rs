@@ -3,11 +3,12 @@
 //! git's canonical form would differ, annotated tags); [`export`] writes it back with the
 //! same SHA-1s. Objects are read and written with gix.
 
+pub mod colocate;
 pub mod export;
 pub mod form;
 pub mod import;
 
-pub use export::{export, ExportReport};
+pub use export::{export, rebuild_map, ExportReport};
 pub use import::{import, ImportReport};
 
 /// What went wrong talking to git.
@@ -29,9 +30,12 @@ pub enum GitError {
         /// What is wrong.
         reason: String,
     },
-    /// The repository is a shallow clone.
-    #[error("the git repository is a shallow clone: commit {0} has parents it does not hold; run `git fetch --unshallow` there first; nothing was imported")]
-    Shallow(String),
+    /// A colocated folder cannot be kept in step with git.
+    #[error("{reason}")]
+    Colocation {
+        /// What is wrong, and what to do.
+        reason: String,
+    },
     /// A ref name git refuses.
     #[error("ref {name} cannot be written to git: {reason}")]
     RefName {

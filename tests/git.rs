@@ -517,3 +517,131 @@ fn a_colocated_folder_mid_rebase_is_refused() {
     std::fs::remove_dir(w.join(".git/rebase-merge")).unwrap();
     ok(&w, &["status"]);
 }
+
+/// Writes an executable shell hook.
+fn write_hook(path: &Path, body: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, body).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// Hooks import what git does; a user's hook is chained (it still runs and its exit
+/// status still counts), installing twice changes nothing, and uninstall puts it back.
+#[test]
+fn git_hooks_chain_the_user_s_hooks_and_uninstall_restores_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let w = tmp.path().join("work");
+    git_history(&w, 1);
+    git(&w, &["config", "core.hooksPath", "my-hooks"]);
+    let user_post_commit = "#!/bin/sh\necho ran >> \"$(git rev-parse --git-dir)/user-hook-log\"\n";
+    write_hook(&w.join("my-hooks/post-commit"), user_post_commit);
+    write_hook(&w.join("my-hooks/pre-push"), "#!/bin/sh\nexit 1\n");
+    ok(&w, &["init", "--git"]);
+
+    let r = json(&w, &["git", "hooks", "install"]);
+    assert_eq!(r["dir"], w.join("my-hooks").display().to_string(), "{r}");
+    let states: Vec<(String, String)> = r["hooks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            (
+                h["hook"].as_str().unwrap().into(),
+                h["state"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    for (hook, state) in &states {
+        let want = if hook == "post-commit" || hook == "pre-push" {
+            "chained"
+        } else {
+            "installed"
+        };
+        assert_eq!(state, want, "{hook}: {r}");
+    }
+    let installed = std::fs::read(w.join("my-hooks/post-commit")).unwrap();
+    let again = json(&w, &["git", "hooks", "install"]);
+    assert_eq!(
+        again["hooks"],
+        r["hooks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| {
+                let mut h = h.clone();
+                h["before"] = h["state"].clone();
+                h
+            })
+            .collect::<serde_json::Value>()
+    );
+    assert_eq!(
+        std::fs::read(w.join("my-hooks/post-commit")).unwrap(),
+        installed
+    );
+
+    // A git commit runs the user's hook, then lifeos's, which imports it.
+    write(&w, "b.txt", b"b\n");
+    git(&w, &["add", "b.txt"]);
+    git(
+        &w,
+        &[
+            "-c",
+            "user.name=G",
+            "-c",
+            "user.email=g@x",
+            "commit",
+            "-q",
+            "-m",
+            "hooked",
+        ],
+    );
+    assert_eq!(
+        std::fs::read_to_string(w.join(".git/user-hook-log")).unwrap(),
+        "ran\n"
+    );
+    let head = git(&w, &["rev-parse", "HEAD"]);
+    let synced = std::fs::read_to_string(w.join(".lifeos/git-synced")).unwrap();
+    assert!(
+        synced.contains(head.trim()),
+        "the hook imported the commit:\n{synced}"
+    );
+
+    // The user's pre-push still vetoes a push.
+    let remote = tmp.path().join("remote.git");
+    git(
+        tmp.path(),
+        &["init", "-q", "--bare", remote.to_str().unwrap()],
+    );
+    let push = Command::new("git")
+        .current_dir(&w)
+        .args(["push", "-q", remote.to_str().unwrap(), "main"])
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .unwrap();
+    assert!(!push.status.success(), "the user's pre-push hook exits 1");
+    write_hook(
+        &w.join("my-hooks/pre-push.lifeos-user"),
+        "#!/bin/sh\nexit 0\n",
+    );
+    git(&w, &["push", "-q", remote.to_str().unwrap(), "main"]);
+
+    let status = ok(&w, &["git", "hooks", "status"]);
+    assert!(status.contains("running your hook first"), "{status}");
+    ok(&w, &["git", "hooks", "uninstall"]);
+    assert_eq!(
+        std::fs::read_to_string(w.join("my-hooks/post-commit")).unwrap(),
+        user_post_commit
+    );
+    assert!(!w.join("my-hooks/post-merge").exists());
+    assert!(!w.join("my-hooks/post-commit.lifeos-user").exists());
+    let after = json(&w, &["git", "hooks", "status"]);
+    for h in after["hooks"].as_array().unwrap() {
+        let want = if h["hook"] == "post-commit" || h["hook"] == "pre-push" {
+            "user"
+        } else {
+            "absent"
+        };
+        assert_eq!(h["state"], want, "{after}");
+    }
+}

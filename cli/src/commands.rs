@@ -65,7 +65,11 @@ pub(crate) fn arg_bytes(p: &OsStr) -> &[u8] {
 pub fn run(cli: Cli, style: Style) -> CliResult<u8> {
     let here = cwd(&cli.dir)?;
     let colocated = match &cli.command {
-        Command::Init { .. } | Command::Model(_) => None,
+        // Hooks run inside git commands (reference-transaction while git holds its ref
+        // locks): they import only, by themselves.
+        Command::Init { .. }
+        | Command::Model(_)
+        | Command::Git(crate::git::GitCmd::Hook { .. }) => None,
         _ => Repo::discover(&here)
             .ok()
             .filter(lifeos_git::colocate::is_colocated),

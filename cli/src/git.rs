@@ -31,12 +31,51 @@ pub enum GitCmd {
         #[arg(long, required = true)]
         colocate: bool,
     },
+    /// Git hooks that bring what git does into lifeos (post-commit, post-merge,
+    /// post-checkout, post-rewrite, reference-transaction, pre-push), chaining any hook
+    /// already there.
+    #[command(subcommand)]
+    Hooks(HooksCmd),
+    /// Run by the installed git hooks: imports what git just did.
+    #[command(hide = true)]
+    Hook {
+        /// The hook's name.
+        name: String,
+        /// The hook's arguments.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Write lifeos history to a git repository (a bare one is created when PATH does not
     /// exist): commits, trees and tags that came from git get their SHA-1s back.
     Export {
         /// The git repository to write to.
         path: PathBuf,
         /// Print JSON (schema lifeos.git_export.v1).
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `lifeos git hooks ...`
+#[derive(Debug, Subcommand)]
+pub enum HooksCmd {
+    /// Install lifeos's hooks in the git repository beside .lifeos (where
+    /// `core.hooksPath` says, else .git/hooks); a hook already there is chained, not
+    /// replaced; installing twice changes nothing.
+    Install {
+        /// Print JSON (schema lifeos.git_hooks.v1).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove lifeos's hooks, putting back the hooks they chained.
+    Uninstall {
+        /// Print JSON (schema lifeos.git_hooks.v1).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show each hook's state.
+    Status {
+        /// Print JSON (schema lifeos.git_hooks.v1).
         #[arg(long)]
         json: bool,
     },
@@ -52,6 +91,11 @@ pub fn run(repo: &Repo, cmd: GitCmd) -> CliResult<u8> {
             if r.mismatches > 0 {
                 return Ok(1);
             }
+            Ok(0)
+        }
+        GitCmd::Hooks(cmd) => hooks(repo, cmd),
+        GitCmd::Hook { name, args } => {
+            hook(repo, &name, &args);
             Ok(0)
         }
         GitCmd::Init { colocate: _ } => {
@@ -182,4 +226,78 @@ pub fn sync_out(repo: &Repo) -> CliResult<()> {
         );
     }
     Ok(())
+}
+
+fn hooks(repo: &Repo, cmd: HooksCmd) -> CliResult<u8> {
+    use lifeos_git::hooks::{self, HookState};
+    let git_dir = repo.workdir().join(".git");
+    let dir = hooks::hooks_dir(&git_dir)?;
+    let (verb, json, changes) = match cmd {
+        HooksCmd::Install { json } => {
+            let exe = std::env::current_exe().map_err(|e| {
+                crate::error::CliError::new(format!("cannot tell where lifeos is installed: {e}"))
+            })?;
+            ("install", json, hooks::install(&dir, &exe, repo.workdir())?)
+        }
+        HooksCmd::Uninstall { json } => ("uninstall", json, hooks::uninstall(&dir)?),
+        HooksCmd::Status { json } => (
+            "status",
+            json,
+            hooks::HOOKS
+                .iter()
+                .map(|h| {
+                    let s = hooks::state(&dir, h);
+                    (*h, s, s)
+                })
+                .collect(),
+        ),
+    };
+    if json {
+        print_json(
+            "lifeos.git_hooks.v1",
+            json!({
+                "action": verb,
+                "dir": dir.display().to_string(),
+                "hooks": changes.iter().map(|(h, before, after)| json!({
+                    "hook": h, "before": before.name(), "state": after.name(),
+                })).collect::<Vec<_>>(),
+            }),
+        );
+        return Ok(0);
+    }
+    println!("hooks in {}:", dir.display());
+    for (h, before, after) in &changes {
+        let what = match after {
+            HookState::Absent => "not installed",
+            HookState::User => "your own hook (lifeos's is not installed)",
+            HookState::Installed => "lifeos",
+            HookState::Chained => "lifeos, running your hook first (kept as <hook>.lifeos-user)",
+        };
+        let change = if before == after || verb == "status" {
+            String::new()
+        } else {
+            format!(" (was: {})", before.name())
+        };
+        println!("  {h:<22} {what}{change}");
+    }
+    Ok(0)
+}
+
+/// What an installed hook runs: imports what git just did. Never fails the git command: a
+/// problem is a warning.
+fn hook(repo: &Repo, name: &str, args: &[String]) {
+    // reference-transaction runs while git holds its ref locks; act once they are released.
+    if name == "reference-transaction" && args.first().map(String::as_str) != Some("committed") {
+        return;
+    }
+    let result = if lifeos_git::colocate::is_colocated(repo) {
+        lifeos_git::colocate::sync_in(repo).map(|r| r.map(|r| r.new_commits))
+    } else {
+        lifeos_git::import(repo, &repo.workdir().join(".git")).map(|r| Some(r.new_commits))
+    };
+    match result {
+        Ok(Some(n)) if n > 0 => eprintln!("lifeos: imported {n} new commits ({name})"),
+        Ok(_) => {}
+        Err(e) => eprintln!("lifeos: warning: the {name} hook could not import into lifeos: {e}"),
+    }
 }

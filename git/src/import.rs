@@ -375,9 +375,7 @@ pub(crate) fn open_git(path: &Path) -> Result<gix::Repository> {
 
 /// Every direct ref of `git` with the object it names (sorted by name), and the refs
 /// lifeos leaves out, with why.
-pub(crate) fn read_refs(
-    git: &gix::Repository,
-) -> Result<(Vec<(String, ObjectId)>, Skipped)> {
+pub(crate) fn read_refs(git: &gix::Repository) -> Result<(Vec<(String, ObjectId)>, Skipped)> {
     let mut refs: Vec<(String, ObjectId)> = Vec::new();
     let mut skipped = Vec::new();
     let platform = git.references().map_err(gix_err("listing refs"))?;

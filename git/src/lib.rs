@@ -6,6 +6,7 @@
 pub mod colocate;
 pub mod export;
 pub mod form;
+pub mod hooks;
 pub mod import;
 
 pub use export::{export, rebuild_map, ExportReport};
@@ -34,6 +35,12 @@ pub enum GitError {
     #[error("{reason}")]
     Colocation {
         /// What is wrong, and what to do.
+        reason: String,
+    },
+    /// Installing or removing hooks failed.
+    #[error("git hooks: {reason}")]
+    Hooks {
+        /// What failed.
         reason: String,
     },
     /// A ref name git refuses.

@@ -645,3 +645,148 @@ fn git_hooks_chain_the_user_s_hooks_and_uninstall_restores_them() {
         assert_eq!(h["state"], want, "{after}");
     }
 }
+
+/// A `git daemon` serving `base` on 127.0.0.1 (fetch and push), stopped on drop.
+struct GitDaemon {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl GitDaemon {
+    fn start(base: &Path) -> GitDaemon {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        // The daemon itself, not the `git daemon` wrapper, so that killing the child stops it.
+        let exec_path = git(base, &["--exec-path"]);
+        let mut child = Command::new(Path::new(exec_path.trim()).join("git-daemon"))
+            .args([
+                "--reuseaddr",
+                "--listen=127.0.0.1",
+                &format!("--port={port}"),
+                &format!("--base-path={}", base.display()),
+                "--export-all",
+                "--enable=receive-pack",
+                base.to_str().unwrap(),
+            ])
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("git daemon starts (Debian's git package has it)");
+        for _ in 0..100 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return GitDaemon { child, port };
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("git daemon did not listen on 127.0.0.1:{port}");
+    }
+}
+
+impl Drop for GitDaemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `lifeos git clone`, `push` and `fetch` against a real git server on 127.0.0.1.
+#[test]
+fn clone_push_and_fetch_through_a_git_server() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    git_history(&t.join("seed"), 3);
+    let srv = t.join("srv");
+    std::fs::create_dir(&srv).unwrap();
+    git(
+        t,
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            "seed",
+            srv.join("project.git").to_str().unwrap(),
+        ],
+    );
+    let daemon = GitDaemon::start(&srv);
+    let url = format!("git://127.0.0.1:{}/project.git", daemon.port);
+
+    ok(t, &["git", "clone", &url]);
+    let p = t.join("project");
+    assert_eq!(json(&p, &["log"])["commits"].as_array().unwrap().len(), 3);
+    assert_eq!(json(&p, &["status"])["clean"], true);
+    assert_eq!(git(&p, &["status", "--porcelain"]), "");
+
+    // Push a lifeos commit.
+    write(&p, "a.txt", b"from lifeos\n");
+    ok(&p, &["commit", "-m", "pushed from lifeos"]);
+    ok(&p, &["git", "push"]);
+    let bare = srv.join("project.git");
+    assert_eq!(
+        git(&bare, &["log", "-1", "--format=%s", "main"]).trim(),
+        "pushed from lifeos"
+    );
+    assert_eq!(
+        git(&bare, &["rev-parse", "main"]),
+        git(&p, &["rev-parse", "HEAD"])
+    );
+
+    // Someone else pushes; fetch brings it in, and a git merge shows it in lifeos.
+    git(t, &["clone", "-q", &url, "other"]);
+    let o = t.join("other");
+    write(&o, "o.txt", b"elsewhere\n");
+    git(&o, &["add", "o.txt"]);
+    git(
+        &o,
+        &[
+            "-c",
+            "user.name=O",
+            "-c",
+            "user.email=o@x",
+            "commit",
+            "-q",
+            "-m",
+            "from elsewhere",
+        ],
+    );
+    git(&o, &["push", "-q", "origin", "main"]);
+    ok(&p, &["git", "fetch"]);
+    git(&p, &["merge", "-q", "--ff-only", "origin/main"]);
+    let log = json(&p, &["log"]);
+    assert_eq!(log["commits"][0]["message"], "from elsewhere\n", "{log}");
+    assert_eq!(ok(&p, &["cat", "o.txt"]), "elsewhere\n");
+    drop(daemon);
+}
+
+/// Without git, or with one too old, remote commands say so.
+#[test]
+fn a_missing_or_old_git_is_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let empty = t.join("empty-bin");
+    std::fs::create_dir(&empty).unwrap();
+    let out = cmd(t)
+        .args(["git", "clone", "git://127.0.0.1:9/x.git"])
+        .env("PATH", &empty)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("git is not installed"), "{err}");
+
+    let old = t.join("old-bin");
+    write_hook(&old.join("git"), "#!/bin/sh\necho 'git version 1.8.0'\n");
+    let out = cmd(t)
+        .args(["git", "clone", "git://127.0.0.1:9/x.git"])
+        .env("PATH", &old)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("git 1.8 is too old"), "{err}");
+    assert!(!t.join("x").exists());
+}

@@ -69,7 +69,7 @@ pub fn run(cli: Cli, style: Style) -> CliResult<u8> {
         // locks): they import only, by themselves.
         Command::Init { .. }
         | Command::Model(_)
-        | Command::Git(crate::git::GitCmd::Hook { .. }) => None,
+        | Command::Git(crate::git::GitCmd::Hook { .. } | crate::git::GitCmd::Clone { .. }) => None,
         _ => Repo::discover(&here)
             .ok()
             .filter(lifeos_git::colocate::is_colocated),
@@ -201,6 +201,9 @@ fn dispatch(cli: Cli, here: PathBuf, style: Style) -> CliResult<u8> {
         }
         Command::Merge { branch } => history::merge(&open(&here)?, &branch, style),
         Command::Op(o) => history::op(&open(&here)?, o, style),
+        Command::Git(crate::git::GitCmd::Clone { url, dir }) => {
+            crate::git::clone(&here, &url, dir.as_deref())
+        }
         Command::Git(g) => crate::git::run(&open(&here)?, g),
         Command::Undo { force } => history::undo(&open(&here)?, force, style),
         Command::Model(cmd) => crate::knowledge::model(cmd),

@@ -6,7 +6,11 @@ use clap::Subcommand;
 use lifeos_vcs::Repo;
 use serde_json::json;
 
-use crate::error::CliResult;
+use std::ffi::OsStr;
+
+use lifeos_git::remote::{run_git, Output};
+
+use crate::error::{CliError, CliResult};
 use crate::output::print_json;
 
 /// `lifeos git ...`
@@ -30,6 +34,26 @@ pub enum GitCmd {
         /// Colocate with .git in the working folder (the only kind of git init).
         #[arg(long, required = true)]
         colocate: bool,
+    },
+    /// Clone a git repository (any URL git takes) into a new folder that lifeos and git
+    /// share; git does the transfer.
+    Clone {
+        /// What to clone.
+        url: String,
+        /// The new folder (default: the repository's name).
+        dir: Option<PathBuf>,
+    },
+    /// Fetch from a git remote (git does the transfer) and import what arrived.
+    Fetch {
+        /// The remote (default: git's default, usually origin).
+        remote: Option<String>,
+    },
+    /// Export lifeos's history to git, then push a branch to a git remote.
+    Push {
+        /// The remote (default: origin).
+        remote: Option<String>,
+        /// The branch (default: the current branch).
+        branch: Option<String>,
     },
     /// Git hooks that bring what git does into lifeos (post-commit, post-merge,
     /// post-checkout, post-rewrite, reference-transaction, pre-push), chaining any hook
@@ -94,6 +118,33 @@ pub fn run(repo: &Repo, cmd: GitCmd) -> CliResult<u8> {
             Ok(0)
         }
         GitCmd::Hooks(cmd) => hooks(repo, cmd),
+        GitCmd::Clone { url, dir } => clone(repo.workdir(), &url, dir.as_deref()),
+        GitCmd::Fetch { remote } => {
+            let wd = colocated_workdir(repo)?;
+            let mut args = vec!["fetch".to_string()];
+            args.extend(remote);
+            run_git(&wd, &args, Output::Inherit)?;
+            sync_in(repo)?;
+            Ok(0)
+        }
+        GitCmd::Push { remote, branch } => {
+            let wd = colocated_workdir(repo)?;
+            sync_out(repo)?;
+            let view = repo.head()?.view;
+            let branch = branch.or(view.current_branch).ok_or_else(|| {
+                CliError::new("the folder is not on a branch")
+                    .hint("name the branch to push: `lifeos git push REMOTE BRANCH`")
+            })?;
+            let remote = remote.unwrap_or_else(|| "origin".into());
+            run_git(
+                &wd,
+                &["push", remote.as_str(), branch.as_str()],
+                Output::Inherit,
+            )?;
+            sync_in(repo)?;
+            println!("pushed {branch} to {remote}");
+            Ok(0)
+        }
         GitCmd::Hook { name, args } => {
             hook(repo, &name, &args);
             Ok(0)
@@ -185,6 +236,37 @@ fn print_import(r: &lifeos_git::ImportReport, path: &Path, json: bool) {
             r.mismatches
         );
     }
+}
+
+/// The folder of a colocated repository, or an error saying how to colocate.
+fn colocated_workdir(repo: &Repo) -> CliResult<PathBuf> {
+    if !lifeos_git::colocate::is_colocated(repo) {
+        return Err(CliError::new(
+            "this folder is not shared with git, so lifeos has no git remotes here",
+        )
+        .hint("run `lifeos git init --colocate` first, or start from `lifeos git clone URL`"));
+    }
+    Ok(repo.workdir().to_path_buf())
+}
+
+/// `lifeos git clone URL [DIR]`: git clones, then lifeos adopts the new folder.
+pub fn clone(here: &Path, url: &str, dir: Option<&Path>) -> CliResult<u8> {
+    let name = url
+        .trim_end_matches('/')
+        .rsplit(['/', ':'])
+        .next()
+        .map(|n| n.trim_end_matches(".git"))
+        .filter(|n| !n.is_empty())
+        .unwrap_or("repository");
+    let target = here.join(dir.unwrap_or(Path::new(name)));
+    run_git(
+        here,
+        &[OsStr::new("clone"), OsStr::new(url), target.as_os_str()],
+        Output::Inherit,
+    )?;
+    let repo = Repo::init(&target, lifeos_store::StoreConfig::default())?;
+    colocate(&repo)?;
+    Ok(0)
 }
 
 /// Colocates `repo`'s folder with git, saying what happened.

@@ -8,6 +8,7 @@ pub mod export;
 pub mod form;
 pub mod hooks;
 pub mod import;
+pub mod remote;
 
 pub use export::{export, rebuild_map, ExportReport};
 pub use import::{import, ImportReport};
@@ -35,6 +36,12 @@ pub enum GitError {
     #[error("{reason}")]
     Colocation {
         /// What is wrong, and what to do.
+        reason: String,
+    },
+    /// Running the `git` program failed (missing, too old, or the command failed).
+    #[error("{reason}")]
+    Program {
+        /// What failed, and what to do.
         reason: String,
     },
     /// Installing or removing hooks failed.

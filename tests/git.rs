@@ -300,19 +300,7 @@ fn git_history(w: &Path, n: usize) {
     for i in 0..n {
         write(w, "a.txt", format!("version {i}\n").as_bytes());
         git(w, &["add", "a.txt"]);
-        git(
-            w,
-            &[
-                "-c",
-                "user.name=T",
-                "-c",
-                "user.email=t@x",
-                "commit",
-                "-q",
-                "-m",
-                &format!("commit {i}"),
-            ],
-        );
+        git_commit(w, &format!("commit {i}"));
     }
 }
 
@@ -789,4 +777,143 @@ fn a_missing_or_old_git_is_named() {
     assert!(!out.status.success());
     assert!(err.contains("git 1.8 is too old"), "{err}");
     assert!(!t.join("x").exists());
+}
+
+/// A work tree at `w` on branch main, a plain lifeos repository beside it, and git's
+/// `lifeos` filter set up for `*.bin`.
+fn filtered_repo(w: &Path) {
+    std::fs::create_dir_all(w).unwrap();
+    git(w, &["init", "-q", "-b", "main"]);
+    ok(w, &["init"]);
+    let first = json(w, &["git", "filter", "install", "--pattern", "*.bin"]);
+    assert_eq!(first["config_changed"], true, "{first}");
+    assert_eq!(first["added"], serde_json::json!(["*.bin"]));
+    let again = json(w, &["git", "filter", "install", "--pattern", "*.bin"]);
+    assert_eq!(again["config_changed"], false, "{again}");
+    assert_eq!(again["added"], serde_json::json!([]));
+    assert_eq!(
+        std::fs::read_to_string(w.join(".gitattributes")).unwrap(),
+        "*.bin filter=lifeos -text\n"
+    );
+}
+
+fn git_commit(w: &Path, message: &str) {
+    git(
+        w,
+        &[
+            "-c",
+            "user.name=T",
+            "-c",
+            "user.email=t@x",
+            "commit",
+            "-q",
+            "-m",
+            message,
+        ],
+    );
+}
+
+fn op_count(w: &Path) -> usize {
+    json(w, &["op", "log"])["operations"]
+        .as_array()
+        .unwrap()
+        .len()
+}
+
+/// git keeps a pointer and lifeos the content: checkouts rebuild it byte for byte, an edit
+/// stores only the chunks it changed, `gc` keeps what git points to, and cleaning the same
+/// content again publishes nothing.
+#[test]
+fn the_filter_keeps_large_files_in_lifeos_and_checks_them_out_byte_exact() {
+    let tmp = tempfile::tempdir().unwrap();
+    let w = tmp.path().join("work");
+    filtered_repo(&w);
+    let v1 = noise(3 << 20, 7);
+    write(&w, "big.bin", &v1);
+    write(&w, "notes.txt", b"not filtered\n");
+    git(&w, &["add", ".gitattributes", "big.bin", "notes.txt"]);
+    git_commit(&w, "v1");
+    let pointer = git(&w, &["cat-file", "-p", "HEAD:big.bin"]);
+    let content_id = blake3::hash(&v1).to_hex().to_string();
+    assert_eq!(
+        pointer,
+        format!(
+            "version https://lifeos.dev/spec/pointer/v1\noid blake3:{content_id}\nsize 3145728\n"
+        )
+    );
+    assert_eq!(
+        git(&w, &["cat-file", "-p", "HEAD:notes.txt"]),
+        "not filtered\n"
+    );
+    assert_eq!(git(&w, &["status", "--porcelain"]), "");
+
+    // Cleaning the same content again (a touched file) publishes nothing.
+    let ops = op_count(&w);
+    let log = json(&w, &["op", "log"]);
+    assert_eq!(
+        log["operations"][0]["events"][0]["type"], "files.stored",
+        "{log}"
+    );
+    std::fs::write(w.join("big.bin"), &v1).unwrap();
+    git(&w, &["add", "big.bin"]);
+    assert_eq!(op_count(&w), ops);
+
+    // gc keeps the content git points to; checkout rebuilds it.
+    ok(&w, &["gc"]);
+    std::fs::remove_file(w.join("big.bin")).unwrap();
+    git(&w, &["checkout", "--", "big.bin"]);
+    assert!(std::fs::read(w.join("big.bin")).unwrap() == v1);
+
+    // A 100-byte edit stores a few chunks, not the file again.
+    let before = json(&w, &["stats"])["stored_bytes"].as_u64().unwrap();
+    let mut v2 = v1.clone();
+    v2[1_500_000..1_500_100].copy_from_slice(&[0xAB; 100]);
+    write(&w, "big.bin", &v2);
+    git(&w, &["add", "big.bin"]);
+    git_commit(&w, "v2");
+    let grew = json(&w, &["stats"])["stored_bytes"].as_u64().unwrap() - before;
+    assert!(grew < 400_000, "a 100-byte edit stored {grew} bytes");
+
+    // Both versions check out exactly.
+    git(&w, &["checkout", "-q", "HEAD~1", "--", "big.bin"]);
+    assert!(std::fs::read(w.join("big.bin")).unwrap() == v1);
+    git(&w, &["checkout", "-q", "HEAD", "--", "big.bin"]);
+    assert!(std::fs::read(w.join("big.bin")).unwrap() == v2);
+    assert_eq!(git(&w, &["status", "--porcelain"]), "");
+    assert!(ok(&w, &["fsck"]).contains("no problems"));
+}
+
+/// A clone elsewhere has the pointers but not the content: checking a file out fails,
+/// naming the file and what to do, and writes no file rather than a wrong one.
+#[test]
+fn a_pointer_whose_content_is_missing_fails_naming_the_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let w = tmp.path().join("work");
+    filtered_repo(&w);
+    write(&w, "big.bin", &noise(200_000, 3));
+    git(&w, &["add", ".gitattributes", "big.bin"]);
+    git_commit(&w, "v1");
+
+    let c = tmp.path().join("clone");
+    let url = format!("file://{}", w.display());
+    git(tmp.path(), &["clone", "-q", &url, "clone"]);
+    ok(&c, &["init"]);
+    ok(&c, &["git", "filter", "install"]);
+    std::fs::remove_file(c.join("big.bin")).unwrap();
+    let out = Command::new("git")
+        .current_dir(&c)
+        .args(["checkout", "--", "big.bin"])
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("lifeos: big.bin: its content (blake3:")
+            && err.contains("is not in the lifeos repository")
+            && err.contains("git checkout -- <path>"),
+        "{err}"
+    );
+    assert!(!c.join("big.bin").exists());
 }

@@ -69,7 +69,11 @@ pub fn run(cli: Cli, style: Style) -> CliResult<u8> {
         // locks): they import only, by themselves.
         Command::Init { .. }
         | Command::Model(_)
-        | Command::Git(crate::git::GitCmd::Hook { .. } | crate::git::GitCmd::Clone { .. }) => None,
+        | Command::Git(
+            crate::git::GitCmd::Hook { .. }
+            | crate::git::GitCmd::FilterProcess
+            | crate::git::GitCmd::Clone { .. },
+        ) => None,
         _ => Repo::discover(&here)
             .ok()
             .filter(lifeos_git::colocate::is_colocated),

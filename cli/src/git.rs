@@ -69,6 +69,13 @@ pub enum GitCmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// git's `lifeos` filter: large files kept in lifeos's chunk store, a small pointer in
+    /// git, so an edit to a large file stores only the chunks it changed.
+    #[command(subcommand)]
+    Filter(FilterCmd),
+    /// Run by git as the `lifeos` filter (pkt-line protocol version 2 on stdin/stdout).
+    #[command(hide = true)]
+    FilterProcess,
     /// Write lifeos history to a git repository (a bare one is created when PATH does not
     /// exist): commits, trees and tags that came from git get their SHA-1s back.
     Export {
@@ -105,6 +112,23 @@ pub enum HooksCmd {
     },
 }
 
+/// `lifeos git filter ...`
+#[derive(Debug, Subcommand)]
+pub enum FilterCmd {
+    /// Configure the filter in the git repository beside .lifeos (`filter.lifeos.process`
+    /// and `filter.lifeos.required` in .git/config) and send the files matching each
+    /// pattern through it (`.gitattributes`); installing twice changes nothing.
+    Install {
+        /// Files to filter, as a .gitattributes pattern (`*.mp4`, `media/**`); repeat for
+        /// more.
+        #[arg(long)]
+        pattern: Vec<String>,
+        /// Print JSON (schema lifeos.git_filter.v1).
+        #[arg(long)]
+        json: bool,
+    },
+}
+
 /// Runs a `lifeos git` command.
 pub fn run(repo: &Repo, cmd: GitCmd) -> CliResult<u8> {
     match cmd {
@@ -118,6 +142,41 @@ pub fn run(repo: &Repo, cmd: GitCmd) -> CliResult<u8> {
             Ok(0)
         }
         GitCmd::Hooks(cmd) => hooks(repo, cmd),
+        GitCmd::Filter(FilterCmd::Install { pattern, json }) => {
+            let r = lifeos_git::filter::install(repo.workdir(), &current_exe()?, &pattern)?;
+            if json {
+                print_json(
+                    "lifeos.git_filter.v1",
+                    json!({
+                        "config": r.config.display().to_string(), "config_changed": r.config_changed,
+                        "attributes": r.attributes.display().to_string(), "added": r.added,
+                    }),
+                );
+            } else {
+                let state = if r.config_changed {
+                    "set up"
+                } else {
+                    "already set up"
+                };
+                println!("filter lifeos {state} in {}", r.config.display());
+                for p in &r.added {
+                    println!("  {p}: filtered (added to {})", r.attributes.display());
+                }
+                if pattern.is_empty() {
+                    println!("hint: name the files to filter with `--pattern GLOB`");
+                }
+            }
+            Ok(0)
+        }
+        GitCmd::FilterProcess => {
+            let served = lifeos_git::filter::serve(
+                repo,
+                std::io::stdin().lock(),
+                std::io::stdout().lock(),
+                &mut |msg| eprintln!("lifeos: {msg}"),
+            )?;
+            Ok(u8::from(served.failed > 0))
+        }
         GitCmd::Clone { url, dir } => clone(repo.workdir(), &url, dir.as_deref()),
         GitCmd::Fetch { remote } => {
             let wd = colocated_workdir(repo)?;
@@ -315,12 +374,11 @@ fn hooks(repo: &Repo, cmd: HooksCmd) -> CliResult<u8> {
     let git_dir = repo.workdir().join(".git");
     let dir = hooks::hooks_dir(&git_dir)?;
     let (verb, json, changes) = match cmd {
-        HooksCmd::Install { json } => {
-            let exe = std::env::current_exe().map_err(|e| {
-                crate::error::CliError::new(format!("cannot tell where lifeos is installed: {e}"))
-            })?;
-            ("install", json, hooks::install(&dir, &exe, repo.workdir())?)
-        }
+        HooksCmd::Install { json } => (
+            "install",
+            json,
+            hooks::install(&dir, &current_exe()?, repo.workdir())?,
+        ),
         HooksCmd::Uninstall { json } => ("uninstall", json, hooks::uninstall(&dir)?),
         HooksCmd::Status { json } => (
             "status",
@@ -363,6 +421,12 @@ fn hooks(repo: &Repo, cmd: HooksCmd) -> CliResult<u8> {
         println!("  {h:<22} {what}{change}");
     }
     Ok(0)
+}
+
+/// Where this lifeos binary is, for what git runs (hooks, the filter).
+fn current_exe() -> CliResult<PathBuf> {
+    std::env::current_exe()
+        .map_err(|e| CliError::new(format!("cannot tell where lifeos is installed: {e}")))
 }
 
 /// What an installed hook runs: imports what git just did. Never fails the git command: a

@@ -467,6 +467,9 @@ fn event_json(e: &Event) -> Value {
         Event::GitImported { source, commits } => {
             json!({"source": display(source), "commits": commits})
         }
+        Event::FilesStored { files } => {
+            json!({"files": files.iter().map(|r| r.to_hex()).collect::<Vec<_>>()})
+        }
     };
     v["type"] = e.type_name().into();
     v
@@ -494,6 +497,10 @@ fn event_text(e: &Event) -> String {
         Event::GitImported { source, commits } => {
             format!("{commits} commits imported from git {}", display(source))
         }
+        Event::FilesStored { files } => match files.len() {
+            1 => "1 file stored for git".into(),
+            n => format!("{n} files stored for git"),
+        },
     }
 }
 

@@ -242,7 +242,7 @@ fn agree(repo: &Repo, git: &gix::Repository, view: &lifeos_vcs::View) -> Result<
 }
 
 /// Adds `.lifeos/` to git's `info/exclude`, so git does not see lifeos's own folder.
-fn exclude_dot_dir(git: &gix::Repository) -> Result<()> {
+pub(crate) fn exclude_dot_dir(git: &gix::Repository) -> Result<()> {
     let path = git.git_dir().join("info").join("exclude");
     let line = format!("/{}/", lifeos_vcs::repo::DOT_DIR);
     let old = match std::fs::read_to_string(&path) {

@@ -384,7 +384,8 @@ pub fn rebuild_map(repo: &Repo) -> Result<u64> {
     let mut map = repo.catalog()?;
     let mut ex = Exporter::new(repo, None, &map);
     ex.refs(&view)?;
-    let rows = std::mem::take(&mut ex.rows);
+    let mut rows = std::mem::take(&mut ex.rows);
+    rows.extend(crate::filter::pointer_rows(repo)?);
     map.git_record(&rows)?;
     Ok(rows.len() as u64)
 }

@@ -5,6 +5,7 @@
 
 pub mod colocate;
 pub mod export;
+pub mod filter;
 pub mod form;
 pub mod hooks;
 pub mod import;
@@ -47,6 +48,12 @@ pub enum GitError {
     /// Installing or removing hooks failed.
     #[error("git hooks: {reason}")]
     Hooks {
+        /// What failed.
+        reason: String,
+    },
+    /// git's `lifeos` filter failed: its protocol broke, or it cannot be installed.
+    #[error("git filter: {reason}")]
+    Filter {
         /// What failed.
         reason: String,
     },

@@ -310,23 +310,31 @@ impl Transaction<'_> {
 impl Transaction<'_> {
     /// Stores in-memory bytes as a file (chunked like any file); returns its id.
     pub fn store_bytes(&mut self, data: &[u8]) -> Result<Id> {
+        Ok(self.store_reader(data, Path::new("<memory>"))?.0)
+    }
+
+    /// Stores everything `src` yields as a file, chunked like any file, reading it once
+    /// on this thread and holding at most a few chunks in memory; returns its id and
+    /// length. `what` names the source in errors.
+    pub fn store_reader(&mut self, src: impl std::io::Read, what: &Path) -> Result<(Id, u64)> {
         let chunking = self.store().config().chunking;
-        let mut chunker = Chunker::new(data, chunking);
+        let mut chunker = Chunker::new(src, chunking);
         let mut chunks = Vec::new();
-        while let Some(c) = chunker.next_chunk().expect("reading a slice cannot fail") {
+        while let Some(c) = chunker.next_chunk().io("reading", what)? {
+            let id = Id::hash(c);
             chunks.push(ChunkRef {
-                id: Id::hash(c),
+                id,
                 len: c.len() as u32,
             });
-            self.write_entry(chunks.last().expect("pushed").id, Kind::Chunk, c)?;
+            self.write_entry(id, Kind::Chunk, c)?;
         }
-        let (id, _) = chunker.content_hash();
+        let (id, len) = chunker.content_hash();
         match chunks.len() {
             0 => self.write_entry(id, Kind::Chunk, &[])?,
             1 => {}
             _ => self.write_entry(id, Kind::Manifest, &Manifest { chunks }.encode())?,
         }
-        Ok(id)
+        Ok((id, len))
     }
 }
 

@@ -34,6 +34,10 @@ pub enum GitObject {
     Symlink = 4,
     /// An annotated tag.
     Tag = 5,
+    /// A blob holding a pointer that git's `lifeos` filter wrote for a file whose content
+    /// lifeos stores (the row's id and size are the content's); recorded once the
+    /// operation keeping that content is published.
+    Pointer = 6,
 }
 
 /// One row of the git map: a git object's SHA-1, what it is, the lifeos object it

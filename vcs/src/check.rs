@@ -92,6 +92,7 @@ impl Repo {
         let mut r = Reachable::default();
         let mut ops: Vec<Id> = self.op_heads()?;
         let mut commits = Vec::new();
+        let mut stored = Vec::new();
         while let Some(op_id) = ops.pop() {
             if !r.ids.insert(op_id) {
                 continue;
@@ -106,6 +107,13 @@ impl Repo {
             };
             ops.extend(op.parents.iter().copied());
             for e in &op.events {
+                if let crate::object::Event::FilesStored { files } = e {
+                    stored.extend(
+                        files
+                            .iter()
+                            .map(|f| (*f, format!("file stored by operation {}", op_id.short(12)))),
+                    );
+                }
                 if let crate::object::Event::ContentExtracted { results } = e {
                     for x in results {
                         if r.ids.insert(*x) && !self.store().contains(x)? {
@@ -182,43 +190,66 @@ impl Repo {
                     EntryKind::Dir => trees.push((e.id, path)),
                     // A submodule's commit lives in its own repository.
                     EntryKind::Gitlink => {}
-                    _ => {
-                        if r.files.insert(e.id, e.size).is_some() {
-                            continue;
-                        }
-                        r.ids.insert(e.id);
-                        if chunks {
-                            match self.store().file_chunks(&e.id) {
-                                Ok(m) => {
-                                    if m.size() != e.size {
-                                        problems.push(problem(
-                                            "bad-object",
-                                            e.id,
-                                            format!(
-                                                "{path}: manifest says {} bytes, tree says {}",
-                                                m.size(),
-                                                e.size
-                                            ),
-                                        ));
-                                    }
-                                    for c in m.chunks {
-                                        if r.ids.insert(c.id) && !self.store().contains(&c.id)? {
-                                            problems.push(problem(
-                                                "missing-object",
-                                                c.id,
-                                                format!("chunk of {path} is missing"),
-                                            ));
-                                        }
-                                    }
-                                }
-                                Err(err) => problems.push(store_problem(&err.into(), e.id, &path)),
-                            }
+                    _ => self.reach_file(&mut r, e.id, Some(e.size), &path, chunks, problems)?,
+                }
+            }
+        }
+        for (id, context) in stored {
+            self.reach_file(&mut r, id, None, &context, chunks, problems)?;
+        }
+        Ok(r)
+    }
+
+    /// Adds file `id` to `r` (its manifest and chunks with `chunks`), checking its size
+    /// against `size` when a tree gave one. `context` names where it was found.
+    fn reach_file(
+        &self,
+        r: &mut Reachable,
+        id: Id,
+        size: Option<u64>,
+        context: &str,
+        chunks: bool,
+        problems: &mut Vec<Problem>,
+    ) -> Result<()> {
+        if r.files.contains_key(&id) {
+            return Ok(());
+        }
+        r.ids.insert(id);
+        if !chunks && size.is_some() {
+            r.files.insert(id, size.unwrap_or_default());
+            return Ok(());
+        }
+        match self.store().file_chunks(&id) {
+            Ok(m) => {
+                r.files.insert(id, m.size());
+                if let Some(size) = size.filter(|s| *s != m.size()) {
+                    problems.push(problem(
+                        "bad-object",
+                        id,
+                        format!(
+                            "{context}: manifest says {} bytes, tree says {size}",
+                            m.size()
+                        ),
+                    ));
+                }
+                if chunks {
+                    for c in m.chunks {
+                        if r.ids.insert(c.id) && !self.store().contains(&c.id)? {
+                            problems.push(problem(
+                                "missing-object",
+                                c.id,
+                                format!("chunk of {context} is missing"),
+                            ));
                         }
                     }
                 }
             }
+            Err(err) => {
+                r.files.insert(id, size.unwrap_or_default());
+                problems.push(store_problem(&err.into(), id, context));
+            }
         }
-        Ok(r)
+        Ok(())
     }
 
     /// Checks every pack, chunk and object, then everything reachable from the op log.

@@ -557,18 +557,13 @@ impl Repo {
     /// of them is undone. The folder follows when it is clean; `force` saves it first.
     pub fn undo(&self, wc: &WorkingCopyLock, force: bool) -> Result<(Id, Id)> {
         let head = self.head()?;
-        // Operations that left the view as it was (ingest results) are not what a person
+        // Operations that left the view as it was (ingest results, files stored for git's
+        // filter) are not what a person
         // means to undo: step back over them to the last one that changed the view.
         let mut top = head.clone();
         while let [p] = top.op.parents.as_slice() {
             let parent = self.op_state(p)?;
-            if parent.op.view != top.op.view
-                || top
-                    .op
-                    .events
-                    .iter()
-                    .any(|e| !matches!(e, Event::ContentExtracted { .. }))
-            {
+            if parent.op.view != top.op.view || top.op.events.iter().any(|e| !e.records_only()) {
                 break;
             }
             top = parent;
@@ -589,11 +584,7 @@ impl Repo {
                     .map(|p| self.op_state(p))
                     .collect::<Result<_>>()?;
                 states.sort_by_key(|s| (s.op.end_ms, s.id));
-                let results_only = |s: &OpState| {
-                    s.op.events
-                        .iter()
-                        .all(|e| matches!(e, Event::ContentExtracted { .. }))
-                };
+                let results_only = |s: &OpState| s.op.events.iter().all(Event::records_only);
                 let pick = states
                     .iter()
                     .rposition(|s| !results_only(s))

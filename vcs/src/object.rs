@@ -737,6 +737,12 @@ pub enum Event {
         /// The [`Extract`] objects written.
         results: Vec<Id>,
     },
+    /// Files were stored without a tree naming them (the content of files git's `lifeos`
+    /// filter cleaned); the operation keeps them reachable.
+    FilesStored {
+        /// The files (their content ids).
+        files: Vec<Id>,
+    },
     /// History was imported from a git repository.
     GitImported {
         /// The repository (its path, bytes).
@@ -777,7 +783,17 @@ impl Event {
             Event::CommitRewritten { .. } => "commit.rewritten",
             Event::ContentExtracted { .. } => "content.extracted",
             Event::GitImported { .. } => "git.imported",
+            Event::FilesStored { .. } => "files.stored",
         }
+    }
+
+    /// Whether the event only records objects beside the view (ingest results, files
+    /// stored for git's filter): `undo` steps over operations made of such events.
+    pub fn records_only(&self) -> bool {
+        matches!(
+            self,
+            Event::ContentExtracted { .. } | Event::FilesStored { .. }
+        )
     }
 
     fn encode(&self, w: &mut Writer) {
@@ -823,6 +839,10 @@ impl Event {
             Event::GitImported { source, commits } => {
                 w.u8(12).bytes(source).uint(*commits);
             }
+            Event::FilesStored { files } => {
+                w.u8(13);
+                write_ids(w, files);
+            }
         }
     }
 
@@ -859,6 +879,9 @@ impl Event {
             12 => Event::GitImported {
                 source: r.bytes(W)?.into(),
                 commits: r.uint(W)?,
+            },
+            13 => Event::FilesStored {
+                files: read_ids(r, W)?,
             },
             t => {
                 return Err(DecodeError::new(
@@ -1183,6 +1206,7 @@ mod tests {
                 Event::OperationsMerged, Event::Undo { op: Id::hash(b"o") }, Event::OpRestored { op: Id::hash(b"o") },
                 Event::CommitRewritten { from: Id::hash(b"a"), to: Id::hash(b"b") },
                 Event::GitImported { source: b"/src/\xffrepo.git"[..].into(), commits: 2618 },
+                Event::FilesStored { files: vec![Id::hash(b"f"), Id::hash(b"g")] },
             ] };
             prop_assert_eq!(Operation::decode(&op.encode()).unwrap(), op);
         }
@@ -1206,7 +1230,7 @@ mod tests {
                     git_refs: vec![GitRef { name: "refs/pull/1/head".into(), target: Id::hash(b"g"), commit: Id::hash(b"g") }] }.encode(),
                 3 => GitTag { target: Id::hash(b"c"), target_is_tag: false, raw: b"object 00\ntype commit\n".to_vec() }.encode(),
                 _ => Operation { parents: vec![Id::hash(b"p")], view: Id::hash(b"v"), start_ms: 1, end_ms: 2, tz_offset_min: 0, user: "u".into(), host: "h".into(),
-                    description: "d".into(), events: vec![Event::PathRestored { path: b"x\xff"[..].into(), commit: Id::hash(b"c") }, Event::ContentExtracted { results: vec![Id::hash(b"x")] }] }.encode(),
+                    description: "d".into(), events: vec![Event::PathRestored { path: b"x\xff"[..].into(), commit: Id::hash(b"c") }, Event::ContentExtracted { results: vec![Id::hash(b"x")] }, Event::FilesStored { files: vec![Id::hash(b"f")] }] }.encode(),
             };
             let data = lifeos_store::mutate::mutate(&valid, &edits);
             let _ = Tree::decode(&data);

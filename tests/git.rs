@@ -917,3 +917,74 @@ fn a_pointer_whose_content_is_missing_fails_naming_the_file() {
     );
     assert!(!c.join("big.bin").exists());
 }
+
+/// In a colocated folder the filtered file is content to lifeos and a pointer to git, both
+/// ways: git's commit imports as the content, lifeos's commit exports the pointer back,
+/// and both tools' status stay clean.
+#[test]
+fn a_colocated_folder_keeps_filtered_files_as_pointers_in_git() {
+    let tmp = tempfile::tempdir().unwrap();
+    let w = tmp.path().join("work");
+    git_history(&w, 1);
+    ok(&w, &["init", "--git"]);
+    ok(&w, &["git", "filter", "install", "--pattern", "*.bin"]);
+    let data = noise(1 << 20, 5);
+    write(&w, "big.bin", &data);
+    git(&w, &["add", ".gitattributes", "big.bin"]);
+    git_commit(&w, "big file, from git");
+    let pointer = git(&w, &["cat-file", "-p", "HEAD:big.bin"]);
+    assert!(pointer.starts_with("version https://lifeos.dev/spec/pointer/v1\n"));
+
+    // git → lifeos: the file is its content.
+    assert_eq!(json(&w, &["status"])["clean"], true);
+    let log = json(&w, &["op", "log"]);
+    assert!(
+        log["operations"][0]["description"]
+            .as_str()
+            .unwrap()
+            .starts_with("git import"),
+        "{log}"
+    );
+    let cat = cmd(&w)
+        .args(["cat", "-r", "main", "big.bin"])
+        .output()
+        .unwrap();
+    assert!(cat.stdout == data);
+
+    // lifeos → git: another file changes; the filtered one goes back as its pointer.
+    let head = git(&w, &["rev-parse", "HEAD"]);
+    write(&w, "a.txt", b"edited in lifeos\n");
+    ok(&w, &["commit", "-m", "from lifeos"]);
+    assert_ne!(git(&w, &["rev-parse", "HEAD"]), head);
+    assert_eq!(git(&w, &["cat-file", "-p", "HEAD:big.bin"]), pointer);
+    assert_eq!(git(&w, &["status", "--porcelain"]), "");
+    git(&w, &["fsck", "--strict", "--no-progress"]);
+
+    // An export elsewhere gives the same ids: the map's pointer rows say how.
+    ok(
+        &w,
+        &[
+            "git",
+            "export",
+            tmp.path().join("copy.git").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(
+        git(&tmp.path().join("copy.git"), &["rev-parse", "main"]),
+        git(&w, &["rev-parse", "main"])
+    );
+    // reindex rebuilds those rows.
+    ok(&w, &["reindex"]);
+    ok(
+        &w,
+        &[
+            "git",
+            "export",
+            tmp.path().join("again.git").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(
+        git(&tmp.path().join("again.git"), &["rev-parse", "main"]),
+        git(&w, &["rev-parse", "main"])
+    );
+}

@@ -249,7 +249,7 @@ fn print_import(r: &lifeos_git::ImportReport, path: &Path, json: bool) {
                 "published": r.published, "folder_detached": r.folder_detached,
                 "refs": r.refs, "commits": r.commits, "new_commits": r.new_commits,
                 "trees": r.trees, "blobs": r.blobs, "tags": r.tags,
-                "raw_trees": r.raw_trees, "mismatches": r.mismatches,
+                "raw_trees": r.raw_trees, "mismatches": r.mismatches, "pointers": r.pointers,
                 "shallow_boundary": r.shallow_boundary,
                 "skipped": r.skipped.iter().map(|(n, why)| json!({"ref": n, "reason": why})).collect::<Vec<_>>(),
             }),
@@ -270,6 +270,12 @@ fn print_import(r: &lifeos_git::ImportReport, path: &Path, json: bool) {
                 println!(
                     "{} trees are not in git's canonical form; they are kept byte for byte",
                     r.raw_trees
+                );
+            }
+            if r.pointers > 0 {
+                println!(
+                    "{} blobs are `lifeos` filter pointers to content lifeos keeps; they are that content in lifeos, and pointers again in git",
+                    r.pointers
                 );
             }
         } else {

@@ -122,6 +122,15 @@ impl Exporter<'_> {
             self.blobs.insert((id, symlink), o);
             return Ok(o);
         }
+        // Content git knows as a `lifeos` filter pointer goes back as that pointer.
+        if !symlink && self.map.git_sha1(&id, GitObject::Pointer)?.is_some() {
+            let size = self.repo.store().file_chunks(&id)?.size();
+            let text = crate::filter::Pointer { id, size }.text();
+            let oid = self.write(GitKind::Blob, text.as_bytes(), id, GitObject::Pointer, size)?;
+            self.report.blobs += 1;
+            self.blobs.insert((id, symlink), oid);
+            return Ok(oid);
+        }
         let data = if symlink {
             self.repo.store().read_object(&id, Kind::Chunk)?
         } else {
@@ -382,10 +391,12 @@ pub fn export(repo: &Repo, path: &Path) -> Result<ExportReport> {
 pub fn rebuild_map(repo: &Repo) -> Result<u64> {
     let view = repo.head()?.view;
     let mut map = repo.catalog()?;
+    // Pointer rows first: they decide how the contents they name are exported.
+    let pointers = crate::filter::pointer_rows(repo)?;
+    map.git_record(&pointers)?;
     let mut ex = Exporter::new(repo, None, &map);
     ex.refs(&view)?;
-    let mut rows = std::mem::take(&mut ex.rows);
-    rows.extend(crate::filter::pointer_rows(repo)?);
+    let rows = std::mem::take(&mut ex.rows);
     map.git_record(&rows)?;
-    Ok(rows.len() as u64)
+    Ok((pointers.len() + rows.len()) as u64)
 }

@@ -31,6 +31,9 @@ pub struct ImportReport {
     /// Trees kept in their raw git form, because git's canonical form of their entries
     /// would not give their SHA-1 (unsorted, mode `100664`, ...).
     pub raw_trees: u64,
+    /// Blobs that were `lifeos` filter pointers to content lifeos keeps: imported as that
+    /// content (export writes the pointer back).
+    pub pointers: u64,
     /// Objects whose SHA-1, recomputed from what lifeos stored, differs from git's (0 in a
     /// correct import; export would not reproduce them).
     pub mismatches: u64,
@@ -60,6 +63,9 @@ struct Importer<'r, 't, 's> {
     tags: HashMap<ObjectId, Id>,
     /// The commits whose parents a shallow clone does not have.
     shallow: HashSet<ObjectId>,
+    /// Contents of the filter pointers read (recorded by the operation, so `reindex`
+    /// finds them).
+    pointers: Vec<Id>,
     report: ImportReport,
 }
 
@@ -77,7 +83,10 @@ impl Importer<'_, '_, '_> {
         // Commits and tags above a shallow boundary get other ids once the clone is
         // deepened, so the map keeps only what a deeper clone gives the same id.
         if self.shallow.is_empty()
-            || matches!(kind, GitObject::Tree | GitObject::Blob | GitObject::Symlink)
+            || matches!(
+                kind,
+                GitObject::Tree | GitObject::Blob | GitObject::Symlink | GitObject::Pointer
+            )
         {
             self.rows.push(GitMapRow {
                 sha1: sha1_bytes(&oid),
@@ -135,7 +144,32 @@ impl Importer<'_, '_, '_> {
             self.blobs.insert((oid, symlink), v);
             return Ok(v);
         }
+        if !symlink {
+            if let Some(v) = self.known(oid, GitObject::Pointer)? {
+                self.blobs.insert((oid, symlink), v);
+                return Ok(v);
+            }
+        }
         let data = self.read(oid, GitKind::Blob)?;
+        // A pointer git's `lifeos` filter wrote, to content lifeos keeps: the file is that
+        // content (as git's checkout made it), and export writes the pointer back.
+        if let Some(p) = (!symlink)
+            .then(|| crate::filter::Pointer::parse(&data))
+            .flatten()
+            .filter(|p| {
+                self.tx
+                    .store()
+                    .file_chunks(&p.id)
+                    .is_ok_and(|m| m.size() == p.size)
+            })
+        {
+            self.report.pointers += 1;
+            self.pointers.push(p.id);
+            let v = (p.id, p.size);
+            self.remember(oid, GitObject::Pointer, p.id, p.size);
+            self.blobs.insert((oid, symlink), v);
+            return Ok(v);
+        }
         let id = if symlink {
             self.tx.write_object(Kind::Chunk, &data)?
         } else {
@@ -474,6 +508,7 @@ pub(crate) fn import_plan(
         blobs: HashMap::new(),
         tags: HashMap::new(),
         shallow,
+        pointers: Vec::new(),
         report: ImportReport::default(),
     };
     let mut view = head.view.clone();
@@ -491,6 +526,7 @@ pub(crate) fn import_plan(
     };
     let mut report = std::mem::take(&mut im.report);
     let rows = std::mem::take(&mut im.rows);
+    let pointers = std::mem::take(&mut im.pointers);
     report.skipped = skipped;
     report.refs = imported.len() as u64;
     imported.extend(deleted.iter().map(|n| (n.as_str(), None)));
@@ -559,6 +595,9 @@ pub(crate) fn import_plan(
         // Rows for objects the store already had (a map rebuilt after `reindex`, say).
         map.git_record(&rows)?;
         return Ok(report);
+    }
+    if !pointers.is_empty() {
+        events.push(Event::FilesStored { files: pointers });
     }
     events.insert(
         0,

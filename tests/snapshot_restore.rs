@@ -202,6 +202,42 @@ fn ignore_rules_and_git_dir_are_honoured() {
     );
 }
 
+/// A file recorded before an ignore rule matched it stays recorded (as in git): status is
+/// clean, an edit shows, and only deleting it records a deletion. A folder that became a
+/// symlink is not followed to find it.
+#[test]
+fn a_tracked_file_an_ignore_rule_matches_stays_tracked() {
+    let repo = repo(false);
+    let d = repo.path();
+    write(d, "build/out", b"v1");
+    write(d, "keep.txt", b"keep");
+    ok(d, &["commit", "-m", "one"]);
+    write(d, ".gitignore", b"build/\n");
+    ok(d, &["commit", "-m", "ignore build"]);
+    assert!(ok(d, &["ls", "build"]).contains("build/out"));
+    assert_eq!(json(d, &["status"])["clean"], true);
+    write(d, "build/out", b"v2");
+    let st = json(d, &["status"]);
+    assert_eq!(st["changes"][0]["path"], "build/out", "{st}");
+    assert_eq!(st["changes"][0]["status"], "modified", "{st}");
+    ok(d, &["commit", "-m", "edit"]);
+    assert_eq!(ok(d, &["cat", "build/out"]), "v2");
+    // Under a folder that is now a symlink to elsewhere: gone from the folder.
+    let outside = tempfile::tempdir().unwrap();
+    write(outside.path(), "out", b"outside");
+    std::fs::remove_dir_all(d.join("build")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), d.join("build")).unwrap();
+    std::fs::remove_file(d.join(".gitignore")).unwrap();
+    write(d, ".gitignore", b"build\n");
+    let st = json(d, &["status"]);
+    let deleted = st["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c["path"] == "build/out" && c["status"] == "deleted");
+    assert!(deleted, "{st}");
+}
+
 #[test]
 fn errors_name_the_problem_and_suggest_a_fix() {
     let repo = repo(false);

@@ -118,10 +118,13 @@ impl Repo {
         let started = jiff::Timestamp::now().as_nanosecond();
         let old = self.load_wc_state();
         let Scan {
-            found,
+            mut found,
             skipped,
             unreadable,
         } = scan(self.workdir())?;
+        if let Some(base) = base {
+            self.keep_tracked(base.keys().map(|k| k.as_ref()), &mut found);
+        }
         let mut out = FolderRead {
             state: WcState {
                 recorded_at_ns: started,

@@ -445,6 +445,49 @@ impl SnapshotProgress for NoProgress {
 }
 
 impl Repo {
+    /// Tracked files are never ignored, as in git: a `tracked` path the scan did not list
+    /// (an ignore rule matches it or its folder) is added back when it still exists as a
+    /// file or symlink.
+    pub(crate) fn keep_tracked<'p>(
+        &self,
+        tracked: impl Iterator<Item = &'p [u8]>,
+        found: &mut Vec<ScanEntry>,
+    ) {
+        let listed = found.len();
+        for path in tracked {
+            if found[..listed]
+                .binary_search_by(|e| e.path.as_slice().cmp(path))
+                .is_ok()
+            {
+                continue;
+            }
+            // Not through a folder that became a symlink: that could lead out of the folder.
+            let real_folders =
+                path.iter()
+                    .enumerate()
+                    .filter(|(_, b)| **b == b'/')
+                    .all(|(i, _)| {
+                        in_folder(self.workdir(), &path[..i])
+                            .symlink_metadata()
+                            .is_ok_and(|m| m.is_dir())
+                    });
+            if !real_folders {
+                continue;
+            }
+            if let Ok(meta) = in_folder(self.workdir(), path).symlink_metadata() {
+                if meta.is_file() || meta.file_type().is_symlink() {
+                    found.push(ScanEntry {
+                        path: path.to_vec(),
+                        meta,
+                    });
+                }
+            }
+        }
+        if found.len() > listed {
+            found.sort_by(|a, b| a.path.cmp(&b.path));
+        }
+    }
+
     /// Records the working folder into `tx` as a tree; returns it with the refreshed stat
     /// cache (which the caller saves after publishing). Files that cannot be read keep
     /// their version from tree `base` (the commit the folder is compared with) and are
@@ -459,10 +502,14 @@ impl Repo {
         let started_ns = started_ns.min(jiff::Timestamp::now().as_nanosecond());
         let old = self.load_wc_state();
         let Scan {
-            found,
+            mut found,
             mut skipped,
             mut unreadable,
         } = scan(self.workdir())?;
+        let base_flat = base.map(|b| self.flatten_tx(tx, b)).transpose()?;
+        if let Some(flat) = &base_flat {
+            self.keep_tracked(flat.keys().map(|k| k.as_ref()), &mut found);
+        }
         let mut state = WcState {
             recorded_at_ns: started_ns,
             entries: BTreeMap::new(),
@@ -578,8 +625,8 @@ impl Repo {
         }
         // Submodules: a gitlink stays while its folder does; what is inside belongs to
         // the submodule's own repository, not to this tree.
-        if let Some(base) = base {
-            for (path, e) in self.flatten_tx(tx, base)? {
+        if let Some(flat) = base_flat {
+            for (path, e) in flat {
                 if e.kind != EntryKind::Gitlink || !submodule_folder_present(self.workdir(), &path)
                 {
                     continue;

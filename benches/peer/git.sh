@@ -85,7 +85,7 @@ for name in bats-core gtoolkit-phlow; do
         exports+=("$(secs "$LIFEOS" -C "$l" git export "$WORK/$name-export-$r.git")")
         [[ $(git -C "$WORK/$name-export-$r.git" rev-list --all | sort | sha1sum) == $(git -C "$src" rev-list --all | sort | sha1sum) ]] \
             || die "export of $name does not give back the same commits"
-        git init -q --bare "$WORK/$name-fast-$r.git"
+        git init -q --bare -b main "$WORK/$name-fast-$r.git"
         fasts+=("$(secs bash -c "git -C '$src' fast-export --all --signed-tags=verbatim --reencode=no | git -C '$WORK/$name-fast-$r.git' fast-import --quiet")")
     done
     imp=$(median "${imports[@]}") noop=$(median "${noops[@]}") exp=$(median "${exports[@]}") fast=$(median "${fasts[@]}")

@@ -17,7 +17,7 @@ use lifeos_store::Id;
 use lifeos_vcs::catalog::GitObject;
 use lifeos_vcs::Repo;
 
-use crate::export::{add_shallow, Exporter};
+use crate::export::{add_shallow, release_keep, Exporter};
 use crate::import::{import_plan, open_git, read_refs, sha1_bytes, GitHead, ImportReport, Plan};
 use crate::{gix_err, GitError, Result};
 
@@ -340,6 +340,7 @@ pub fn sync_out(repo: &Repo) -> Result<SyncOut> {
     let mut ex = Exporter::new(repo, Some(&git), &map);
     let wanted: BTreeMap<String, ObjectId> = ex.refs(view)?.into_iter().collect();
     let at = view.at_commit().map(|c| ex.commit(c)).transpose()?;
+    let keep = ex.finish()?;
     add_shallow(&git, &ex.shallow)?;
     let rows = std::mem::take(&mut ex.rows);
     drop(ex);
@@ -370,6 +371,7 @@ pub fn sync_out(repo: &Repo) -> Result<SyncOut> {
             Err(e) => out.conflicts.push((name, e.to_string())),
         }
     }
+    release_keep(keep)?;
 
     let want_head = match (&view.current_branch, at) {
         (Some(b), _) => Some(GitHead::Branch(b.clone())),

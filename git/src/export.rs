@@ -4,7 +4,6 @@
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
-use gix::objs::Write as _;
 use gix::ObjectId;
 use lifeos_store::{Id, Kind};
 use lifeos_vcs::catalog::{Catalog, GitMapRow, GitObject};
@@ -48,6 +47,8 @@ pub(crate) struct Exporter<'a> {
     trees: HashMap<Id, ObjectId>,
     blobs: HashMap<(Id, bool), ObjectId>,
     tags: HashMap<Id, ObjectId>,
+    /// Objects written, until [`Exporter::finish`] puts them in the repository.
+    out: crate::pack::PackOut,
     report: ExportReport,
 }
 
@@ -68,7 +69,17 @@ impl Exporter<'_> {
             trees: HashMap::new(),
             blobs: HashMap::new(),
             tags: HashMap::new(),
+            out: crate::pack::PackOut::new(),
             report: ExportReport::default(),
+        }
+    }
+
+    /// Puts the objects written into the git repository (loose, or one pack when there
+    /// are many); returns a `.keep` file to remove once refs point into the pack.
+    pub(crate) fn finish(&mut self) -> Result<Option<std::path::PathBuf>> {
+        match self.git {
+            Some(git) => self.out.finish(git),
+            None => Ok(None),
         }
     }
 
@@ -82,9 +93,7 @@ impl Exporter<'_> {
     ) -> Result<ObjectId> {
         let oid = git_hash(kind, bytes);
         if let Some(git) = self.git {
-            git.objects
-                .write_buf(kind, bytes)
-                .map_err(|e| GitError::Write(format!("{kind} {oid}: {e}")))?;
+            self.out.add(git, kind, bytes)?;
         }
         if !self.above_shallow.contains(&id) {
             self.rows.push(GitMapRow {
@@ -338,6 +347,16 @@ pub(crate) fn write_refs(git: &gix::Repository, refs: &[(String, ObjectId)]) -> 
     Ok(n)
 }
 
+/// Removes a new pack's `.keep` file once refs point into the pack.
+pub(crate) fn release_keep(keep: Option<std::path::PathBuf>) -> Result<()> {
+    match keep.map(std::fs::remove_file) {
+        Some(Err(e)) if e.kind() != std::io::ErrorKind::NotFound => Err(GitError::Write(format!(
+            "removing the new pack's .keep file: {e}"
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Adds `commits` to the git repository's `shallow` file (commits whose parents it does
 /// not hold, as git expects of a shallow clone).
 pub(crate) fn add_shallow(git: &gix::Repository, commits: &[ObjectId]) -> Result<()> {
@@ -365,11 +384,13 @@ pub fn export(repo: &Repo, path: &Path) -> Result<ExportReport> {
     let mut map = repo.catalog()?;
     let mut ex = Exporter::new(repo, Some(&git), &map);
     let refs = ex.refs(&view)?;
+    let keep = ex.finish()?;
     add_shallow(&git, &ex.shallow)?;
     let rows = std::mem::take(&mut ex.rows);
     let mut report = std::mem::take(&mut ex.report);
     report.refs = refs.len() as u64;
     report.refs_updated = write_refs(&git, &refs)?;
+    release_keep(keep)?;
     if let Some(b) = view
         .current_branch
         .as_ref()

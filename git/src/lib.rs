@@ -9,6 +9,7 @@ pub mod filter;
 pub mod form;
 pub mod hooks;
 pub mod import;
+mod pack;
 pub mod remote;
 
 pub use export::{export, rebuild_map, ExportReport};

@@ -67,6 +67,14 @@ git -C "$work/bats.git" cat-file --batch-check='%(objectname) %(objecttype)' --b
     awk 'NR % 100 == 0' | while read -r oid type; do
         git -C "$work/bats.git" cat-file "$type" "$oid" >"corpus/git_objects/$oid"
     done
+# git's filter protocol: a handshake, a clean request, and a pointer.
+mkdir -p corpus/git_filter
+pkt() { printf '%04x%s' $((${#1} + 4)) "$1"; }
+{ pkt $'git-filter-client\n'; pkt $'version=2\n'; printf 0000
+  pkt $'command=clean\n'; pkt $'pathname=a.bin\n'; printf 0000; pkt 'hello'; printf 0000; } \
+    >corpus/git_filter/request
+printf 'version https://lifeos.dev/spec/pointer/v1\noid blake3:%s\nsize 5\n' \
+    "$(printf '%064d' 0)" >corpus/git_filter/pointer
 # Tiny recordings for speech_inputs (with ffmpeg, when it is installed).
 if command -v ffmpeg >/dev/null; then
     mkdir -p corpus/speech_inputs

@@ -472,6 +472,27 @@ fn a_colocated_folder_round_trips_both_ways() {
 
 /// `lifeos init --git` in a plain folder creates the git repository, and the first
 /// `lifeos commit` is git's first commit too.
+/// While git holds index.lock, a lifeos commit is recorded and exported but git's index
+/// cannot follow: the command says so, and the next command brings the index up to date.
+#[test]
+fn a_held_git_index_lock_delays_the_index_and_the_next_command_catches_up() {
+    let tmp = tempfile::tempdir().unwrap();
+    let w = tmp.path().join("work");
+    git_history(&w, 1);
+    ok(&w, &["init", "--git"]);
+    write(&w, "a.txt", b"edited in lifeos\n");
+    std::fs::write(w.join(".git/index.lock"), b"").unwrap();
+    let err = fails(&w, &["commit", "-m", "from lifeos"]);
+    assert!(
+        err.contains("cannot write git's index") && err.contains("let it finish"),
+        "{err}"
+    );
+    assert_eq!(git_subjects(&w)[0], "from lifeos");
+    std::fs::remove_file(w.join(".git/index.lock")).unwrap();
+    assert_eq!(json(&w, &["status"])["clean"], true);
+    assert_eq!(git(&w, &["status", "--porcelain"]), "");
+}
+
 #[test]
 fn init_git_creates_the_git_repository() {
     let tmp = tempfile::tempdir().unwrap();

@@ -25,7 +25,11 @@ use crate::{gix_err, GitError, Result};
 /// last agreed on.
 pub const SYNCED_FILE: &str = "git-synced";
 
-const MAGIC: &str = "lifeos-git-synced 1";
+const MAGIC: &str = "lifeos-git-synced 2";
+
+/// The first line of the file before it recorded git's index (read as version 2 with the
+/// index matching HEAD).
+const MAGIC_V1: &str = "lifeos-git-synced 1";
 
 /// What lifeos last saw of git, and wrote to it.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -36,6 +40,9 @@ struct Synced {
     head: Option<GitHead>,
     /// git's refs.
     refs: BTreeMap<String, ObjectId>,
+    /// The commit git's index was last made to match (by lifeos, or by git when it moved
+    /// HEAD); `None` (a version-1 file): HEAD's commit.
+    index: Option<ObjectId>,
 }
 
 impl Synced {
@@ -49,6 +56,9 @@ impl Synced {
             Some(GitHead::Detached(oid)) => out.push_str(&format!("head {oid}\n")),
             None => {}
         }
+        if let Some(oid) = &self.index {
+            out.push_str(&format!("index {oid}\n"));
+        }
         for (name, oid) in &self.refs {
             out.push_str(&format!("{oid} {name}\n"));
         }
@@ -57,13 +67,15 @@ impl Synced {
 
     fn decode(text: &str) -> Option<Synced> {
         let mut lines = text.lines();
-        if lines.next()? != MAGIC {
+        if !matches!(lines.next()?, MAGIC | MAGIC_V1) {
             return None;
         }
         let mut s = Synced::default();
         for line in lines {
             if let Some(hex) = line.strip_prefix("op ") {
                 s.op = Some(Id::from_hex(hex)?);
+            } else if let Some(hex) = line.strip_prefix("index ") {
+                s.index = Some(ObjectId::from_hex(hex.as_bytes()).ok()?);
             } else if let Some(h) = line.strip_prefix("head ") {
                 s.head = Some(match h.strip_prefix("ref: refs/heads/") {
                     Some(b) => GitHead::Branch(b.to_string()),
@@ -303,8 +315,13 @@ pub fn sync_in(repo: &Repo) -> Result<Option<ImportReport>> {
         skipped,
     };
     let report = import_plan(repo, &git, &dir, plan)?;
+    let old_head = synced.head_commit();
     synced.refs = now;
     synced.head = Some(head);
+    // git moved HEAD's commit: its index is git's own.
+    if synced.head_commit() != old_head {
+        synced.index = synced.head_commit();
+    }
     synced.op = None;
     synced.save(repo)?;
     Ok(Some(report))
@@ -333,7 +350,7 @@ pub fn sync_out(repo: &Repo) -> Result<SyncOut> {
     if synced.op == Some(head.id) {
         return Ok(out);
     }
-    let before = synced.head_commit();
+    synced.index = synced.index.or(synced.head_commit());
     let git = open_git(&git_dir(repo))?;
     let mut map = repo.catalog()?;
     let view = &head.view;
@@ -384,15 +401,21 @@ pub fn sync_out(repo: &Repo) -> Result<SyncOut> {
         out.head_moved = true;
     }
     // lifeos moved the folder's base (a commit, a checkout): git's index follows, so
-    // `git status` shows what `lifeos status` shows.
-    if let Some(commit) = at.filter(|c| Some(*c) != before) {
+    // `git status` shows what `lifeos status` shows. When that fails (git holds
+    // index.lock), the file says so and the next command tries again.
+    let mut indexed = Ok(());
+    if let Some(commit) = at.filter(|c| Some(*c) != synced.index) {
         if synced.head_commit() == Some(commit) {
-            write_index(&git, commit)?;
-            out.index_written = true;
+            indexed = write_index(&git, commit);
+            if indexed.is_ok() {
+                synced.index = Some(commit);
+                out.index_written = true;
+            }
         }
     }
-    synced.op = out.conflicts.is_empty().then_some(head.id);
+    synced.op = (out.conflicts.is_empty() && indexed.is_ok()).then_some(head.id);
     synced.save(repo)?;
+    indexed?;
     Ok(out)
 }
 
@@ -574,6 +597,7 @@ mod tests {
             op: Some(Id::hash(b"op")),
             head: Some(GitHead::Branch("main".into())),
             refs: BTreeMap::new(),
+            index: None,
         };
         s.refs.insert(
             "refs/heads/main".into(),
@@ -582,7 +606,16 @@ mod tests {
         assert_eq!(Synced::decode(&s.encode()), Some(s.clone()));
         s.head = Some(GitHead::Detached(s.refs["refs/heads/main"]));
         s.op = None;
-        assert_eq!(Synced::decode(&s.encode()), Some(s));
+        assert_eq!(Synced::decode(&s.encode()), Some(s.clone()));
+        s.index = Some(s.refs["refs/heads/main"]);
+        assert_eq!(Synced::decode(&s.encode()), Some(s.clone()));
+        assert!(s.encode().starts_with("lifeos-git-synced 2\n"));
+        // A version-1 file (no index line) still reads.
+        let v1 = "lifeos-git-synced 1\nhead ref: refs/heads/main\n";
+        assert_eq!(
+            Synced::decode(v1).map(|s| (s.head, s.index)),
+            Some((Some(GitHead::Branch("main".into())), None))
+        );
         assert_eq!(Synced::decode("something else\n"), None);
     }
 }

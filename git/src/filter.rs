@@ -148,6 +148,23 @@ impl<R: Read> PktReader<R> {
     }
 }
 
+/// Splits pkt-line bytes into packets (`None` for a flush), as the filter process reads
+/// them from git; an error for bytes that are not pkt-lines.
+pub fn decode_packets(bytes: &[u8]) -> io::Result<Vec<Option<Vec<u8>>>> {
+    let mut rd = PktReader {
+        r: bytes,
+        buf: Vec::new(),
+    };
+    let mut out = Vec::new();
+    while let Some(p) = rd.next()? {
+        out.push(match p {
+            Pkt::Flush => None,
+            Pkt::Data => Some(rd.buf.clone()),
+        });
+    }
+    Ok(out)
+}
+
 /// Content sent as packets, read up to its flush.
 struct Content<'a, R> {
     pkts: &'a mut PktReader<R>,
@@ -722,15 +739,20 @@ mod tests {
             wr.write_all(&data[1000..]).unwrap();
             wr.end_content().unwrap();
         }
-        let mut rd = PktReader {
-            r: &out[..],
-            buf: Vec::new(),
-        };
-        let mut sizes = Vec::new();
-        while let Some(Pkt::Data) = rd.next().unwrap() {
-            sizes.push(rd.buf.len());
-        }
-        assert_eq!(sizes, vec![MAX_DATA, MAX_DATA, 150_000 - 2 * MAX_DATA]);
+        let sizes: Vec<Option<usize>> = decode_packets(&out)
+            .unwrap()
+            .iter()
+            .map(|p| p.as_ref().map(Vec::len))
+            .collect();
+        assert_eq!(
+            sizes,
+            vec![
+                Some(MAX_DATA),
+                Some(MAX_DATA),
+                Some(150_000 - 2 * MAX_DATA),
+                None
+            ]
+        );
         let mut rd = PktReader {
             r: &out[..],
             buf: Vec::new(),

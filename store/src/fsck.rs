@@ -164,7 +164,12 @@ impl Store {
                 off + pack::ENTRY_HEADER_LEN as u64,
             )
             .map_err(|e| e.to_string())
-            .and_then(|()| decode_entry(h, stored));
+            .and_then(|()| {
+                decode_entry(h, stored, &mut |b| {
+                    self.read_base(b, pack::MAX_DELTA_DEPTH - 1)
+                        .map_err(|e| e.to_string())
+                })
+            });
             if let Err(reason) = res {
                 problems.push(Problem {
                     code: "corrupt-object",

@@ -28,4 +28,4 @@ pub use error::{Result, StoreError};
 pub use id::Id;
 pub use manifest::{ChunkRef, Manifest};
 pub use pack::Kind;
-pub use store::{Store, StoreStats, Transaction};
+pub use store::{Store, StoreStats, Transaction, Written};

@@ -13,8 +13,10 @@ use crate::id::{Id, ID_LEN};
 
 /// First bytes of every pack file.
 pub const PACK_MAGIC: &[u8; 8] = b"LIFEOSPK";
-/// Pack format version written by this code.
-pub const PACK_VERSION: u32 = 1;
+/// Pack format version written by this code (2: entries may be deltas, codec 2).
+pub const PACK_VERSION: u32 = 2;
+/// The oldest pack format version this code reads.
+pub const PACK_VERSION_MIN: u32 = 1;
 /// Length of the pack header.
 pub const PACK_HEADER_LEN: u64 = 16;
 /// Length of an entry header.
@@ -25,6 +27,9 @@ pub const FOOTER_MAGIC: &[u8; 8] = b"LIFEOSPF";
 pub const FOOTER_TRAILER_LEN: u64 = 28;
 /// Length of one footer table row (id, offset, kind).
 pub const FOOTER_ROW_LEN: usize = ID_LEN + 5;
+/// The most deltas a read follows from an entry down to a whole one; a longer chain is an
+/// error (writers never make one).
+pub const MAX_DELTA_DEPTH: u8 = 10;
 /// Largest raw size of a single entry.
 pub const MAX_ENTRY_LEN: u64 = 1 << 30;
 
@@ -91,6 +96,10 @@ pub enum Codec {
     Raw = 0,
     /// zstd frame.
     Zstd = 1,
+    /// A delta: the 32-byte id of a base entry, then a zstd frame compressed with the
+    /// base's raw bytes as its prefix. A base may be a delta itself, up to
+    /// [`MAX_DELTA_DEPTH`] links down to a whole entry.
+    Delta = 2,
 }
 
 /// A decoded entry header.
@@ -132,6 +141,7 @@ impl EntryHeader {
         let codec = match h[33] {
             0 => Codec::Raw,
             1 => Codec::Zstd,
+            2 => Codec::Delta,
             c => return Err(format!("unknown codec {c}")),
         };
         if h[34] != 0 || h[35] != 0 {
@@ -169,23 +179,65 @@ pub fn compress<'a>(
     }
 }
 
-/// Verifies and decodes the stored bytes of an entry into its raw bytes.
-pub fn decode_entry(header: &EntryHeader, stored: Vec<u8>) -> std::result::Result<Vec<u8>, String> {
+/// Compresses `raw` as a delta against `base` (zstd with the base as its prefix) at
+/// `level`; returns the stored bytes (the base's id, then the frame), or `None` when that
+/// would not be shorter than `limit` bytes.
+pub fn compress_delta(
+    level: i32,
+    raw: &[u8],
+    base_id: &Id,
+    base: &[u8],
+    limit: usize,
+) -> Option<Vec<u8>> {
+    use zstd::zstd_safe::{CCtx, CParameter};
+    let mut cctx = CCtx::create();
+    cctx.set_parameter(CParameter::CompressionLevel(level))
+        .ok()?;
+    cctx.ref_prefix(base).ok()?;
+    let mut out = Vec::with_capacity(ID_LEN + zstd::zstd_safe::compress_bound(raw.len()));
+    out.extend_from_slice(&base_id.0);
+    let mut frame = Vec::with_capacity(zstd::zstd_safe::compress_bound(raw.len()));
+    cctx.compress2(&mut frame, raw).ok()?;
+    out.extend_from_slice(&frame);
+    (out.len() < limit).then_some(out)
+}
+
+/// The base a delta entry's stored bytes name (`None` when they are too short).
+pub fn delta_base(stored: &[u8]) -> Option<Id> {
+    stored.get(..ID_LEN).and_then(Id::from_slice)
+}
+
+/// Verifies and decodes the stored bytes of an entry into its raw bytes. `base` gives the
+/// raw bytes of a delta's base entry.
+pub fn decode_entry(
+    header: &EntryHeader,
+    stored: Vec<u8>,
+    base: &mut dyn FnMut(&Id) -> std::result::Result<Vec<u8>, String>,
+) -> std::result::Result<Vec<u8>, String> {
+    let zstd_err = |what: &str, code| format!("{what}: {}", zstd::zstd_safe::get_error_name(code));
     let raw = match header.codec {
         Codec::Raw => stored,
-        Codec::Zstd => {
-            let raw = zstd::bulk::decompress(&stored, header.raw_len as usize)
-                .map_err(|e| format!("zstd frame does not decompress: {e}"))?;
-            if raw.len() != header.raw_len as usize {
-                return Err(format!(
-                    "decompressed to {} bytes, header says {}",
-                    raw.len(),
-                    header.raw_len
-                ));
-            }
+        Codec::Delta => {
+            let base_id = delta_base(&stored).ok_or("delta shorter than its base id")?;
+            let base_raw = base(&base_id).map_err(|e| format!("delta base {base_id}: {e}"))?;
+            let mut dctx = zstd::zstd_safe::DCtx::create();
+            dctx.ref_prefix(&base_raw)
+                .map_err(|e| zstd_err("delta base cannot be used", e))?;
+            let mut raw = Vec::with_capacity(header.raw_len as usize);
+            dctx.decompress(&mut raw, &stored[ID_LEN..])
+                .map_err(|e| zstd_err("delta frame does not decompress", e))?;
             raw
         }
+        Codec::Zstd => zstd::bulk::decompress(&stored, header.raw_len as usize)
+            .map_err(|e| format!("zstd frame does not decompress: {e}"))?,
     };
+    if raw.len() != header.raw_len as usize {
+        return Err(format!(
+            "decompressed to {} bytes, header says {}",
+            raw.len(),
+            header.raw_len
+        ));
+    }
     verify_content(header.kind, &header.id, &raw)?;
     Ok(raw)
 }
@@ -402,13 +454,15 @@ pub fn read_exact_at(file: &File, path: &Path, buf: &mut [u8], offset: u64) -> R
     })
 }
 
-/// Reads and verifies one entry of a pack, which the index says is `id`.
+/// Reads and verifies one entry of a pack, which the index says is `id`; `base` gives the
+/// raw bytes of a delta's base.
 pub fn read_entry(
     file: &File,
     path: &Path,
     pack: &str,
     offset: u64,
     id: &Id,
+    base: &mut dyn FnMut(&Id) -> std::result::Result<Vec<u8>, String>,
 ) -> Result<(Kind, Vec<u8>)> {
     let header = read_header(file, path, offset).map_err(|e| match e {
         StoreError::DamagedFile { reason, .. } => StoreError::Corrupt {
@@ -436,7 +490,7 @@ pub fn read_entry(
             other => other,
         },
     )?;
-    let raw = decode_entry(&header, stored).map_err(|reason| StoreError::Corrupt {
+    let raw = decode_entry(&header, stored, base).map_err(|reason| StoreError::Corrupt {
         id: *id,
         pack: pack.into(),
         reason,
@@ -460,7 +514,7 @@ pub fn read_footer(file: &File, path: &Path) -> Result<Vec<FooterRow>> {
         return Err(damaged("not a lifeos pack (bad magic)".into()));
     }
     let version = u32::from_le_bytes(header[8..12].try_into().expect("4 bytes"));
-    if version != PACK_VERSION {
+    if !(PACK_VERSION_MIN..=PACK_VERSION).contains(&version) {
         return Err(damaged(format!(
             "pack format version {version} is not supported"
         )));
@@ -588,9 +642,51 @@ mod tests {
             let (h, stored) = crate::store::encode_entry(&mut z, Id::hash(raw), *kind, raw);
             w.append(&h, &stored).unwrap();
         }
+        // A delta against the first entry.
+        let mut raw = entries[0].1.clone();
+        raw.extend_from_slice(b" and a little more");
+        let (h, stored) = delta_entry(&raw, &entries[0].1).unwrap();
+        w.append(&h, &stored).unwrap();
         let done = w.finish().unwrap();
         let path = done.install(dir.path()).unwrap();
         std::fs::read(dir.path().join(format!("{}.pack", path.name))).unwrap()
+    }
+
+    /// Delta bases from the same pack (found by a scan), themselves read without bases.
+    fn bases<'a>(
+        f: &'a File,
+        path: &'a Path,
+    ) -> impl FnMut(&Id) -> std::result::Result<Vec<u8>, String> + 'a {
+        move |b: &Id| {
+            let (found, _) = scan(f, path).map_err(|e| e.to_string())?;
+            let (_, off) = found
+                .iter()
+                .find(|(h, _)| h.id == *b)
+                .ok_or("base not in the pack")?;
+            read_entry(f, path, "p", *off, b, &mut |_| {
+                Err("a base of a base".into())
+            })
+            .map(|(_, raw)| raw)
+            .map_err(|e| e.to_string())
+        }
+    }
+
+    /// `raw` as a delta chunk entry against `base`, if that is shorter.
+    fn delta_entry(raw: &[u8], base: &[u8]) -> Option<(EntryHeader, Vec<u8>)> {
+        let stored = compress_delta(3, raw, &Id::hash(base), base, raw.len().max(64))?;
+        let h = EntryHeader {
+            id: Id::hash(raw),
+            kind: Kind::Chunk,
+            codec: Codec::Delta,
+            raw_len: raw.len() as u32,
+            stored_len: stored.len() as u32,
+        };
+        Some((h, stored))
+    }
+
+    /// Reads an entry of pack `f`, its delta bases from the same pack.
+    fn read_with_bases(f: &File, path: &Path, off: u64, id: &Id) -> Result<(Kind, Vec<u8>)> {
+        read_entry(f, path, "p", off, id, &mut bases(f, path))
     }
 
     fn check_pack(bytes: &[u8]) {
@@ -600,14 +696,14 @@ mod tests {
         let f = File::open(&path).unwrap();
         if let Ok(rows) = read_footer(&f, &path) {
             for r in rows.iter().take(64) {
-                let _ = read_entry(&f, &path, "p", u64::from(r.offset), &r.id);
+                let _ = read_with_bases(&f, &path, u64::from(r.offset), &r.id);
                 let _ = read_stored(&f, &path, r.offset);
             }
         }
         if let Ok((found, _)) = scan(&f, &path) {
             for (h, off) in found.iter().take(64) {
                 // What a verified read returns is exactly what was stored under that id.
-                if let Ok((kind, raw)) = read_entry(&f, &path, "p", *off, &h.id) {
+                if let Ok((kind, raw)) = read_with_bases(&f, &path, *off, &h.id) {
                     assert_eq!(kind, h.kind);
                     assert!(verify_content(kind, &h.id, &raw).is_ok());
                 }
@@ -623,10 +719,20 @@ mod tests {
         std::fs::write(&path, &bytes).unwrap();
         let f = File::open(&path).unwrap();
         let rows = read_footer(&f, &path).unwrap();
-        assert_eq!(rows.len(), 4);
+        assert_eq!(rows.len(), 5);
         for r in &rows {
-            read_entry(&f, &path, "p", u64::from(r.offset), &r.id).unwrap();
+            read_with_bases(&f, &path, u64::from(r.offset), &r.id).unwrap();
         }
+        // Without its base a delta is an error naming the base, not wrong bytes.
+        let (found, _) = scan(&f, &path).unwrap();
+        let (h, off) = found.iter().find(|(h, _)| h.codec == Codec::Delta).unwrap();
+        let err = read_entry(&f, &path, "p", *off, &h.id, &mut |_| Err("missing".into()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("delta base") && err.contains("missing"),
+            "{err}"
+        );
     }
 
     proptest! {
@@ -638,6 +744,25 @@ mod tests {
             check_pack(&mutate(&valid_pack(), &edits));
         }
 
+        /// A delta decodes to exactly its raw bytes, given its base, whatever the edits
+        /// between them.
+        #[test]
+        fn deltas_round_trip(
+            base in proptest::collection::vec(any::<u8>(), 0..4000),
+            edits in proptest::collection::vec((any::<usize>(), any::<u8>(), any::<u8>()), 0..8),
+        ) {
+            let edits: Vec<Edit> = edits;
+            let raw = mutate(&base, &edits);
+            let base_id = Id::hash(&base);
+            if let Some((h, stored)) = delta_entry(&raw, &base) {
+                prop_assert_eq!(delta_base(&stored), Some(base_id));
+                let back = decode_entry(&h, stored, &mut |b| {
+                    if *b == base_id { Ok(base.clone()) } else { Err("unknown base".into()) }
+                });
+                prop_assert_eq!(back, Ok(raw));
+            }
+        }
+
         /// One damaged entry (header and stored bytes), decoded directly.
         #[test]
         fn damaged_entries_never_panic(edits in proptest::collection::vec((any::<usize>(), any::<u8>(), any::<u8>()), 1..6)) {
@@ -647,7 +772,8 @@ mod tests {
             if m.len() >= ENTRY_HEADER_LEN {
                 let h: [u8; ENTRY_HEADER_LEN] = m[..ENTRY_HEADER_LEN].try_into().unwrap();
                 if let Ok(header) = EntryHeader::decode(&h) {
-                    let _ = decode_entry(&header, m[ENTRY_HEADER_LEN..].to_vec());
+                    let base = b"hello hello hello hello hello hello".repeat(20);
+                    let _ = decode_entry(&header, m[ENTRY_HEADER_LEN..].to_vec(), &mut |_| Ok(base.clone()));
                 }
             }
         }

@@ -97,6 +97,38 @@ pub struct Store {
     index: RwLock<IndexState>,
     open_packs: Mutex<HashMap<Arc<str>, Arc<File>>>,
     session: Mutex<Option<Session>>,
+    bases: Mutex<BaseCache>,
+}
+
+/// The verified raw bytes of recently read delta bases, so reading the versions of one
+/// object decompresses each link of their chain once (an id's bytes never change).
+#[derive(Default)]
+struct BaseCache {
+    raw: HashMap<Id, Arc<Vec<u8>>>,
+    order: std::collections::VecDeque<Id>,
+    bytes: usize,
+}
+
+/// How many bytes of delta bases a store keeps at hand.
+const BASE_CACHE_BYTES: usize = 32 << 20;
+
+impl BaseCache {
+    fn insert(&mut self, id: Id, raw: Arc<Vec<u8>>) {
+        if raw.len() > BASE_CACHE_BYTES / 4 || self.raw.contains_key(&id) {
+            return;
+        }
+        self.bytes += raw.len();
+        self.raw.insert(id, raw);
+        self.order.push_back(id);
+        while self.bytes > BASE_CACHE_BYTES {
+            let Some(old) = self.order.pop_front() else {
+                break;
+            };
+            if let Some(r) = self.raw.remove(&old) {
+                self.bytes -= r.len();
+            }
+        }
+    }
 }
 
 /// A writer's claim on its temporary files: a lock file held for the store's lifetime.
@@ -157,6 +189,7 @@ impl Store {
                 warnings: Vec::new(),
             }),
             open_packs: Mutex::new(HashMap::new()),
+            bases: Mutex::new(BaseCache::default()),
             session: Mutex::new(None),
         };
         store.reload_index()?;
@@ -425,7 +458,9 @@ impl Store {
         Ok(f)
     }
 
-    fn read_at(&self, id: &Id, loc: &Location) -> Result<(Kind, Vec<u8>)> {
+    /// Reads entry `id` at `loc`; a delta's base is read from wherever the index says,
+    /// following at most `depth` more deltas.
+    fn read_at(&self, id: &Id, loc: &Location, depth: u8) -> Result<(Kind, Vec<u8>)> {
         let file = self.pack_file(&loc.pack, id)?;
         pack::read_entry(
             &file,
@@ -433,13 +468,37 @@ impl Store {
             &loc.pack,
             u64::from(loc.offset),
             id,
+            &mut |base| match depth.checked_sub(1) {
+                None => Err(format!(
+                    "the chain of deltas is longer than {}",
+                    pack::MAX_DELTA_DEPTH
+                )),
+                Some(left) => self.read_base(base, left).map_err(|e| e.to_string()),
+            },
         )
+    }
+
+    /// The raw bytes of a delta's base, following at most `depth` more deltas.
+    pub(crate) fn read_base(&self, id: &Id, depth: u8) -> Result<Vec<u8>> {
+        if let Some(raw) = self.bases.lock().expect("base cache lock").raw.get(id) {
+            return Ok(raw.to_vec());
+        }
+        let (_, raw) = self.with_index_recovery(id, || {
+            self.try_locations(id, |loc| self.read_at(id, loc, depth))
+        })?;
+        self.bases
+            .lock()
+            .expect("base cache lock")
+            .insert(*id, Arc::new(raw.clone()));
+        Ok(raw)
     }
 
     /// Reads and verifies an entry. A stale or damaged index is recovered from: the index
     /// is reloaded, then checked, before the entry is reported missing or corrupt.
     pub fn read_entry(&self, id: &Id) -> Result<(Kind, Vec<u8>)> {
-        self.with_index_recovery(id, || self.try_locations(id, |loc| self.read_at(id, loc)))
+        self.with_index_recovery(id, || {
+            self.try_locations(id, |loc| self.read_at(id, loc, pack::MAX_DELTA_DEPTH))
+        })
     }
 
     /// Reads an object and checks its kind.
@@ -488,7 +547,7 @@ impl Store {
                 }],
             }),
             Kind::Manifest => {
-                let (_, raw) = self.read_at(id, loc)?;
+                let (_, raw) = self.read_at(id, loc, pack::MAX_DELTA_DEPTH)?;
                 Manifest::decode(&raw).map_err(|source| StoreError::Decode { id: *id, source })
             }
             other => Err(StoreError::WrongKind {
@@ -575,6 +634,7 @@ impl Store {
                     reason: e.to_string(),
                 },
             )?,
+            level: self.config.compression.zstd_level,
         })
     }
 
@@ -1034,12 +1094,40 @@ pub struct Transaction<'s> {
     pub(crate) claimed: Mutex<HashSet<Id>>,
     pending: HashMap<Id, (Kind, Vec<u8>)>,
     compressor: zstd::bulk::Compressor<'static>,
+    /// The zstd level of the entries this transaction writes itself.
+    level: i32,
+}
+
+/// How [`Transaction::write_delta`] stored an entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Written {
+    /// It was already stored (or written by this transaction): nothing was written, and
+    /// how the existing entry is stored is not known.
+    Existing,
+    /// Whole (compressed or raw): it can be the base of a delta.
+    Whole,
+    /// As a delta against the base given.
+    Delta,
 }
 
 impl<'s> Transaction<'s> {
     /// The store this transaction writes to.
     pub fn store(&self) -> &'s Store {
         self.store
+    }
+
+    /// Compresses the entries this transaction writes itself (not [`Transaction::store_files`],
+    /// which uses the repository's level) at zstd `level` (1–22) from now on: a bulk
+    /// import of history, written once and read often, is worth a slower level.
+    pub fn set_zstd_level(&mut self, level: i32) -> Result<()> {
+        self.compressor
+            .set_compression_level(level)
+            .map_err(|e| StoreError::BadConfig {
+                path: self.store.dir.join(CONFIG_FILE),
+                reason: format!("zstd level {level}: {e}"),
+            })?;
+        self.level = level;
+        Ok(())
     }
 
     /// Whether `id` is stored or already written by this transaction.
@@ -1070,13 +1158,38 @@ impl<'s> Transaction<'s> {
 
     /// Stores an entry under a given id (a manifest is stored under its file's id).
     pub fn write_entry(&mut self, id: Id, kind: Kind, raw: &[u8]) -> Result<()> {
+        self.write_delta(id, kind, raw, None).map(|_| ())
+    }
+
+    /// Stores an entry under a given id, as a delta against `base` (its id and raw bytes)
+    /// when that takes less than half the raw bytes' length. The caller vouches that the
+    /// base is stored, or written by this transaction, and is a whole entry or a delta at
+    /// most [`pack::MAX_DELTA_DEPTH`]` - 1` links from one (a reader refuses longer
+    /// chains). Says how the entry was stored.
+    pub fn write_delta(
+        &mut self,
+        id: Id,
+        kind: Kind,
+        raw: &[u8],
+        base: Option<(&Id, &[u8])>,
+    ) -> Result<Written> {
         if !self.claim(&id)? {
-            return Ok(());
+            return Ok(Written::Existing);
         }
         if raw.len() as u64 > pack::MAX_ENTRY_LEN {
             return Err(StoreError::TooLarge(raw.len() as u64));
         }
-        let (codec, stored) = pack::compress(&mut self.compressor, raw);
+        let level = self.level;
+        let delta = base
+            .filter(|(b, _)| **b != id && raw.len() >= 64)
+            .and_then(|(b, base_raw)| pack::compress_delta(level, raw, b, base_raw, raw.len() / 2));
+        let (codec, stored, written) = match delta {
+            Some(d) => (pack::Codec::Delta, d.into(), Written::Delta),
+            None => {
+                let (codec, stored) = pack::compress(&mut self.compressor, raw);
+                (codec, stored, Written::Whole)
+            }
+        };
         let header = EntryHeader {
             id,
             kind,
@@ -1088,7 +1201,7 @@ impl<'s> Transaction<'s> {
         if kind != Kind::Chunk {
             self.pending.insert(id, (kind, raw.to_vec()));
         }
-        Ok(())
+        Ok(written)
     }
 
     /// Reads an object written by this transaction or already stored.

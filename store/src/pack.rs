@@ -189,17 +189,66 @@ pub fn compress_delta(
     base: &[u8],
     limit: usize,
 ) -> Option<Vec<u8>> {
-    use zstd::zstd_safe::{CCtx, CParameter};
-    let mut cctx = CCtx::create();
-    cctx.set_parameter(CParameter::CompressionLevel(level))
-        .ok()?;
-    cctx.ref_prefix(base).ok()?;
-    let mut out = Vec::with_capacity(ID_LEN + zstd::zstd_safe::compress_bound(raw.len()));
-    out.extend_from_slice(&base_id.0);
+    use zstd::zstd_safe::{CCtx, CParameter, ResetDirective};
     let mut frame = Vec::with_capacity(zstd::zstd_safe::compress_bound(raw.len()));
-    cctx.compress2(&mut frame, raw).ok()?;
+    let compressed = if base.starts_with(&ZSTD_DICT_MAGIC) {
+        // As in `decompress_delta`: referenced as a prefix, never read as a dictionary.
+        let mut cctx = CCtx::create();
+        cctx.set_parameter(CParameter::CompressionLevel(level))
+            .ok()?;
+        cctx.ref_prefix(base).ok()?;
+        cctx.compress2(&mut frame, raw)
+    } else {
+        CCTX.with(|c| {
+            let mut cctx = c.borrow_mut();
+            cctx.set_parameter(CParameter::CompressionLevel(level))?;
+            cctx.load_dictionary(base)?;
+            let n = cctx.compress2(&mut frame, raw);
+            cctx.reset(ResetDirective::SessionAndParameters)?;
+            n
+        })
+    };
+    compressed.ok()?;
+    let mut out = Vec::with_capacity(ID_LEN + frame.len());
+    out.extend_from_slice(&base_id.0);
     out.extend_from_slice(&frame);
     (out.len() < limit).then_some(out)
+}
+
+thread_local! {
+    /// A compression context per thread: creating one costs more than compressing a small
+    /// delta.
+    static CCTX: std::cell::RefCell<zstd::zstd_safe::CCtx<'static>> =
+        std::cell::RefCell::new(zstd::zstd_safe::CCtx::create());
+    /// A decompression context per thread, for the same reason.
+    static DCTX: std::cell::RefCell<zstd::zstd_safe::DCtx<'static>> =
+        std::cell::RefCell::new(zstd::zstd_safe::DCtx::create());
+}
+
+/// The first bytes of a zstd dictionary (`ZSTD_MAGIC_DICTIONARY`, little-endian).
+const ZSTD_DICT_MAGIC: [u8; 4] = 0xEC30_A437u32.to_le_bytes();
+
+/// Decompresses a frame compressed with `base` as its prefix into `out`. A base loaded
+/// as a dictionary is the same thing as a prefix when zstd takes it as raw content, which
+/// it does unless the base starts with the dictionary magic: such a base gets a context
+/// of its own with the base referenced as a prefix.
+fn decompress_delta(
+    out: &mut Vec<u8>,
+    frame: &[u8],
+    base: &[u8],
+) -> std::result::Result<usize, zstd::zstd_safe::ErrorCode> {
+    if base.starts_with(&ZSTD_DICT_MAGIC) {
+        let mut dctx = zstd::zstd_safe::DCtx::create();
+        dctx.ref_prefix(base)?;
+        return dctx.decompress(out, frame);
+    }
+    DCTX.with(|d| {
+        let mut dctx = d.borrow_mut();
+        dctx.load_dictionary(base)?;
+        let n = dctx.decompress(out, frame);
+        dctx.reset(zstd::zstd_safe::ResetDirective::SessionAndParameters)?;
+        n
+    })
 }
 
 /// The base a delta entry's stored bytes name (`None` when they are too short).
@@ -220,11 +269,8 @@ pub fn decode_entry(
         Codec::Delta => {
             let base_id = delta_base(&stored).ok_or("delta shorter than its base id")?;
             let base_raw = base(&base_id).map_err(|e| format!("delta base {base_id}: {e}"))?;
-            let mut dctx = zstd::zstd_safe::DCtx::create();
-            dctx.ref_prefix(&base_raw)
-                .map_err(|e| zstd_err("delta base cannot be used", e))?;
             let mut raw = Vec::with_capacity(header.raw_len as usize);
-            dctx.decompress(&mut raw, &stored[ID_LEN..])
+            decompress_delta(&mut raw, &stored[ID_LEN..], &base_raw)
                 .map_err(|e| zstd_err("delta frame does not decompress", e))?;
             raw
         }
@@ -759,6 +805,23 @@ mod tests {
                 let back = decode_entry(&h, stored, &mut |b| {
                     if *b == base_id { Ok(base.clone()) } else { Err("unknown base".into()) }
                 });
+                prop_assert_eq!(back, Ok(raw));
+            }
+        }
+
+        /// The same with a base zstd would take for a dictionary if it were not told
+        /// otherwise.
+        #[test]
+        fn deltas_against_a_base_that_looks_like_a_dictionary_round_trip(
+            base in proptest::collection::vec(any::<u8>(), 100..2000),
+            edits in proptest::collection::vec((any::<usize>(), any::<u8>(), any::<u8>()), 0..8),
+        ) {
+            let edits: Vec<Edit> = edits;
+            let mut base = base;
+            base[..4].copy_from_slice(&ZSTD_DICT_MAGIC);
+            let raw = mutate(&base, &edits);
+            if let Some((h, stored)) = delta_entry(&raw, &base) {
+                let back = decode_entry(&h, stored, &mut |_| Ok(base.clone()));
                 prop_assert_eq!(back, Ok(raw));
             }
         }

@@ -979,6 +979,25 @@ fn a_colocated_folder_keeps_filtered_files_as_pointers_in_git() {
     assert_eq!(git(&w, &["status", "--porcelain"]), "");
     git(&w, &["fsck", "--strict", "--no-progress"]);
 
+    // A new version committed by lifeos goes to git as a pointer too, as `git add` would
+    // have made it, and git checks it out from lifeos's store.
+    let v2 = noise(1 << 20, 6);
+    write(&w, "big.bin", &v2);
+    write(&w, "media.bin", &v2[..300_000]);
+    ok(&w, &["commit", "-m", "new big file, from lifeos"]);
+    let p2 = git(&w, &["cat-file", "-p", "HEAD:big.bin"]);
+    assert!(
+        p2.contains(&format!("oid blake3:{}", blake3::hash(&v2).to_hex())),
+        "{p2}"
+    );
+    assert!(git(&w, &["cat-file", "-p", "HEAD:media.bin"]).contains("size 300000"));
+    assert_eq!(git(&w, &["status", "--porcelain"]), "");
+    std::fs::remove_file(w.join("big.bin")).unwrap();
+    git(&w, &["checkout", "--", "big.bin"]);
+    assert!(std::fs::read(w.join("big.bin")).unwrap() == v2);
+    assert_eq!(json(&w, &["status"])["clean"], true);
+    git(&w, &["fsck", "--strict", "--no-progress"]);
+
     // An export elsewhere gives the same ids: the map's pointer rows say how.
     ok(
         &w,

@@ -355,6 +355,7 @@ pub fn sync_out(repo: &Repo) -> Result<SyncOut> {
     let mut map = repo.catalog()?;
     let view = &head.view;
     let mut ex = Exporter::new(repo, Some(&git), &map);
+    ex.filter = crate::filter::FilterAttributes::load(repo.workdir())?;
     let wanted: BTreeMap<String, ObjectId> = ex.refs(view)?.into_iter().collect();
     let at = view.at_commit().map(|c| ex.commit(c)).transpose()?;
     let keep = ex.finish()?;

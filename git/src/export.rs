@@ -49,6 +49,9 @@ pub(crate) struct Exporter<'a> {
     tags: HashMap<Id, ObjectId>,
     /// Objects written, until [`Exporter::finish`] puts them in the repository.
     out: crate::pack::PackOut,
+    /// In a colocated folder, the paths git's `lifeos` filter applies to: their new
+    /// contents go to git as pointers, as `git add` would have made them.
+    pub(crate) filter: Option<crate::filter::FilterAttributes>,
     report: ExportReport,
 }
 
@@ -70,6 +73,7 @@ impl Exporter<'_> {
             blobs: HashMap::new(),
             tags: HashMap::new(),
             out: crate::pack::PackOut::new(),
+            filter: None,
             report: ExportReport::default(),
         }
     }
@@ -118,7 +122,8 @@ impl Exporter<'_> {
             .filter(|oid| git.has_object(oid)))
     }
 
-    fn blob(&mut self, id: Id, symlink: bool) -> Result<ObjectId> {
+    /// Writes the blob of the file or symlink `id` at repository path `path`.
+    fn blob(&mut self, id: Id, symlink: bool, path: &[u8]) -> Result<ObjectId> {
         if let Some(o) = self.blobs.get(&(id, symlink)) {
             return Ok(*o);
         }
@@ -131,8 +136,12 @@ impl Exporter<'_> {
             self.blobs.insert((id, symlink), o);
             return Ok(o);
         }
-        // Content git knows as a `lifeos` filter pointer goes back as that pointer.
-        if !symlink && self.map.git_sha1(&id, GitObject::Pointer)?.is_some() {
+        // Content git knows as a `lifeos` filter pointer goes back as that pointer, and so
+        // does new content at a path the filter applies to.
+        if !symlink
+            && (self.map.git_sha1(&id, GitObject::Pointer)?.is_some()
+                || self.filter.as_ref().is_some_and(|f| f.filters(path)))
+        {
             let size = self.repo.store().file_chunks(&id)?.size();
             let text = crate::filter::Pointer { id, size }.text();
             let oid = self.write(GitKind::Blob, text.as_bytes(), id, GitObject::Pointer, size)?;
@@ -153,7 +162,8 @@ impl Exporter<'_> {
         Ok(oid)
     }
 
-    fn tree(&mut self, id: Id) -> Result<ObjectId> {
+    /// Writes tree `id` (at repository path `path`, empty for the root) and what it holds.
+    fn tree(&mut self, id: Id, path: &[u8]) -> Result<ObjectId> {
         if let Some(o) = self.trees.get(&id) {
             return Ok(*o);
         }
@@ -164,11 +174,16 @@ impl Exporter<'_> {
         let tree = self.repo.tree(&id)?;
         let mut entries = Vec::with_capacity(tree.entries.len());
         for e in &tree.entries {
+            let at = if path.is_empty() {
+                e.name.clone()
+            } else {
+                [path, b"/", &e.name].concat()
+            };
             let oid = match e.kind {
-                EntryKind::Dir => self.tree(e.id)?,
+                EntryKind::Dir => self.tree(e.id, &at)?,
                 EntryKind::Gitlink => ObjectId::from(gitlink_sha1(&e.id)),
-                EntryKind::Symlink => self.blob(e.id, true)?,
-                EntryKind::File | EntryKind::Executable => self.blob(e.id, false)?,
+                EntryKind::Symlink => self.blob(e.id, true, &at)?,
+                EntryKind::File | EntryKind::Executable => self.blob(e.id, false, &at)?,
             };
             entries.push((e.name.as_slice(), e.kind, oid));
         }
@@ -214,7 +229,7 @@ impl Exporter<'_> {
                 continue;
             }
             stack.pop();
-            let tree = self.tree(c.tree)?;
+            let tree = self.tree(c.tree, b"")?;
             let shallow = form::shallow_parents(&c);
             let parents: Vec<ObjectId> = match &shallow {
                 Some(p) => p.clone(),
@@ -416,6 +431,9 @@ pub fn rebuild_map(repo: &Repo) -> Result<u64> {
     let pointers = crate::filter::pointer_rows(repo)?;
     map.git_record(&pointers)?;
     let mut ex = Exporter::new(repo, None, &map);
+    if crate::colocate::is_colocated(repo) {
+        ex.filter = crate::filter::FilterAttributes::load(repo.workdir())?;
+    }
     ex.refs(&view)?;
     let rows = std::mem::take(&mut ex.rows);
     map.git_record(&rows)?;

@@ -561,6 +561,57 @@ pub fn pointer_rows(repo: &Repo) -> Result<Vec<GitMapRow>> {
     Ok(rows)
 }
 
+/// Which paths the work tree's root `.gitattributes` sends through the `lifeos` filter
+/// (gitattributes matching, last match wins; nested `.gitattributes` files are not read).
+pub struct FilterAttributes {
+    search: gix_attributes::Search,
+    collection: gix_attributes::search::MetadataCollection,
+}
+
+impl FilterAttributes {
+    /// Reads `<workdir>/.gitattributes`; `None` when it names no `filter=lifeos`.
+    pub fn load(workdir: &Path) -> Result<Option<FilterAttributes>> {
+        let path = workdir.join(".gitattributes");
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => {
+                return Err(GitError::Filter {
+                    reason: format!("reading {}: {e}", path.display()),
+                })
+            }
+        };
+        if !String::from_utf8_lossy(&bytes).contains("filter=lifeos") {
+            return Ok(None);
+        }
+        let mut search = gix_attributes::Search::default();
+        let mut collection = gix_attributes::search::MetadataCollection::default();
+        search
+            .add_patterns_buffer(&bytes, path.clone(), Some(workdir), &mut collection, true)
+            .map_err(|e| GitError::Filter {
+                reason: format!("reading {}: {e}", path.display()),
+            })?;
+        Ok(Some(FilterAttributes { search, collection }))
+    }
+
+    /// Whether the file at repository path `path` has `filter=lifeos`.
+    pub fn filters(&self, path: &[u8]) -> bool {
+        use gix_attributes::search::Outcome;
+        let mut out = Outcome::default();
+        out.initialize_with_selection(&self.collection, ["filter"]);
+        self.search.pattern_matching_relative_path(
+            path.into(),
+            gix_attributes::glob::pattern::Case::Sensitive,
+            Some(false),
+            &mut out,
+        );
+        let filtered = out.iter_selected().any(|m| {
+            matches!(m.assignment.state, gix_attributes::StateRef::Value(v) if v.as_bstr() == "lifeos")
+        });
+        filtered
+    }
+}
+
 /// What `install` did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Installed {
@@ -665,6 +716,33 @@ pub fn install(workdir: &Path, lifeos: &Path, patterns: &[String]) -> Result<Ins
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_root_gitattributes_decides_which_paths_are_filtered() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(FilterAttributes::load(dir.path()).unwrap().is_none());
+        std::fs::write(
+            dir.path().join(".gitattributes"),
+            "*.bin filter=lifeos -text\nmedia/** filter=lifeos\nmedia/keep.txt -filter\n*.txt text\n",
+        )
+        .unwrap();
+        let a = FilterAttributes::load(dir.path()).unwrap().unwrap();
+        for (path, filtered) in [
+            (&b"big.bin"[..], true),
+            (b"deep/dir/big.bin", true),
+            (b"media/talk.mp4", true),
+            (b"media/keep.txt", false),
+            (b"notes.txt", false),
+            (b"bin", false),
+        ] {
+            assert_eq!(
+                a.filters(path),
+                filtered,
+                "{}",
+                String::from_utf8_lossy(path)
+            );
+        }
+    }
 
     #[test]
     fn pointer_text_round_trips_and_only_the_exact_text_is_a_pointer() {

@@ -75,6 +75,27 @@ pkt() { printf '%04x%s' $((${#1} + 4)) "$1"; }
     >corpus/git_filter/request
 printf 'version https://lifeos.dev/spec/pointer/v1\noid blake3:%s\nsize 5\n' \
     "$(printf '%064d' 0)" >corpus/git_filter/pointer
+# Deltas (codec 2): git import stores each version of a path against the previous one.
+mkdir -p "$work/imported"
+"$LIFEOS" init "$work/imported" >/dev/null
+"$LIFEOS" -C "$work/imported" git import "$work/bats.git" >/dev/null
+python3 - "$work/imported/.lifeos/packs" corpus/pack_entry <<'EOF'
+import os, sys
+packs, out = sys.argv[1:3]
+n = 0
+for name in sorted(os.listdir(packs)):
+    data = open(os.path.join(packs, name), "rb").read()
+    pos = 16
+    while pos + 48 <= len(data) and n < 200:
+        h = data[pos:pos + 48]
+        if h[32] == 0 or h[32] > 8 or h[34:36] != b"\0\0":
+            break  # the footer table
+        stored = int.from_bytes(h[40:44], "little")
+        if h[33] == 2 and stored < 4096:
+            open(os.path.join(out, f"delta{n}"), "wb").write(data[pos:pos + 48 + stored])
+            n += 1
+        pos += 48 + stored
+EOF
 # Tiny recordings for speech_inputs (with ffmpeg, when it is installed).
 if command -v ffmpeg >/dev/null; then
     mkdir -p corpus/speech_inputs

@@ -140,7 +140,7 @@ impl Exporter<'_> {
         // does new content at a path the filter applies to.
         if !symlink
             && (self.map.git_sha1(&id, GitObject::Pointer)?.is_some()
-                || self.filter.as_ref().is_some_and(|f| f.filters(path)))
+                || self.filter.as_mut().is_some_and(|f| f.filters(path)))
         {
             let size = self.repo.store().file_chunks(&id)?.size();
             let text = crate::filter::Pointer { id, size }.text();

@@ -344,6 +344,14 @@ pub fn serve(
     }
 }
 
+/// A successful answer carrying `content`.
+fn send_content<W: Write>(wr: &mut PktWriter<W>, mut content: impl Read) -> io::Result<()> {
+    wr.lines(&["status=success"])?;
+    io::copy(&mut content, wr)?;
+    wr.end_content()?;
+    wr.lines(&[])
+}
+
 fn filter_err(e: io::Error) -> GitError {
     GitError::Filter {
         reason: format!("talking to git: {e}"),
@@ -402,12 +410,7 @@ impl Server<'_> {
                 .map(|p| p.text().into_bytes())
         };
         match answer {
-            Ok(bytes) => {
-                wr.lines(&["status=success"]).map_err(filter_err)?;
-                wr.write_all(&bytes).map_err(filter_err)?;
-                wr.end_content().map_err(filter_err)?;
-                wr.lines(&[]).map_err(filter_err)
-            }
+            Ok(bytes) => send_content(wr, &bytes[..]).map_err(filter_err),
             Err(e) => {
                 content.drain().map_err(filter_err)?;
                 self.served.failed += 1;
@@ -459,11 +462,7 @@ impl Server<'_> {
             .read_to_end(&mut head)
             .map_err(filter_err)?;
         let Some(pointer) = Pointer::parse(&head) else {
-            wr.lines(&["status=success"]).map_err(filter_err)?;
-            wr.write_all(&head).map_err(filter_err)?;
-            io::copy(&mut spool, &mut *wr).map_err(filter_err)?;
-            wr.end_content().map_err(filter_err)?;
-            return wr.lines(&[]).map_err(filter_err);
+            return send_content(wr, (&head[..]).chain(spool)).map_err(filter_err);
         };
         if let Err(why) = self.available(&pointer) {
             self.served.failed += 1;
@@ -565,7 +564,8 @@ pub fn pointer_rows(repo: &Repo) -> Result<Vec<GitMapRow>> {
 /// (gitattributes matching, last match wins; nested `.gitattributes` files are not read).
 pub struct FilterAttributes {
     search: gix_attributes::Search,
-    collection: gix_attributes::search::MetadataCollection,
+    /// Reused by every match, initialised once for the `filter` attribute.
+    outcome: gix_attributes::search::Outcome,
 }
 
 impl FilterAttributes {
@@ -591,24 +591,23 @@ impl FilterAttributes {
             .map_err(|e| GitError::Filter {
                 reason: format!("reading {}: {e}", path.display()),
             })?;
-        Ok(Some(FilterAttributes { search, collection }))
+        let mut outcome = gix_attributes::search::Outcome::default();
+        outcome.initialize_with_selection(&collection, ["filter"]);
+        Ok(Some(FilterAttributes { search, outcome }))
     }
 
     /// Whether the file at repository path `path` has `filter=lifeos`.
-    pub fn filters(&self, path: &[u8]) -> bool {
-        use gix_attributes::search::Outcome;
-        let mut out = Outcome::default();
-        out.initialize_with_selection(&self.collection, ["filter"]);
+    pub fn filters(&mut self, path: &[u8]) -> bool {
+        self.outcome.reset();
         self.search.pattern_matching_relative_path(
             path.into(),
             gix_attributes::glob::pattern::Case::Sensitive,
             Some(false),
-            &mut out,
+            &mut self.outcome,
         );
-        let filtered = out.iter_selected().any(|m| {
+        self.outcome.iter_selected().any(|m| {
             matches!(m.assignment.state, gix_attributes::StateRef::Value(v) if v.as_bstr() == "lifeos")
-        });
-        filtered
+        })
     }
 }
 
@@ -726,7 +725,7 @@ mod tests {
             "*.bin filter=lifeos -text\nmedia/** filter=lifeos\nmedia/keep.txt -filter\n*.txt text\n",
         )
         .unwrap();
-        let a = FilterAttributes::load(dir.path()).unwrap().unwrap();
+        let mut a = FilterAttributes::load(dir.path()).unwrap().unwrap();
         for (path, filtered) in [
             (&b"big.bin"[..], true),
             (b"deep/dir/big.bin", true),

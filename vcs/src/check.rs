@@ -215,8 +215,9 @@ impl Repo {
             return Ok(());
         }
         r.ids.insert(id);
-        if !chunks && size.is_some() {
-            r.files.insert(id, size.unwrap_or_default());
+        // A tree gives the size; only chunks need the manifest then.
+        if let (false, Some(size)) = (chunks, size) {
+            r.files.insert(id, size);
             return Ok(());
         }
         match self.store().file_chunks(&id) {

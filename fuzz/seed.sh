@@ -88,14 +88,25 @@ for name in sorted(os.listdir(packs)):
     pos = 16
     while pos + 48 <= len(data) and n < 200:
         h = data[pos:pos + 48]
-        if h[32] == 0 or h[32] > 8 or h[34:36] != b"\0\0":
+        if h[32] == 0 or h[32] > 9 or h[34:36] != b"\0\0":
             break  # the footer table
         stored = int.from_bytes(h[40:44], "little")
-        if h[33] == 2 and stored < 4096:
-            open(os.path.join(out, f"delta{n}"), "wb").write(data[pos:pos + 48 + stored])
+        if (h[33] == 2 and stored < 4096) or (h[32] == 9 and stored < 65536):
+            kind = "block" if h[32] == 9 else "delta"
+            open(os.path.join(out, f"{kind}{n}"), "wb").write(data[pos:pos + 48 + stored])
             n += 1
         pos += 48 + stored
 EOF
+# Small packs with blocks (kind 9): a short git history imported.
+git init -q -b main "$work/small"
+for i in 1 2 3; do
+    printf 'version %s\n' "$i" >"$work/small/a.txt"
+    git -C "$work/small" add a.txt
+    git -C "$work/small" -c user.name=Seed -c user.email=seed@example.com commit -q -m "v$i"
+done
+"$LIFEOS" init "$work/small-lifeos" >/dev/null
+"$LIFEOS" -C "$work/small-lifeos" git import "$work/small" >/dev/null
+for p in "$work"/small-lifeos/.lifeos/packs/*.pack; do cp "$p" "corpus/pack_file/blocks-$(basename "$p")"; done
 # Tiny recordings for speech_inputs (with ffmpeg, when it is installed).
 if command -v ffmpeg >/dev/null; then
     mkdir -p corpus/speech_inputs

@@ -14,10 +14,12 @@ use std::process::Command;
 use lifeos_store::{Id, Kind};
 use lifeos_vcs::{Commit, EntryKind, Repo, Tree, View};
 
-/// Extracts the fixture into a new temp dir; returns it and the repository folder.
-fn unpack() -> (tempfile::TempDir, std::path::PathBuf) {
+/// Extracts a fixture into a new temp dir; returns it and the repository folder.
+fn unpack(fixture: &str) -> (tempfile::TempDir, std::path::PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
-    let tar = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/repo-v1.tar");
+    let tar = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(fixture);
     let st = Command::new("tar")
         .arg("-xf")
         .arg(&tar)
@@ -68,7 +70,7 @@ fn assert_reencodes(repo: &Repo) {
 
 #[test]
 fn repository_written_by_version_1_opens_reads_and_commits() {
-    let (_tmp, d) = unpack();
+    let (_tmp, d) = unpack("repo-v1.tar");
     let d = d.as_path();
 
     let before = json(d, &["fsck"]);
@@ -126,4 +128,52 @@ fn repository_written_by_version_1_opens_reads_and_commits() {
     assert_eq!(after["ok"], true, "{after}");
     assert_eq!(after["commits"], 6, "{after}");
     assert_reencodes(&Repo::discover(d).unwrap());
+}
+
+/// `tests/fixtures/repo-v2-deltas.tar`: a git history imported by lifeos at de3c192, in
+/// packs of version 2 whose chunks and commits are deltas (codec 2). This version writes
+/// version-3 packs with blocks; the old packs must read as they are, next to new ones,
+/// through commit, gc and export.
+#[test]
+fn repository_with_version_2_delta_packs_opens_commits_and_exports_the_same_ids() {
+    let (tmp, d) = unpack("repo-v2-deltas.tar");
+    let report = json(&d, &["fsck"]);
+    assert_eq!(report["ok"], true, "{report}");
+    let notes = ok(&d, &["cat", "notes.txt", "-r", "main"]);
+    assert!(notes.contains("changed in version 6"), "{notes}");
+    // A 100,000-byte blob stored as a delta of its previous version.
+    let cat = run(&d, &["cat", "data.bin", "-r", "main"]);
+    assert!(cat.status.success());
+    assert!(cat.stdout == std::fs::read(d.join("data.bin")).unwrap());
+
+    write(&d, "new.txt", &b"written by this version\n".repeat(100));
+    ok(&d, &["commit", "-m", "on top"]);
+    let gc = json(&d, &["gc"]);
+    assert_eq!(gc["objects_removed"], 0, "{gc}");
+    let report = json(&d, &["fsck"]);
+    assert_eq!(report["ok"], true, "{report}");
+
+    // The imported commits and the annotated tag come back with git's ids.
+    let out_git = tmp.path().join("out.git");
+    let st = Command::new("git")
+        .args(["init", "-q", "--bare"])
+        .arg(&out_git)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    ok(&d, &["git", "export", out_git.to_str().unwrap()]);
+    let rev = |r: &str| {
+        let o = Command::new("git")
+            .arg("-C")
+            .arg(&out_git)
+            .args(["rev-parse", r])
+            .output()
+            .unwrap();
+        String::from_utf8(o.stdout).unwrap().trim().to_string()
+    };
+    assert_eq!(rev("main~1"), "8f2f2e14cab407e9e11fb4072a7366b8ecba34d2");
+    assert_eq!(
+        rev("refs/tags/v1"),
+        "ea5f72e6c86934750109ff28c2b5173d5f272790"
+    );
 }

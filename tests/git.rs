@@ -73,6 +73,16 @@ fn round_trip(bundle: &str, commits: usize, refs: usize) {
     assert_eq!(first["new_commits"], commits, "{first}");
     assert_eq!(first["refs"], refs, "{first}");
     assert_eq!(first["mismatches"], 0, "{first}");
+    // The history takes at most 1.2x git's own packed size (the bundle), and gc keeps it.
+    let stored = json(&lr, &["stats"])["stored_bytes"].as_u64().unwrap();
+    let bundle = std::fs::metadata(&fixture).unwrap().len();
+    assert!(
+        stored * 10 <= bundle * 12,
+        "stored {stored} bytes, the bundle is {bundle}"
+    );
+    // (gc rewrites the index as one layer; the checkout and export below read it all.)
+    let gc = json(&lr, &["gc"]);
+    assert_eq!(gc["objects_removed"], 0, "{gc}");
     let ops = json(&lr, &["op", "log"])["operations"]
         .as_array()
         .unwrap()

@@ -5,6 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use gix::ObjectId;
+use lifeos_store::block::BLOCK_MEMBER_MAX;
 use lifeos_store::pack::MAX_DELTA_DEPTH;
 use lifeos_store::{Id, Kind, Transaction, Written};
 use lifeos_vcs::catalog::{Catalog, GitMapRow, GitObject};
@@ -98,6 +99,11 @@ impl DeltaBases {
         raw: &[u8],
         hint: Option<Id>,
     ) -> Result<Id> {
+        if raw.len() <= BLOCK_MEMBER_MAX {
+            // Small objects go into blocks, where zstd finds what they share with the
+            // objects written just before them.
+            return Ok(tx.write_grouped(kind, raw)?.0);
+        }
         let id = Id::hash(raw);
         let base = hint
             .and_then(|h| self.raw.get(&h).map(|(r, depth)| (h, r, *depth)))

@@ -46,13 +46,20 @@ impl Store {
     pub fn check_packs(&self, progress: &(dyn Fn(u64) + Sync)) -> Result<PackCheck> {
         let names = self.pack_names()?;
         let mut report = PackCheck::default();
-        for (entries, bytes, problems) in
-            crate::par::map(&names, |name| self.check_pack(name, progress))
+        let mut members: HashSet<(&str, Id, u32, pack::Kind)> = HashSet::new();
+        for (name, (entries, bytes, problems, held)) in
+            names.iter().zip(crate::par::map(&names, |name| {
+                self.check_pack(name, progress)
+            }))
         {
             report.packs += 1;
             report.entries += entries;
             report.bytes += bytes;
             report.problems.extend(problems);
+            members.extend(
+                held.into_iter()
+                    .map(|(id, off, kind)| (name.as_str(), id, off, kind)),
+            );
         }
         let present: HashSet<&str> = names.iter().map(|s| s.as_str()).collect();
         for path in list_dir(&self.dir().join(INDEX_DIR))? {
@@ -109,7 +116,12 @@ impl Store {
                 let ok = File::open(&path)
                     .io("opening", &path)
                     .and_then(|f| pack::read_header(&f, &path, u64::from(loc.offset)))
-                    .map(|h| h.id == id && h.kind == loc.kind);
+                    .map(|h| match h.kind {
+                        pack::Kind::Block if loc.kind != pack::Kind::Block => {
+                            members.contains(&(&*loc.pack, id, loc.offset, loc.kind))
+                        }
+                        _ => h.id == id && h.kind == loc.kind,
+                    });
                 if !matches!(ok, Ok(true)) {
                     report.problems.push(Problem {
                         code: "index-mismatch",
@@ -128,7 +140,14 @@ impl Store {
         Ok(report)
     }
 
-    fn check_pack(&self, name: &str, progress: &(dyn Fn(u64) + Sync)) -> (u64, u64, Vec<Problem>) {
+    /// Checks one pack; returns its entry count, stored bytes, problems, and the members of
+    /// its blocks (id, offset, kind) for the index check.
+    #[allow(clippy::type_complexity)]
+    fn check_pack(
+        &self,
+        name: &str,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> (u64, u64, Vec<Problem>, Vec<(Id, u32, pack::Kind)>) {
         let path = self.pack_file_path(name);
         let mut problems = Vec::new();
         let damaged = |detail: String| Problem {
@@ -140,7 +159,7 @@ impl Store {
         };
         let file = match File::open(&path) {
             Ok(f) => f,
-            Err(e) => return (0, 0, vec![damaged(format!("cannot open: {e}"))]),
+            Err(e) => return (0, 0, vec![damaged(format!("cannot open: {e}"))], Vec::new()),
         };
         let footer = pack::read_footer(&file, &path);
         if let Err(e) = &footer {
@@ -148,13 +167,14 @@ impl Store {
         }
         let (headers, stopped) = match pack::scan(&file, &path) {
             Ok(x) => x,
-            Err(e) => return (0, 0, vec![damaged(e.to_string())]),
+            Err(e) => return (0, 0, vec![damaged(e.to_string())], Vec::new()),
         };
         if let Some(why) = stopped {
             problems.push(damaged(format!("{why}; entries after it cannot be read")));
         }
         let mut entries = 0;
         let mut bytes = 0;
+        let mut held = Vec::new();
         for (h, off) in &headers {
             let mut stored = vec![0u8; h.stored_len as usize];
             let res = pack::read_exact_at(
@@ -169,6 +189,13 @@ impl Store {
                     self.read_base(b, pack::MAX_DELTA_DEPTH - 1)
                         .map_err(|e| e.to_string())
                 })
+            })
+            .and_then(|raw| {
+                if h.kind == pack::Kind::Block {
+                    let block = crate::block::Block::decode(raw)?;
+                    held.extend(block.members().map(|(id, kind, _)| (id, *off as u32, kind)));
+                }
+                Ok(())
             });
             if let Err(reason) = res {
                 problems.push(Problem {
@@ -200,6 +227,6 @@ impl Store {
                 }
             }
         }
-        (entries, bytes, problems)
+        (entries, bytes, problems, held)
     }
 }

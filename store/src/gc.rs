@@ -51,10 +51,49 @@ fn delta_base_at(file: &File, path: &std::path::Path, off: u64) -> Option<Id> {
 
 struct PackPlan {
     name: String,
+    /// What the index lists for the pack (with the members of its blocks).
     rows: Vec<FooterRow>,
-    live: Vec<bool>,
+    /// Its entries in offset order: their offset, kind, and the live and dead ids they
+    /// hold (a block's members; or the entry itself).
+    entries: Vec<EntryPlan>,
     size: u64,
     dead_bytes: u64,
+}
+
+/// One entry of a pack, as `gc` sees it.
+struct EntryPlan {
+    offset: u32,
+    live: Vec<(Id, pack::Kind)>,
+    dead: u64,
+}
+
+/// Groups a pack's index rows by entry: a block's members share its offset.
+fn entry_plans(rows: &[FooterRow], live: &dyn Fn(&Id) -> bool) -> Vec<EntryPlan> {
+    let mut by_offset: Vec<&FooterRow> = rows.iter().collect();
+    by_offset.sort_unstable_by_key(|r| (r.offset, r.kind != pack::Kind::Block));
+    let mut out: Vec<EntryPlan> = Vec::new();
+    for r in by_offset {
+        let plan = match out.last_mut() {
+            Some(p) if p.offset == r.offset => p,
+            _ => {
+                out.push(EntryPlan {
+                    offset: r.offset,
+                    live: Vec::new(),
+                    dead: 0,
+                });
+                if r.kind == pack::Kind::Block {
+                    continue;
+                }
+                out.last_mut().expect("pushed")
+            }
+        };
+        if live(&r.id) {
+            plan.live.push((r.id, r.kind));
+        } else {
+            plan.dead += 1;
+        }
+    }
+    out
 }
 
 impl Store {
@@ -134,20 +173,26 @@ impl Store {
             let size = file.metadata().io("reading", &path)?.len();
             report.packs_before += 1;
             report.bytes_before += size;
-            let rows = match pack::read_footer(&file, &path) {
+            let footer = pack::read_footer(&file, &path)
+                .and_then(|f| Ok((pack::read_rows(&file, &path)?, f.len())));
+            let (rows, footer_len) = match footer {
                 Ok(r) => r,
                 Err(_) => {
                     // Keep a damaged pack as it is, and keep what can still be read from
-                    // it indexed (entries before the damage), so gc loses nothing.
+                    // it indexed (entries before the damage, the members of readable
+                    // blocks), so gc loses nothing.
                     let (found, _) = pack::scan(&file, &path)?;
-                    let rows = found
-                        .iter()
-                        .map(|(h, off)| FooterRow {
+                    let mut rows = Vec::new();
+                    for (h, off) in &found {
+                        rows.push(FooterRow {
                             id: h.id,
                             offset: *off as u32,
                             kind: h.kind,
-                        })
-                        .collect();
+                        });
+                        if h.kind == pack::Kind::Block {
+                            rows.extend(pack::block_rows(&file, &path, *off).unwrap_or_default());
+                        }
+                    }
                     damaged.push(PackInfo {
                         name: name.clone(),
                         entries: rows,
@@ -157,27 +202,24 @@ impl Store {
                     continue;
                 }
             };
-            let mut by_offset: Vec<(u32, usize)> = rows
-                .iter()
-                .enumerate()
-                .map(|(i, r)| (r.offset, i))
-                .collect();
-            by_offset.sort_unstable();
+            let entries = entry_plans(&rows, live);
             let entries_end =
-                size - pack::FOOTER_TRAILER_LEN - (rows.len() * pack::FOOTER_ROW_LEN) as u64;
-            let live_flags: Vec<bool> = rows.iter().map(|r| live(&r.id)).collect();
+                size - pack::FOOTER_TRAILER_LEN - (footer_len * pack::FOOTER_ROW_LEN) as u64;
             let mut dead_bytes = 0;
-            for (k, (off, i)) in by_offset.iter().enumerate() {
-                let end = by_offset.get(k + 1).map_or(entries_end, |n| u64::from(n.0));
-                if !live_flags[*i] {
-                    dead_bytes += end - u64::from(*off);
-                }
+            for (k, e) in entries.iter().enumerate() {
+                let end = entries
+                    .get(k + 1)
+                    .map_or(entries_end, |n| u64::from(n.offset));
+                let span = end - u64::from(e.offset);
+                // A block's bytes count as dead in proportion to its dead members.
+                let held = e.live.len() as u64 + e.dead;
+                dead_bytes += span * e.dead / held.max(1);
             }
             progress(1);
             plans.push(PackPlan {
                 name,
                 rows,
-                live: live_flags,
+                entries,
                 size,
                 dead_bytes,
             });
@@ -188,8 +230,8 @@ impl Store {
         let mut dropped: Vec<&PackPlan> = Vec::new();
         let mut copied = HashSet::new();
         for plan in &plans {
-            let dead = plan.live.iter().filter(|l| !**l).count() as u64;
-            let all_dead = dead as usize == plan.rows.len();
+            let dead: u64 = plan.entries.iter().map(|e| e.dead).sum();
+            let all_dead = plan.entries.iter().all(|e| e.live.is_empty());
             let rewrite =
                 !all_dead && dead > 0 && (plan.dead_bytes as f64) > threshold * plan.size as f64;
             if all_dead || rewrite {
@@ -201,10 +243,23 @@ impl Store {
                 }
                 let path = self.pack_file_path(&plan.name);
                 let file = File::open(&path).io("opening", &path)?;
-                for (row, live) in plan.rows.iter().zip(&plan.live) {
-                    if *live && copied.insert(row.id) {
-                        let (h, stored) = pack::read_stored(&file, &path, row.offset)?;
-                        tx.sink.put(&h, &stored)?;
+                for e in &plan.entries {
+                    if e.live.is_empty() || e.live.iter().all(|(id, _)| copied.contains(id)) {
+                        continue;
+                    }
+                    if e.dead == 0 {
+                        copied.extend(tx.sink.copy(&file, &path, e.offset)?);
+                        continue;
+                    }
+                    // A block with dead members: its live ones go to a new block.
+                    let (h, _) = pack::read_stored(&file, &path, e.offset)?;
+                    let block = pack::read_block(&file, &path, u64::from(e.offset), &h)?;
+                    for (id, kind) in &e.live {
+                        if let Some((_, raw)) = block.get(id) {
+                            if copied.insert(*id) {
+                                tx.group(*kind, *id, raw)?;
+                            }
+                        }
                     }
                 }
                 dropped.push(plan);
@@ -367,5 +422,39 @@ mod tests {
         for id in &ids[..10] {
             assert!(store.read_object(id, Kind::Tree).is_ok());
         }
+    }
+
+    /// A block with dead members: gc moves the live ones to a new block and drops the
+    /// rest; a second gc finds nothing to do.
+    #[test]
+    fn gc_keeps_the_live_members_of_a_block_and_drops_the_dead() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(dir.path(), StoreConfig::default()).unwrap();
+        let raws: Vec<Vec<u8>> = (0..100u32)
+            .map(|i| [b"tree ".repeat(30), i.to_le_bytes().to_vec()].concat())
+            .collect();
+        let mut tx = store.transaction().unwrap();
+        for r in &raws {
+            tx.write_grouped(Kind::Tree, r).unwrap();
+        }
+        drop(tx.commit().unwrap());
+        let ids: Vec<Id> = raws.iter().map(|r| Id::hash(r)).collect();
+        let keep: HashSet<Id> = ids.iter().step_by(2).copied().collect();
+        let lock = store.gc_lock().unwrap();
+        let report = store.gc(&lock, &keep, &|_| {}).unwrap();
+        drop(lock);
+        assert_eq!((report.objects_removed, report.packs_rewritten), (50, 1));
+        let fresh = Store::open(dir.path()).unwrap();
+        for (id, raw) in ids.iter().zip(&raws) {
+            if keep.contains(id) {
+                assert_eq!(&fresh.read_object(id, Kind::Tree).unwrap(), raw);
+            } else {
+                assert!(!fresh.contains(id).unwrap());
+            }
+        }
+        assert_eq!(fresh.stats().unwrap().objects, 50);
+        assert!(fresh.check_packs(&|_| {}).unwrap().problems.is_empty());
+        let lock = fresh.gc_lock().unwrap();
+        assert_eq!(fresh.gc(&lock, &keep, &|_| {}).unwrap().objects_removed, 0);
     }
 }

@@ -7,6 +7,7 @@
 
 #![warn(missing_docs)]
 
+pub mod block;
 pub mod chunker;
 pub mod config;
 pub mod enc;

@@ -13,8 +13,9 @@ use crate::id::{Id, ID_LEN};
 
 /// First bytes of every pack file.
 pub const PACK_MAGIC: &[u8; 8] = b"LIFEOSPK";
-/// Pack format version written by this code (2: entries may be deltas, codec 2).
-pub const PACK_VERSION: u32 = 2;
+/// Pack format version written by this code (2: entries may be deltas, codec 2; 3: entries
+/// may be blocks, kind 9).
+pub const PACK_VERSION: u32 = 3;
 /// The oldest pack format version this code reads.
 pub const PACK_VERSION_MIN: u32 = 1;
 /// Length of the pack header.
@@ -55,6 +56,10 @@ pub enum Kind {
     Extract = 7,
     /// A git annotated tag, kept byte for byte with the lifeos id of what it tags.
     GitTag = 8,
+    /// Many small objects compressed together ([`crate::block`]); id = BLAKE3 of the
+    /// block's raw encoding. Its members are indexed under their own ids and kinds, at
+    /// the block's offset.
+    Block = 9,
 }
 
 impl Kind {
@@ -69,6 +74,7 @@ impl Kind {
             6 => Kind::View,
             7 => Kind::Extract,
             8 => Kind::GitTag,
+            9 => Kind::Block,
             _ => return None,
         })
     }
@@ -84,6 +90,7 @@ impl Kind {
             Kind::View => "view",
             Kind::Extract => "extract",
             Kind::GitTag => "git tag",
+            Kind::Block => "block",
         }
     }
 }
@@ -311,6 +318,8 @@ pub struct PackWriter {
     out: BufWriter<File>,
     offset: u64,
     entries: Vec<FooterRow>,
+    /// The members of the blocks appended: indexed, but not listed in the footer.
+    members: Vec<FooterRow>,
 }
 
 /// One row of a pack's footer.
@@ -341,7 +350,8 @@ impl Ord for Kind {
 pub struct PackInfo {
     /// The pack's name (32 hex digits), its file being `packs/<name>.pack`.
     pub name: String,
-    /// Entries sorted by id.
+    /// Entries sorted by id, with the members of its blocks (each at its block's offset):
+    /// what the index lists for the pack.
     pub entries: Vec<FooterRow>,
     /// Total file size.
     pub size: u64,
@@ -365,6 +375,7 @@ impl PackWriter {
             out,
             offset: PACK_HEADER_LEN,
             entries: Vec::new(),
+            members: Vec::new(),
         })
     }
 
@@ -401,6 +412,24 @@ impl PackWriter {
         Ok(offset)
     }
 
+    /// Appends a block entry whose members are `members` (ids and kinds); returns its
+    /// offset.
+    pub fn append_block(
+        &mut self,
+        header: &EntryHeader,
+        stored: &[u8],
+        members: &[(Id, Kind)],
+    ) -> Result<u32> {
+        debug_assert_eq!(header.kind, Kind::Block);
+        let offset = self.append(header, stored)?;
+        self.members.extend(
+            members
+                .iter()
+                .map(|&(id, kind)| FooterRow { id, offset, kind }),
+        );
+        Ok(offset)
+    }
+
     /// Gives up the pack and removes its temporary file.
     pub fn abandon(self) {
         let PackWriter { tmp_path, out, .. } = self;
@@ -428,6 +457,12 @@ impl PackWriter {
         self.out.write_all(&table).io("writing", &self.tmp_path)?;
         self.out.write_all(&trailer).io("writing", &self.tmp_path)?;
         let size = self.offset + table.len() as u64 + FOOTER_TRAILER_LEN;
+        let mut entries = self.entries;
+        if !self.members.is_empty() {
+            entries.append(&mut self.members);
+            entries.sort_unstable();
+            entries.dedup_by_key(|e| e.id);
+        }
         let file = self
             .out
             .into_inner()
@@ -439,7 +474,7 @@ impl PackWriter {
             tmp_path: self.tmp_path,
             info: PackInfo {
                 name: digest.to_hex()[..32].to_string(),
-                entries: self.entries,
+                entries,
                 size,
             },
         })
@@ -500,48 +535,125 @@ pub fn read_exact_at(file: &File, path: &Path, buf: &mut [u8], offset: u64) -> R
     })
 }
 
-/// Reads and verifies one entry of a pack, which the index says is `id`; `base` gives the
-/// raw bytes of a delta's base.
-pub fn read_entry(
+/// Reads the header at `offset` of a pack where the index says `id` is: the header of
+/// `id` itself or of a block holding it. A damaged header is a corrupt `id`.
+pub fn read_header_of(
     file: &File,
     path: &Path,
     pack: &str,
     offset: u64,
     id: &Id,
-    base: &mut dyn FnMut(&Id) -> std::result::Result<Vec<u8>, String>,
-) -> Result<(Kind, Vec<u8>)> {
-    let header = read_header(file, path, offset).map_err(|e| match e {
-        StoreError::DamagedFile { reason, .. } => StoreError::Corrupt {
-            id: *id,
-            pack: pack.into(),
-            reason,
-        },
-        other => other,
-    })?;
-    if header.id != *id {
+) -> Result<EntryHeader> {
+    let header = read_header(file, path, offset).map_err(|e| as_corrupt(e, id, pack))?;
+    if header.id != *id && header.kind != Kind::Block {
         return Err(StoreError::Corrupt {
             id: *id,
             pack: pack.into(),
             reason: format!("offset {offset} holds {} instead", header.id.short(16)),
         });
     }
-    let mut stored = vec![0u8; header.stored_len as usize];
-    read_exact_at(file, path, &mut stored, offset + ENTRY_HEADER_LEN as u64).map_err(
-        |e| match e {
-            StoreError::DamagedFile { reason, .. } => StoreError::Corrupt {
-                id: *id,
-                pack: pack.into(),
-                reason,
-            },
-            other => other,
+    Ok(header)
+}
+
+/// A pack that cannot be read where an entry should be is a corrupt entry.
+fn as_corrupt(e: StoreError, id: &Id, pack: &str) -> StoreError {
+    match e {
+        StoreError::DamagedFile { reason, .. } => StoreError::Corrupt {
+            id: *id,
+            pack: pack.into(),
+            reason,
         },
-    )?;
-    let raw = decode_entry(&header, stored, base).map_err(|reason| StoreError::Corrupt {
+        other => other,
+    }
+}
+
+/// Reads and verifies the entry whose header (at `offset`) is `header`, looked up as `id`
+/// (the entry itself, or the block that holds it); `base` gives the raw bytes of a
+/// delta's base.
+pub fn read_entry(
+    file: &File,
+    path: &Path,
+    pack: &str,
+    offset: u64,
+    header: &EntryHeader,
+    id: &Id,
+    base: &mut dyn FnMut(&Id) -> std::result::Result<Vec<u8>, String>,
+) -> Result<Vec<u8>> {
+    let mut stored = vec![0u8; header.stored_len as usize];
+    read_exact_at(file, path, &mut stored, offset + ENTRY_HEADER_LEN as u64)
+        .map_err(|e| as_corrupt(e, id, pack))?;
+    decode_entry(header, stored, base).map_err(|reason| StoreError::Corrupt {
         id: *id,
         pack: pack.into(),
-        reason,
-    })?;
-    Ok((header.kind, raw))
+        reason: if header.id == *id {
+            reason
+        } else {
+            format!("block {} at offset {offset}: {reason}", header.id.short(16))
+        },
+    })
+}
+
+/// Reads, verifies and decodes the block entry at `offset` (its header is `header`).
+pub fn read_block(
+    file: &File,
+    path: &Path,
+    offset: u64,
+    header: &EntryHeader,
+) -> Result<crate::block::Block> {
+    let damaged = |reason: String| StoreError::DamagedFile {
+        file: path.into(),
+        reason: format!("block {} at offset {offset}: {reason}", header.id.short(16)),
+    };
+    let mut stored = vec![0u8; header.stored_len as usize];
+    read_exact_at(file, path, &mut stored, offset + ENTRY_HEADER_LEN as u64)?;
+    let raw = decode_entry(header, stored, &mut |_| {
+        Err("a block is never a delta".into())
+    })
+    .map_err(damaged)?;
+    crate::block::Block::decode(raw).map_err(damaged)
+}
+
+/// Where the entries of a pack and the members of its blocks are, as the index lists
+/// them: the footer's rows, plus one row per block member at its block's offset (found
+/// by reading the block). Fails if the footer or a block is damaged.
+pub fn read_rows(file: &File, path: &Path) -> Result<Vec<FooterRow>> {
+    let mut rows = read_footer(file, path)?;
+    let blocks: Vec<FooterRow> = rows
+        .iter()
+        .filter(|r| r.kind == Kind::Block)
+        .copied()
+        .collect();
+    for b in blocks {
+        rows.extend(block_rows(file, path, u64::from(b.offset))?);
+    }
+    if rows.iter().any(|r| r.kind == Kind::Block) {
+        rows.sort_unstable();
+        rows.dedup_by_key(|r| r.id);
+    }
+    Ok(rows)
+}
+
+/// One row per member of the block at `offset`.
+pub fn block_rows(file: &File, path: &Path, offset: u64) -> Result<Vec<FooterRow>> {
+    let header = read_header(file, path, offset)?;
+    if header.kind != Kind::Block {
+        return Err(StoreError::DamagedFile {
+            file: path.into(),
+            reason: format!(
+                "offset {offset} holds a {}, not a block",
+                header.kind.name()
+            ),
+        });
+    }
+    let block = read_block(file, path, offset, &header)?;
+    Ok(block
+        .members()
+        .map(|(id, kind, _)| FooterRow {
+            id,
+            offset: offset as u32,
+            kind,
+        })
+        .collect())
 }
 
 /// Reads a pack's footer table; fails if the footer is missing or damaged.
@@ -693,6 +805,14 @@ mod tests {
         raw.extend_from_slice(b" and a little more");
         let (h, stored) = delta_entry(&raw, &entries[0].1).unwrap();
         w.append(&h, &stored).unwrap();
+        // A block of two members.
+        let mut b = crate::block::BlockBuilder::default();
+        for raw in [b"a member, a member ".repeat(9), b"another".to_vec()] {
+            b.push(Kind::Commit, Id::hash(&raw), &raw);
+        }
+        let (raw, members) = b.take();
+        let (h, stored) = crate::store::encode_entry(&mut z, Id::hash(&raw), Kind::Block, &raw);
+        w.append_block(&h, &stored, &members).unwrap();
         let done = w.finish().unwrap();
         let path = done.install(dir.path()).unwrap();
         std::fs::read(dir.path().join(format!("{}.pack", path.name))).unwrap()
@@ -705,14 +825,13 @@ mod tests {
     ) -> impl FnMut(&Id) -> std::result::Result<Vec<u8>, String> + 'a {
         move |b: &Id| {
             let (found, _) = scan(f, path).map_err(|e| e.to_string())?;
-            let (_, off) = found
+            let (h, off) = found
                 .iter()
                 .find(|(h, _)| h.id == *b)
                 .ok_or("base not in the pack")?;
-            read_entry(f, path, "p", *off, b, &mut |_| {
+            read_entry(f, path, "p", *off, h, b, &mut |_| {
                 Err("a base of a base".into())
             })
-            .map(|(_, raw)| raw)
             .map_err(|e| e.to_string())
         }
     }
@@ -732,7 +851,11 @@ mod tests {
 
     /// Reads an entry of pack `f`, its delta bases from the same pack.
     fn read_with_bases(f: &File, path: &Path, off: u64, id: &Id) -> Result<(Kind, Vec<u8>)> {
-        read_entry(f, path, "p", off, id, &mut bases(f, path))
+        let h = read_header_of(f, path, "p", off, id)?;
+        Ok((
+            h.kind,
+            read_entry(f, path, "p", off, &h, id, &mut bases(f, path))?,
+        ))
     }
 
     fn check_pack(bytes: &[u8]) {
@@ -740,7 +863,7 @@ mod tests {
         let path = dir.path().join("p.pack");
         std::fs::write(&path, bytes).unwrap();
         let f = File::open(&path).unwrap();
-        if let Ok(rows) = read_footer(&f, &path) {
+        if let Ok(rows) = read_rows(&f, &path) {
             for r in rows.iter().take(64) {
                 let _ = read_with_bases(&f, &path, u64::from(r.offset), &r.id);
                 let _ = read_stored(&f, &path, r.offset);
@@ -765,16 +888,29 @@ mod tests {
         std::fs::write(&path, &bytes).unwrap();
         let f = File::open(&path).unwrap();
         let rows = read_footer(&f, &path).unwrap();
-        assert_eq!(rows.len(), 5);
+        assert_eq!(rows.len(), 6);
         for r in &rows {
             read_with_bases(&f, &path, u64::from(r.offset), &r.id).unwrap();
+        }
+        // The index lists the block's members too, at the block's offset.
+        let indexed = read_rows(&f, &path).unwrap();
+        assert_eq!(indexed.len(), 8);
+        let block = rows.iter().find(|r| r.kind == Kind::Block).unwrap();
+        let (h, _) = read_stored(&f, &path, block.offset).unwrap();
+        let members = read_block(&f, &path, u64::from(block.offset), &h).unwrap();
+        for m in indexed.iter().filter(|r| r.kind == Kind::Commit) {
+            assert_eq!(m.offset, block.offset);
+            let (kind, raw) = members.get(&m.id).unwrap();
+            assert_eq!((kind, Id::hash(raw)), (Kind::Commit, m.id));
         }
         // Without its base a delta is an error naming the base, not wrong bytes.
         let (found, _) = scan(&f, &path).unwrap();
         let (h, off) = found.iter().find(|(h, _)| h.codec == Codec::Delta).unwrap();
-        let err = read_entry(&f, &path, "p", *off, &h.id, &mut |_| Err("missing".into()))
-            .unwrap_err()
-            .to_string();
+        let err = read_entry(&f, &path, "p", *off, h, &h.id, &mut |_| {
+            Err("missing".into())
+        })
+        .unwrap_err()
+        .to_string();
         assert!(
             err.contains("delta base") && err.contains("missing"),
             "{err}"

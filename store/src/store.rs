@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
 
+use crate::block::{Block, BlockBuilder};
 use crate::config::StoreConfig;
 use crate::error::{IoContext, Result, StoreError};
 use crate::id::Id;
@@ -97,35 +98,70 @@ pub struct Store {
     index: RwLock<IndexState>,
     open_packs: Mutex<HashMap<Arc<str>, Arc<File>>>,
     session: Mutex<Option<Session>>,
-    bases: Mutex<BaseCache>,
+    bases: Mutex<Cache<Vec<u8>>>,
+    blocks: Mutex<Cache<Block>>,
 }
 
-/// The verified raw bytes of recently read delta bases, so reading the versions of one
-/// object decompresses each link of their chain once (an id's bytes never change).
-#[derive(Default)]
-struct BaseCache {
-    raw: HashMap<Id, Arc<Vec<u8>>>,
+/// Recently read, verified entries kept whole by id (an id's bytes never change): the raw
+/// bytes of delta bases, so reading the versions of one object decompresses each link of
+/// their chain once, and decoded blocks, so reading their members decompresses each once.
+struct Cache<T> {
+    items: HashMap<Id, Arc<T>>,
     order: std::collections::VecDeque<Id>,
     bytes: usize,
+    budget: usize,
+}
+
+/// Something a [`Cache`] weighs by its bytes in memory.
+trait Weigh {
+    fn weight(&self) -> usize;
+}
+
+impl Weigh for Vec<u8> {
+    fn weight(&self) -> usize {
+        self.len()
+    }
+}
+
+impl Weigh for Block {
+    fn weight(&self) -> usize {
+        self.raw_len()
+    }
 }
 
 /// How many bytes of delta bases a store keeps at hand.
 const BASE_CACHE_BYTES: usize = 32 << 20;
+/// How many bytes of decoded blocks a store keeps at hand.
+const BLOCK_CACHE_BYTES: usize = 32 << 20;
 
-impl BaseCache {
-    fn insert(&mut self, id: Id, raw: Arc<Vec<u8>>) {
-        if raw.len() > BASE_CACHE_BYTES / 4 || self.raw.contains_key(&id) {
+impl<T: Weigh> Cache<T> {
+    fn new(budget: usize) -> Self {
+        Cache {
+            items: HashMap::new(),
+            order: std::collections::VecDeque::new(),
+            bytes: 0,
+            budget,
+        }
+    }
+
+    fn get(&self, id: &Id) -> Option<Arc<T>> {
+        self.items.get(id).cloned()
+    }
+
+    fn insert(&mut self, id: Id, item: Arc<T>) {
+        let weight = item.weight();
+        if weight > self.budget / 4 || self.items.contains_key(&id) {
             return;
         }
-        self.bytes += raw.len();
-        self.raw.insert(id, raw);
+        self.bytes += weight;
+        self.items.insert(id, item);
         self.order.push_back(id);
-        while self.bytes > BASE_CACHE_BYTES {
+        while self.bytes > self.budget {
             let Some(old) = self.order.pop_front() else {
                 break;
             };
-            if let Some(r) = self.raw.remove(&old) {
-                self.bytes -= r.len();
+            if let Some(r) = self.items.remove(&old) {
+                self.bytes -= r.weight();
             }
         }
     }
@@ -189,7 +225,8 @@ impl Store {
                 warnings: Vec::new(),
             }),
             open_packs: Mutex::new(HashMap::new()),
-            bases: Mutex::new(BaseCache::default()),
+            bases: Mutex::new(Cache::new(BASE_CACHE_BYTES)),
+            blocks: Mutex::new(Cache::new(BLOCK_CACHE_BYTES)),
             session: Mutex::new(None),
         };
         store.reload_index()?;
@@ -270,7 +307,7 @@ impl Store {
                 Ok(f) => f,
                 Err(_) => continue,
             };
-            match pack::read_footer(&file, &pack_path) {
+            match pack::read_rows(&file, &pack_path) {
                 Ok(rows) => {
                     let name: Arc<str> = name.into();
                     for r in rows {
@@ -458,29 +495,83 @@ impl Store {
         Ok(f)
     }
 
-    /// Reads entry `id` at `loc`; a delta's base is read from wherever the index says,
-    /// following at most `depth` more deltas.
+    /// Reads entry `id` at `loc` (the entry itself, or a block holding it); a delta's base
+    /// is read from wherever the index says, following at most `depth` more deltas.
     fn read_at(&self, id: &Id, loc: &Location, depth: u8) -> Result<(Kind, Vec<u8>)> {
         let file = self.pack_file(&loc.pack, id)?;
-        pack::read_entry(
-            &file,
-            &self.pack_path(&loc.pack),
-            &loc.pack,
-            u64::from(loc.offset),
-            id,
-            &mut |base| match depth.checked_sub(1) {
-                None => Err(format!(
-                    "the chain of deltas is longer than {}",
-                    pack::MAX_DELTA_DEPTH
-                )),
-                Some(left) => self.read_base(base, left).map_err(|e| e.to_string()),
-            },
-        )
+        let path = self.pack_path(&loc.pack);
+        let offset = u64::from(loc.offset);
+        let header = pack::read_header_of(&file, &path, &loc.pack, offset, id)?;
+        if header.kind == Kind::Block {
+            let block = self.block_at(&file, loc, &header, id)?;
+            return block
+                .get(id)
+                .map(|(kind, raw)| (kind, raw.to_vec()))
+                .ok_or_else(|| StoreError::Corrupt {
+                    id: *id,
+                    pack: loc.pack.to_string(),
+                    reason: format!(
+                        "block {} at offset {offset} does not hold it",
+                        header.id.short(16)
+                    ),
+                });
+        }
+        let raw =
+            pack::read_entry(
+                &file,
+                &path,
+                &loc.pack,
+                offset,
+                &header,
+                id,
+                &mut |base| match depth.checked_sub(1) {
+                    None => Err(format!(
+                        "the chain of deltas is longer than {}",
+                        pack::MAX_DELTA_DEPTH
+                    )),
+                    Some(left) => self.read_base(base, left).map_err(|e| e.to_string()),
+                },
+            )?;
+        Ok((header.kind, raw))
+    }
+
+    /// The decoded block whose header is `header` at `loc`, read for member `id`.
+    fn block_at(
+        &self,
+        file: &File,
+        loc: &Location,
+        header: &EntryHeader,
+        id: &Id,
+    ) -> Result<Arc<Block>> {
+        if let Some(b) = self
+            .blocks
+            .lock()
+            .expect("block cache lock")
+            .get(&header.id)
+        {
+            return Ok(b);
+        }
+        let path = self.pack_path(&loc.pack);
+        let block =
+            pack::read_block(file, &path, u64::from(loc.offset), header).map_err(|e| match e {
+                StoreError::DamagedFile { reason, .. } => StoreError::Corrupt {
+                    id: *id,
+                    pack: loc.pack.to_string(),
+                    reason,
+                },
+                other => other,
+            })?;
+        let block = Arc::new(block);
+        self.blocks
+            .lock()
+            .expect("block cache lock")
+            .insert(header.id, block.clone());
+        Ok(block)
     }
 
     /// The raw bytes of a delta's base, following at most `depth` more deltas.
     pub(crate) fn read_base(&self, id: &Id, depth: u8) -> Result<Vec<u8>> {
-        if let Some(raw) = self.bases.lock().expect("base cache lock").raw.get(id) {
+        if let Some(raw) = self.bases.lock().expect("base cache lock").get(id) {
             return Ok(raw.to_vec());
         }
         let (_, raw) = self.with_index_recovery(id, || {
@@ -522,29 +613,21 @@ impl Store {
     }
 
     /// The manifest of file `id` stored at `loc` (a one-chunk file is its chunk). The
-    /// entry's own header says what it is.
+    /// entry's own header says what it is; a chunk in a block is read to learn its length.
     fn manifest_at(&self, id: &Id, loc: &Location) -> Result<Manifest> {
         let file = self.pack_file(&loc.pack, id)?;
-        let corrupt = |reason: String| StoreError::Corrupt {
-            id: *id,
-            pack: loc.pack.to_string(),
-            reason,
+        let path = self.pack_path(&loc.pack);
+        let h = pack::read_header_of(&file, &path, &loc.pack, u64::from(loc.offset), id)?;
+        let (kind, len) = match h.kind {
+            Kind::Block => {
+                let (kind, raw) = self.read_at(id, loc, pack::MAX_DELTA_DEPTH)?;
+                (kind, raw.len() as u32)
+            }
+            kind => (kind, h.raw_len),
         };
-        let h = pack::read_header(&file, &self.pack_path(&loc.pack), u64::from(loc.offset))
-            .map_err(|e| corrupt(e.to_string()))?;
-        if h.id != *id {
-            return Err(corrupt(format!(
-                "offset {} holds {} instead",
-                loc.offset,
-                h.id.short(16)
-            )));
-        }
-        match h.kind {
+        match kind {
             Kind::Chunk => Ok(Manifest {
-                chunks: vec![ChunkRef {
-                    id: *id,
-                    len: h.raw_len,
-                }],
+                chunks: vec![ChunkRef { id: *id, len }],
             }),
             Kind::Manifest => {
                 let (_, raw) = self.read_at(id, loc, pack::MAX_DELTA_DEPTH)?;
@@ -628,6 +711,7 @@ impl Store {
             },
             claimed: Mutex::new(HashSet::new()),
             pending: HashMap::new(),
+            blocks: Vec::new(),
             compressor: zstd::bulk::Compressor::new(self.config.compression.zstd_level).map_err(
                 |e| StoreError::BadConfig {
                     path: self.dir.join(CONFIG_FILE),
@@ -759,10 +843,11 @@ impl Store {
                 return;
             }
             last = Some(id);
-            if kind == Kind::Chunk {
-                st.chunks += 1;
-            } else {
-                st.objects += 1;
+            match kind {
+                Kind::Chunk => st.chunks += 1,
+                // A block is a container; its members are counted.
+                Kind::Block => {}
+                _ => st.objects += 1,
             }
         };
         let mut loose: Vec<_> = state.loose.iter().map(|(id, l)| (*id, l.kind)).collect();
@@ -899,9 +984,8 @@ impl Store {
                 let path = self.pack_path(p);
                 let file = File::open(&path).io("opening", &path)?;
                 for row in pack::read_footer(&file, &path)? {
-                    let (h, stored) = pack::read_stored(&file, &path, row.offset)?;
-                    tx.sink.put(&h, &stored)?;
-                    tx.claimed.get_mut().expect("claimed lock").insert(row.id);
+                    let ids = tx.sink.copy(&file, &path, row.offset)?;
+                    tx.claimed.get_mut().expect("claimed lock").extend(ids);
                 }
             }
         }
@@ -1007,10 +1091,47 @@ pub struct PackSink {
 impl PackSink {
     /// Appends one entry.
     pub fn put(&mut self, header: &EntryHeader, stored: &[u8]) -> Result<()> {
+        self.writer_for(stored.len())?.append(header, stored)?;
+        Ok(())
+    }
+
+    /// Appends one block entry holding `members`.
+    pub fn put_block(
+        &mut self,
+        header: &EntryHeader,
+        stored: &[u8],
+        members: &[(Id, Kind)],
+    ) -> Result<()> {
+        self.writer_for(stored.len())?
+            .append_block(header, stored, members)?;
+        Ok(())
+    }
+
+    /// Copies the entry at `offset` of a pack byte for byte (a block with its members);
+    /// returns the ids it makes present.
+    pub(crate) fn copy(&mut self, file: &File, path: &Path, offset: u32) -> Result<Vec<Id>> {
+        let (h, stored) = pack::read_stored(file, path, offset)?;
+        if h.kind != Kind::Block {
+            self.put(&h, &stored)?;
+            return Ok(vec![h.id]);
+        }
+        let members: Vec<(Id, Kind)> = pack::block_rows(file, path, u64::from(offset))?
+            .into_iter()
+            .map(|r| (r.id, r.kind))
+            .collect();
+        self.put_block(&h, &stored, &members)?;
+        Ok(std::iter::once(h.id)
+            .chain(members.iter().map(|m| m.0))
+            .collect())
+    }
+
+    /// The pack to append an entry of `stored_len` bytes to, starting a new one when the
+    /// current one is full.
+    fn writer_for(&mut self, stored_len: usize) -> Result<&mut PackWriter> {
         if self
             .current
             .as_ref()
-            .is_some_and(|p| p.len() >= self.target || !p.fits(stored.len()))
+            .is_some_and(|p| p.len() >= self.target || !p.fits(stored_len))
         {
             self.close_current();
         }
@@ -1021,11 +1142,7 @@ impl PackSink {
                 .join(format!("{}-pack{}.tmp", self.prefix, self.seq));
             self.current = Some(PackWriter::create(path)?);
         }
-        self.current
-            .as_mut()
-            .expect("current pack")
-            .append(header, stored)?;
-        Ok(())
+        Ok(self.current.as_mut().expect("current pack"))
     }
 
     fn close_current(&mut self) {
@@ -1093,6 +1210,8 @@ pub struct Transaction<'s> {
     /// Ids already present or being written in this transaction.
     pub(crate) claimed: Mutex<HashSet<Id>>,
     pending: HashMap<Id, (Kind, Vec<u8>)>,
+    /// The blocks being filled by [`Transaction::write_grouped`], one per kind.
+    blocks: Vec<(Kind, BlockBuilder)>,
     compressor: zstd::bulk::Compressor<'static>,
     /// The zstd level of the entries this transaction writes itself.
     level: i32,
@@ -1204,6 +1323,57 @@ impl<'s> Transaction<'s> {
         Ok(written)
     }
 
+    /// Stores an object whose id is the hash of its bytes in a block (`docs/FORMAT.md`
+    /// 5.8) with the other objects of its kind this transaction writes this way, in the
+    /// order they come, so that zstd compresses what they share (the versions of a
+    /// directory, the commits of one history). Objects larger than
+    /// [`crate::block::BLOCK_MEMBER_MAX`], and manifests, are stored as entries of their
+    /// own. Returns the id and whether anything was written ([`Written::Whole`]: a block
+    /// member can be a delta's base).
+    pub fn write_grouped(&mut self, kind: Kind, raw: &[u8]) -> Result<(Id, Written)> {
+        let id = Id::hash(raw);
+        if raw.len() > crate::block::BLOCK_MEMBER_MAX || !crate::block::can_hold(kind) {
+            return Ok((id, self.write_delta(id, kind, raw, None)?));
+        }
+        if !self.claim(&id)? {
+            return Ok((id, Written::Existing));
+        }
+        self.group(kind, id, raw)?;
+        Ok((id, Written::Whole))
+    }
+
+    /// Adds `raw` (whose id is `id`, a kind a block holds) to the block of its kind,
+    /// without checking whether it is stored already (`gc` moves live members out of
+    /// blocks with dead ones).
+    pub(crate) fn group(&mut self, kind: Kind, id: Id, raw: &[u8]) -> Result<()> {
+        let slot = match self.blocks.iter().position(|(k, _)| *k == kind) {
+            Some(i) => i,
+            None => {
+                self.blocks.push((kind, BlockBuilder::default()));
+                self.blocks.len() - 1
+            }
+        };
+        self.blocks[slot].1.push(kind, id, raw);
+        if kind != Kind::Chunk {
+            self.pending.insert(id, (kind, raw.to_vec()));
+        }
+        if self.blocks[slot].1.len() >= crate::block::BLOCK_TARGET {
+            self.close_block(slot)?;
+        }
+        Ok(())
+    }
+
+    /// Compresses the block in `slot` and appends it to the pack.
+    fn close_block(&mut self, slot: usize) -> Result<()> {
+        let (raw, members) = self.blocks[slot].1.take();
+        if members.is_empty() {
+            return Ok(());
+        }
+        let (header, stored) =
+            encode_entry(&mut self.compressor, Id::hash(&raw), Kind::Block, &raw);
+        self.sink.put_block(&header, &stored, &members)
+    }
+
     /// Reads an object written by this transaction or already stored.
     pub fn read_object(&self, id: &Id, kind: Kind) -> Result<Vec<u8>> {
         if let Some((k, raw)) = self.pending.get(id) {
@@ -1233,7 +1403,7 @@ impl<'s> Transaction<'s> {
     /// [`Committed`] keeps the repository lock: the caller publishes what refers to the
     /// new objects (the operation) and only then drops it.
     pub fn commit(mut self) -> Result<Committed> {
-        let finished = self.sink.finish()?;
+        let finished = self.sink_finish()?;
         let lock = self.lock.take();
         if finished.is_empty() {
             return Ok(Committed {
@@ -1252,6 +1422,9 @@ impl<'s> Transaction<'s> {
 
     /// Closes every pack written and makes it durable, without installing it.
     pub(crate) fn sink_finish(&mut self) -> Result<Vec<FinishedPack>> {
+        for slot in 0..self.blocks.len() {
+            self.close_block(slot)?;
+        }
         self.sink.finish()
     }
 }
@@ -1454,5 +1627,127 @@ mod tests {
         let tx = other.transaction().unwrap();
         assert!(tx.contains(&ids[2000]).unwrap());
         drop(tx);
+    }
+
+    /// `n` distinct trees of about 500 bytes, alike enough to compress together.
+    fn similar_trees(n: u32) -> Vec<Vec<u8>> {
+        (0..n)
+            .map(|i| {
+                let mut t = b"entry name ".repeat(40);
+                t.extend_from_slice(&i.to_le_bytes());
+                t
+            })
+            .collect()
+    }
+
+    /// Objects written in blocks read back exactly, from a reopened store and from packs
+    /// no index layer covers (whose blocks are read to find their members), and a large
+    /// object goes to an entry of its own.
+    #[test]
+    fn grouped_objects_read_back_from_the_index_and_from_the_packs_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(dir.path(), StoreConfig::default()).unwrap();
+        let trees = similar_trees(3000);
+        let chunk = noise(1000, 3);
+        let large = noise(crate::block::BLOCK_MEMBER_MAX + 1, 4);
+        let mut tx = store.transaction().unwrap();
+        for t in &trees {
+            assert_eq!(tx.write_grouped(Kind::Tree, t).unwrap().1, Written::Whole);
+            // What a transaction wrote in a block is read back before it commits.
+            assert_eq!(&tx.read_object(&Id::hash(t), Kind::Tree).unwrap(), t);
+        }
+        assert_eq!(
+            tx.write_grouped(Kind::Tree, &trees[0]).unwrap().1,
+            Written::Existing
+        );
+        let (chunk_id, _) = tx.write_grouped(Kind::Chunk, &chunk).unwrap();
+        let (large_id, _) = tx.write_grouped(Kind::Chunk, &large).unwrap();
+        drop(tx.commit().unwrap());
+
+        let check = |s: &Store| {
+            for t in &trees {
+                assert_eq!(&s.read_object(&Id::hash(t), Kind::Tree).unwrap(), t);
+            }
+            let mut out = Vec::new();
+            s.read_file(&chunk_id, &mut out).unwrap();
+            assert_eq!(out, chunk);
+            assert_eq!(s.file_chunks(&chunk_id).unwrap().chunks[0].len, 1000);
+            out.clear();
+            s.read_file(&large_id, &mut out).unwrap();
+            assert_eq!(out, large);
+            let st = s.stats().unwrap();
+            assert_eq!((st.objects, st.chunks), (3000, 2));
+        };
+        let fresh = Store::open(dir.path()).unwrap();
+        check(&fresh);
+        // 1.3 MB of trees took two blocks and the small chunk one, listed in the footer
+        // without their members; the large chunk is an entry of its own.
+        let name = &fresh.pack_names().unwrap()[0];
+        let path = fresh.pack_file_path(name);
+        let file = File::open(&path).unwrap();
+        let footer = pack::read_footer(&file, &path).unwrap();
+        let blocks = footer.iter().filter(|r| r.kind == Kind::Block).count();
+        assert_eq!((footer.len(), blocks), (4, 3), "{footer:?}");
+        assert!(fresh.stats().unwrap().pack_bytes < 100_000);
+
+        for layer in list_dir(&dir.path().join(INDEX_DIR)).unwrap() {
+            std::fs::remove_file(layer).unwrap();
+        }
+        check(&Store::open(dir.path()).unwrap());
+    }
+
+    /// A block whose stored bytes are damaged fails every read of its members with an
+    /// error naming the member and the block, and fsck reports it.
+    #[test]
+    fn a_damaged_block_is_an_error_never_wrong_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(dir.path(), StoreConfig::default()).unwrap();
+        let trees = similar_trees(10);
+        let mut tx = store.transaction().unwrap();
+        for t in &trees {
+            tx.write_grouped(Kind::Tree, t).unwrap();
+        }
+        drop(tx.commit().unwrap());
+        let path = store.pack_file_path(&store.pack_names().unwrap()[0]);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let at = pack::PACK_HEADER_LEN as usize + pack::ENTRY_HEADER_LEN + 20;
+        bytes[at] ^= 0x55;
+        std::fs::write(&path, &bytes).unwrap();
+        let fresh = Store::open(dir.path()).unwrap();
+        let id = Id::hash(&trees[3]);
+        let err = fresh.read_object(&id, Kind::Tree).unwrap_err().to_string();
+        assert!(
+            err.contains(&id.short(16)) && err.contains("block"),
+            "{err}"
+        );
+        let report = fresh.check_packs(&|_| {}).unwrap();
+        assert!(
+            report.problems.iter().any(|p| p.code == "corrupt-object"),
+            "{:?}",
+            report.problems
+        );
+    }
+
+    /// Many small transactions' blocks are consolidated into one pack with their members
+    /// still indexed.
+    #[test]
+    fn consolidation_copies_blocks_with_their_members() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(dir.path(), StoreConfig::default()).unwrap();
+        let trees = similar_trees(200);
+        for part in trees.chunks(10) {
+            let mut tx = store.transaction().unwrap();
+            for t in part {
+                tx.write_grouped(Kind::Tree, t).unwrap();
+            }
+            drop(tx.commit().unwrap());
+        }
+        store.maintain().unwrap();
+        assert_eq!(store.pack_names().unwrap().len(), 1);
+        let fresh = Store::open(dir.path()).unwrap();
+        for t in &trees {
+            assert_eq!(&fresh.read_object(&Id::hash(t), Kind::Tree).unwrap(), t);
+        }
+        assert!(fresh.check_packs(&|_| {}).unwrap().problems.is_empty());
     }
 }

@@ -60,6 +60,8 @@ pub enum Kind {
     /// block's raw encoding. Its members are indexed under their own ids and kinds, at
     /// the block's offset.
     Block = 9,
+    /// A node of a Merkle map keyed by entity id (the entity root of a view).
+    EntityMap = 10,
 }
 
 impl Kind {
@@ -75,6 +77,7 @@ impl Kind {
             7 => Kind::Extract,
             8 => Kind::GitTag,
             9 => Kind::Block,
+            10 => Kind::EntityMap,
             _ => return None,
         })
     }
@@ -91,6 +94,7 @@ impl Kind {
             Kind::Extract => "extract",
             Kind::GitTag => "git tag",
             Kind::Block => "block",
+            Kind::EntityMap => "entity map node",
         }
     }
 }

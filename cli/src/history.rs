@@ -470,6 +470,24 @@ fn event_json(e: &Event) -> Value {
         Event::FilesStored { files } => {
             json!({"files": files.iter().map(|r| r.to_hex()).collect::<Vec<_>>()})
         }
+        Event::EntityCreated { id, entity } | Event::EntityRemoved { id, entity } => {
+            json!({"entity": id, "object": entity.to_hex()})
+        }
+        Event::EntityChanged {
+            id,
+            paths,
+            from,
+            to,
+        } => {
+            json!({"entity": id, "paths": paths, "from": from.to_hex(), "to": to.to_hex()})
+        }
+        Event::EntityLinked {
+            id,
+            rel,
+            target,
+            entity,
+            ..
+        } => json!({"entity": id, "rel": rel, "target": target, "object": entity.to_hex()}),
     };
     v["type"] = e.type_name().into();
     v
@@ -501,6 +519,21 @@ fn event_text(e: &Event) -> String {
             1 => "1 file stored for git".into(),
             n => format!("{n} files stored for git"),
         },
+        Event::EntityCreated { id, .. } => format!("entity {id} created"),
+        Event::EntityChanged { id, paths, .. } => {
+            format!("entity {id} changed: {}", paths.join(", "))
+        }
+        Event::EntityLinked {
+            id,
+            rel,
+            target,
+            linked,
+            ..
+        } => format!(
+            "entity {id} {} {rel} {target}",
+            if *linked { "linked" } else { "unlinked" }
+        ),
+        Event::EntityRemoved { id, .. } => format!("entity {id} removed"),
     }
 }
 

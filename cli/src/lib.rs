@@ -5,6 +5,7 @@
 
 mod commands;
 mod diff;
+mod entity;
 mod error;
 mod git;
 mod history;
@@ -222,6 +223,9 @@ pub enum Command {
         /// The branch (or revision) to merge.
         branch: String,
     },
+    /// Entities: records of people, tasks, events, places, ... with history.
+    #[command(subcommand)]
+    Entity(entity::EntityCmd),
     /// The operation log.
     #[command(subcommand)]
     Op(OpCmd),

@@ -62,6 +62,8 @@ pub enum Kind {
     Block = 9,
     /// A node of a Merkle map keyed by entity id (the entity root of a view).
     EntityMap = 10,
+    /// An entity: a typed record with attributes and links.
+    Entity = 11,
 }
 
 impl Kind {
@@ -78,6 +80,7 @@ impl Kind {
             8 => Kind::GitTag,
             9 => Kind::Block,
             10 => Kind::EntityMap,
+            11 => Kind::Entity,
             _ => return None,
         })
     }
@@ -95,6 +98,7 @@ impl Kind {
             Kind::GitTag => "git tag",
             Kind::Block => "block",
             Kind::EntityMap => "entity map node",
+            Kind::Entity => "entity",
         }
     }
 }

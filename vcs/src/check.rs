@@ -132,6 +132,30 @@ impl Repo {
             match self.view(&op.view) {
                 Ok(v) => {
                     commits.extend(v.referenced_commits());
+                    if let Some(root) = v.entities {
+                        let mut values = Vec::new();
+                        let walked = crate::entity_map::EntityMap(root).visit(
+                            self.store(),
+                            &mut |n| r.ids.insert(*n),
+                            &mut |e| values.push(*e),
+                        );
+                        if let Err(e) = walked {
+                            problems.push(store_problem(
+                                &e,
+                                root,
+                                &format!("entity map of operation {}", op_id.short(12)),
+                            ));
+                        }
+                        for e in values {
+                            if r.ids.insert(e) && !self.store().contains(&e)? {
+                                problems.push(problem(
+                                    "missing-object",
+                                    e,
+                                    format!("entity named by operation {}", op_id.short(12)),
+                                ));
+                            }
+                        }
+                    }
                     // Annotated tags: the tag objects, down the chain to the commit.
                     for g in v.git_refs.iter().filter(|g| g.target != g.commit) {
                         let mut tag = Some(g.target);

@@ -182,6 +182,21 @@ impl EntityMap {
         ))
     }
 
+    /// Writes the map holding exactly `entries` (each key once; a `None` value is
+    /// skipped), without writing the empty map first.
+    pub fn build(
+        store: &mut dyn NodeWrite,
+        entries: &[(Vec<u8>, Option<Id>)],
+    ) -> Result<EntityMap> {
+        let entries: Vec<Entry> = entries
+            .iter()
+            .filter_map(|(k, v)| v.map(|v| (path(k), k.clone(), v)))
+            .collect();
+        let mut written = 0;
+        let sub = build(store, 0, entries, &mut written)?;
+        Ok(EntityMap(root_id(store, sub, &mut written)?))
+    }
+
     /// The value of `key`, if present.
     pub fn get(&self, store: &dyn NodeRead, key: &[u8]) -> Result<Option<Id>> {
         let hash = path(key);
@@ -201,6 +216,31 @@ impl EntityMap {
         let mut out = Vec::new();
         collect(store, &Sub::Node(self.0), &mut out)?;
         Ok(out)
+    }
+
+    /// Visits the map's nodes and values for reachability: `node` is called with each
+    /// node id and says whether to go into it (`false` for one seen before, so maps that
+    /// share subtrees are walked once); `value` gets every value below the nodes entered.
+    pub fn visit(
+        &self,
+        store: &dyn NodeRead,
+        node: &mut dyn FnMut(&Id) -> bool,
+        value: &mut dyn FnMut(&Id),
+    ) -> Result<()> {
+        let mut stack = vec![self.0];
+        while let Some(id) = stack.pop() {
+            if !node(&id) {
+                continue;
+            }
+            for s in read(store, &id)? {
+                match s {
+                    Sub::Empty => {}
+                    Sub::Leaf(_, v) => value(&v),
+                    Sub::Node(child) => stack.push(child),
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Applies `edits` (a key and its new value, `None` to remove it; each key once) and
@@ -552,6 +592,7 @@ mod tests {
                 model.iter().map(|(k, v)| (k.clone(), Some(*v))).collect();
             let empty = EntityMap::empty(&mut tx).unwrap();
             prop_assert_eq!(empty.apply(&mut tx, &all).unwrap().0, map);
+            prop_assert_eq!(EntityMap::build(&mut tx, &all).unwrap(), map);
         }
 
         /// A three-way merge keeps each side's changes and asks about keys both changed.

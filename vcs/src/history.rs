@@ -341,11 +341,10 @@ impl Repo {
         head: &OpState,
         mut view: View,
         force: bool,
-        what: &str,
-        mut events: Vec<Event>,
+        (what, mut events): (&str, Vec<Event>),
+        mut tx: Transaction<'_>,
     ) -> Result<(Id, Option<Id>)> {
         let start = now_ms();
-        let mut tx = self.store().transaction()?;
         let st = self.status_in(&head.view)?;
         let mut saved = None;
         let mut state = None;
@@ -409,8 +408,11 @@ impl Repo {
             &head,
             view,
             force,
-            &format!("checkout {name}"),
-            vec![Event::CheckedOut { commit }],
+            (
+                &format!("checkout {name}"),
+                vec![Event::CheckedOut { commit }],
+            ),
+            self.store().transaction()?,
         )?;
         Ok((commit, saved, op))
     }
@@ -571,6 +573,7 @@ impl Repo {
             }
             top = parent;
         }
+        let mut tx = self.store().transaction()?;
         let (undone, view) = match top.op.parents.as_slice() {
             [] => {
                 return Err(VcsError::Refused(
@@ -597,7 +600,7 @@ impl Repo {
                 sides.extend(newest.op.parents.iter().copied());
                 sides.sort();
                 sides.dedup();
-                (newest.id, self.merged_view(&sides)?)
+                (newest.id, self.merged_view(&sides, &mut tx)?)
             }
         };
         let (op, _) = self.switch_view(
@@ -605,8 +608,11 @@ impl Repo {
             &head,
             view,
             force,
-            &format!("undo operation {}", undone.short(12)),
-            vec![Event::Undo { op: undone }],
+            (
+                &format!("undo operation {}", undone.short(12)),
+                vec![Event::Undo { op: undone }],
+            ),
+            tx,
         )?;
         Ok((undone, op))
     }
@@ -620,8 +626,11 @@ impl Repo {
             &head,
             view,
             force,
-            &format!("restore to operation {}", target.short(12)),
-            vec![Event::OpRestored { op: *target }],
+            (
+                &format!("restore to operation {}", target.short(12)),
+                vec![Event::OpRestored { op: *target }],
+            ),
+            self.store().transaction()?,
         )?;
         Ok(op)
     }

@@ -10,6 +10,7 @@
 pub mod catalog;
 pub mod check;
 pub mod commit;
+pub mod entity;
 pub mod entity_map;
 pub mod error;
 pub mod folder;

@@ -10,7 +10,7 @@ pub const TREE_VERSION: u8 = 2;
 /// Commit format version: 1, or 2 for a commit with a kept git header.
 pub const COMMIT_VERSION: u8 = 2;
 /// View format version: 1, or 2 for a view with git refs.
-pub const VIEW_VERSION: u8 = 2;
+pub const VIEW_VERSION: u8 = 3;
 /// Git tag format version.
 pub const GIT_TAG_VERSION: u8 = 1;
 /// Operation format version.
@@ -427,6 +427,9 @@ pub struct View {
     /// `refs/remotes/...`), and annotated tags (`refs/tags/v1` naming a tag object); sorted
     /// by name.
     pub git_refs: Vec<GitRef>,
+    /// The entity root: the [`crate::entity_map::EntityMap`] of every entity, once any
+    /// was recorded.
+    pub entities: Option<Id>,
 }
 
 /// A git ref kept in a view.
@@ -518,10 +521,17 @@ fn read_refs(r: &mut Reader<'_>, what: &'static str) -> Result<Vec<(String, Id)>
 }
 
 impl View {
-    /// The canonical encoding (version 2 only for a view with git refs).
+    /// The canonical encoding (version 3 only for a view with an entity root, 2 for one
+    /// with git refs).
     pub fn encode(&self) -> Vec<u8> {
-        let v2 = !self.git_refs.is_empty();
-        let mut w = Writer::with_header(Kind::View as u8, if v2 { 2 } else { 1 });
+        let version = if self.entities.is_some() {
+            3
+        } else if !self.git_refs.is_empty() {
+            2
+        } else {
+            1
+        };
+        let mut w = Writer::with_header(Kind::View as u8, version);
         write_ids(&mut w, &self.heads);
         write_refs(&mut w, &self.branches);
         write_refs(&mut w, &self.tags);
@@ -533,11 +543,14 @@ impl View {
             Some(c) => w.u8(1).id(c),
             None => w.u8(0),
         };
-        if v2 {
+        if version >= 2 {
             w.uint(self.git_refs.len() as u64);
             for g in &self.git_refs {
                 w.bytes(g.name.as_bytes()).id(&g.target).id(&g.commit);
             }
+        }
+        if let Some(root) = &self.entities {
+            w.id(root);
         }
         w.finish()
     }
@@ -577,10 +590,11 @@ impl View {
                     commit: r.id(W)?,
                 });
             }
-            if git_refs.is_empty() {
+            if version == 2 && git_refs.is_empty() {
                 return Err(DecodeError::new(W, "version 2 view with no git refs"));
             }
         }
+        let entities = if version >= 3 { Some(r.id(W)?) } else { None };
         r.finish(W)?;
         Ok(View {
             heads,
@@ -589,6 +603,7 @@ impl View {
             current_branch,
             wc_commit,
             git_refs,
+            entities,
         })
     }
 
@@ -750,6 +765,44 @@ pub enum Event {
         /// How many commits were new.
         commits: u64,
     },
+    /// An entity was recorded for the first time (or again after it was removed).
+    EntityCreated {
+        /// The entity's id.
+        id: String,
+        /// The entity object.
+        entity: Id,
+    },
+    /// An entity's attributes changed.
+    EntityChanged {
+        /// The entity's id.
+        id: String,
+        /// The attributes set, changed or removed, sorted.
+        paths: Vec<String>,
+        /// The entity object before.
+        from: Id,
+        /// The entity object after.
+        to: Id,
+    },
+    /// A link from an entity was added (`linked`) or removed.
+    EntityLinked {
+        /// The entity the link is from.
+        id: String,
+        /// The relation.
+        rel: String,
+        /// The entity the link is to.
+        target: String,
+        /// Whether the link was added (else removed).
+        linked: bool,
+        /// The entity object after.
+        entity: Id,
+    },
+    /// An entity was removed.
+    EntityRemoved {
+        /// The entity's id.
+        id: String,
+        /// Its last object.
+        entity: Id,
+    },
 }
 
 fn write_opt_id(w: &mut Writer, id: &Option<Id>) {
@@ -784,6 +837,11 @@ impl Event {
             Event::ContentExtracted { .. } => "content.extracted",
             Event::GitImported { .. } => "git.imported",
             Event::FilesStored { .. } => "files.stored",
+            Event::EntityCreated { .. } => "entity.created",
+            Event::EntityChanged { .. } => "entity.changed",
+            Event::EntityLinked { linked: true, .. } => "entity.linked",
+            Event::EntityLinked { linked: false, .. } => "entity.unlinked",
+            Event::EntityRemoved { .. } => "entity.removed",
         }
     }
 
@@ -843,6 +901,38 @@ impl Event {
                 w.u8(13);
                 write_ids(w, files);
             }
+            Event::EntityCreated { id, entity } => {
+                w.u8(14).bytes(id.as_bytes()).id(entity);
+            }
+            Event::EntityChanged {
+                id,
+                paths,
+                from,
+                to,
+            } => {
+                w.u8(15).bytes(id.as_bytes()).uint(paths.len() as u64);
+                for p in paths {
+                    w.bytes(p.as_bytes());
+                }
+                w.id(from).id(to);
+            }
+            Event::EntityLinked {
+                id,
+                rel,
+                target,
+                linked,
+                entity,
+            } => {
+                w.u8(16)
+                    .bytes(id.as_bytes())
+                    .bytes(rel.as_bytes())
+                    .bytes(target.as_bytes())
+                    .u8(u8::from(*linked))
+                    .id(entity);
+            }
+            Event::EntityRemoved { id, entity } => {
+                w.u8(17).bytes(id.as_bytes()).id(entity);
+            }
         }
     }
 
@@ -882,6 +972,39 @@ impl Event {
             },
             13 => Event::FilesStored {
                 files: read_ids(r, W)?,
+            },
+            14 => Event::EntityCreated {
+                id: r.str(W)?.to_string(),
+                entity: r.id(W)?,
+            },
+            15 => {
+                let id = r.str(W)?.to_string();
+                let n = r.count(W)?;
+                let mut paths = Vec::with_capacity(n);
+                for _ in 0..n {
+                    paths.push(r.str(W)?.to_string());
+                }
+                Event::EntityChanged {
+                    id,
+                    paths,
+                    from: r.id(W)?,
+                    to: r.id(W)?,
+                }
+            }
+            16 => Event::EntityLinked {
+                id: r.str(W)?.to_string(),
+                rel: r.str(W)?.to_string(),
+                target: r.str(W)?.to_string(),
+                linked: match r.u8(W)? {
+                    0 => false,
+                    1 => true,
+                    x => return Err(DecodeError::new(W, format!("bad link flag {x}"))),
+                },
+                entity: r.id(W)?,
+            },
+            17 => Event::EntityRemoved {
+                id: r.str(W)?.to_string(),
+                entity: r.id(W)?,
             },
             t => {
                 return Err(DecodeError::new(
@@ -1192,9 +1315,9 @@ mod tests {
         }
 
         #[test]
-        fn view_and_operation_round_trip(heads in proptest::collection::vec(id(), 0..3), branches in proptest::collection::btree_map("[a-z]{1,8}", id(), 0..4), wc in proptest::option::of(id()), desc in ".{0,30}", start in any::<i64>(), end in any::<i64>(), git_refs in proptest::collection::btree_map("refs/[a-z/]{1,12}", (id(), id()), 0..4)) {
+        fn view_and_operation_round_trip(heads in proptest::collection::vec(id(), 0..3), branches in proptest::collection::btree_map("[a-z]{1,8}", id(), 0..4), wc in proptest::option::of(id()), desc in ".{0,30}", start in any::<i64>(), end in any::<i64>(), git_refs in proptest::collection::btree_map("refs/[a-z/]{1,12}", (id(), id()), 0..4), entities in proptest::option::of(id())) {
             let git_refs = git_refs.into_iter().map(|(name, (target, commit))| GitRef { name, target, commit }).collect();
-            let view = View { heads, branches: branches.into_iter().collect(), tags: vec![], current_branch: Some("main".into()), wc_commit: wc, git_refs };
+            let view = View { heads, branches: branches.into_iter().collect(), tags: vec![], current_branch: Some("main".into()), wc_commit: wc, git_refs, entities };
             let mut view = view;
             view.heads.sort();
             view.heads.dedup();
@@ -1205,6 +1328,10 @@ mod tests {
                 Event::CheckedOut { commit: Id::hash(b"c") }, Event::PathRestored { path: "a/b".into(), commit: Id::hash(b"c") },
                 Event::OperationsMerged, Event::Undo { op: Id::hash(b"o") }, Event::OpRestored { op: Id::hash(b"o") },
                 Event::CommitRewritten { from: Id::hash(b"a"), to: Id::hash(b"b") },
+                Event::EntityCreated { id: "task:a".into(), entity: Id::hash(b"e") },
+                Event::EntityChanged { id: "task:a".into(), paths: vec!["due".into(), "title".into()], from: Id::hash(b"e"), to: Id::hash(b"f") },
+                Event::EntityLinked { id: "task:a".into(), rel: "project".into(), target: "project:b".into(), linked: true, entity: Id::hash(b"f") },
+                Event::EntityRemoved { id: "task:a".into(), entity: Id::hash(b"f") },
                 Event::GitImported { source: b"/src/\xffrepo.git"[..].into(), commits: 2618 },
                 Event::FilesStored { files: vec![Id::hash(b"f"), Id::hash(b"g")] },
             ] };
@@ -1227,7 +1354,7 @@ mod tests {
                     conflicts: vec![Conflict { path: "a/b".into(), base: None, ours: Some(Id::hash(b"o")), theirs: None }], git_header: Some(b"author x".to_vec()) }.encode(),
                 2 => View { heads: vec![Id::hash(b"h")], branches: vec![("main".into(), Id::hash(b"m"))], tags: vec![("v1".into(), Id::hash(b"v"))],
                     current_branch: Some("main".into()), wc_commit: Some(Id::hash(b"w")),
-                    git_refs: vec![GitRef { name: "refs/pull/1/head".into(), target: Id::hash(b"g"), commit: Id::hash(b"g") }] }.encode(),
+                    git_refs: vec![GitRef { name: "refs/pull/1/head".into(), target: Id::hash(b"g"), commit: Id::hash(b"g") }], entities: Some(Id::hash(b"e")) }.encode(),
                 3 => GitTag { target: Id::hash(b"c"), target_is_tag: false, raw: b"object 00\ntype commit\n".to_vec() }.encode(),
                 _ => Operation { parents: vec![Id::hash(b"p")], view: Id::hash(b"v"), start_ms: 1, end_ms: 2, tz_offset_min: 0, user: "u".into(), host: "h".into(),
                     description: "d".into(), events: vec![Event::PathRestored { path: b"x\xff"[..].into(), commit: Id::hash(b"c") }, Event::ContentExtracted { results: vec![Id::hash(b"x")] }, Event::FilesStored { files: vec![Id::hash(b"f")] }] }.encode(),
@@ -1284,6 +1411,7 @@ mod tests {
             current_branch: None,
             wc_commit: None,
             git_refs: vec![],
+            entities: None,
         }
         .encode();
         let mut v2 = view.clone();

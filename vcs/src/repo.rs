@@ -310,8 +310,8 @@ impl Repo {
     /// views against their common ancestor's (see [`merge_views`]).
     fn merge_heads(&self, heads: &[Id]) -> Result<Id> {
         let start = now_ms();
-        let view = self.merged_view(heads)?;
-        let tx = self.store.transaction()?;
+        let mut tx = self.store.transaction()?;
+        let view = self.merged_view(heads, &mut tx)?;
         self.publish(
             tx,
             heads,
@@ -322,8 +322,10 @@ impl Repo {
         )
     }
 
-    /// The view of concurrent operations `ops` merged: see [`merge_views`].
-    pub(crate) fn merged_view(&self, ops: &[Id]) -> Result<View> {
+    /// The view of concurrent operations `ops` merged: see [`merge_views`]; their entity
+    /// roots are merged key by key (writing the merged map into `tx`, whose operation
+    /// must then be published).
+    pub(crate) fn merged_view(&self, ops: &[Id], tx: &mut Transaction<'_>) -> Result<View> {
         let mut states: Vec<OpState> = ops
             .iter()
             .map(|h| self.op_state(h))
@@ -334,7 +336,10 @@ impl Repo {
             None => View::default(),
         };
         let sides: Vec<&View> = states.iter().map(|s| &s.view).collect();
-        Ok(merge_views(&base, &sides))
+        let mut view = merge_views(&base, &sides);
+        let roots: Vec<Option<Id>> = sides.iter().map(|s| s.entities).collect();
+        view.entities = crate::entity::merge_roots(tx, base.entities, &roots)?;
+        Ok(view)
     }
 
     /// The nearest operation that every one of `ops` (at most 64) descends from, or is.

@@ -1,0 +1,260 @@
+//! `lifeos entity ...`: record, change, link, show and trace entities.
+
+use clap::Subcommand;
+use lifeos_store::Id;
+use lifeos_vcs::entity::{Entity, EntityChange, Value as AttrValue};
+use lifeos_vcs::Repo;
+use serde_json::{json, Value};
+
+use crate::commands::view_at;
+use crate::error::{CliError, CliResult};
+use crate::output::{local_time, print_json, Style};
+use crate::AtArg;
+
+/// `lifeos entity ...`
+#[derive(Debug, Subcommand)]
+pub enum EntityCmd {
+    /// Record a new entity: `lifeos entity add task title="Pay rent" due=2026-12-10`.
+    Add {
+        /// Its type: bookmark, contact, event, note, person, place, project or task.
+        #[arg(value_name = "TYPE")]
+        kind: String,
+        /// Attributes as NAME=VALUE (true/false, numbers, dates and RFC 3339 times are
+        /// typed; anything else is text).
+        #[arg(value_name = "NAME=VALUE")]
+        attrs: Vec<String>,
+        /// Its id (`TYPE:NAME`, e.g. person:ann) instead of a generated one.
+        #[arg(long)]
+        id: Option<String>,
+        /// Print JSON (schema lifeos.entity.v1).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Set attributes of an entity.
+    Set {
+        /// The entity's id.
+        id: String,
+        /// Attributes as NAME=VALUE.
+        #[arg(value_name = "NAME=VALUE", required = true)]
+        attrs: Vec<String>,
+    },
+    /// Remove attributes of an entity.
+    Unset {
+        /// The entity's id.
+        id: String,
+        /// Attribute names.
+        #[arg(value_name = "NAME", required = true)]
+        names: Vec<String>,
+    },
+    /// Remove an entity (its history stays; `undo` brings it back).
+    Rm {
+        /// The entity's id.
+        id: String,
+    },
+    /// Link an entity to another: `lifeos entity link task:1 project project:move`.
+    Link {
+        /// The entity the link is from.
+        id: String,
+        /// The relation (`project`, `assignee`, ...).
+        rel: String,
+        /// The entity the link is to.
+        target: String,
+    },
+    /// Remove a link.
+    Unlink {
+        /// The entity the link is from.
+        id: String,
+        /// The relation.
+        rel: String,
+        /// The entity the link is to.
+        target: String,
+    },
+    /// Show an entity, now or as it was at a moment.
+    Show {
+        /// The entity's id.
+        id: String,
+        #[command(flatten)]
+        #[allow(missing_docs)]
+        at: AtArg,
+        /// Print JSON (schema lifeos.entity.v1).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Every version of an entity, newest first, with the operation that made it.
+    History {
+        /// The entity's id.
+        id: String,
+        /// Print JSON (schema lifeos.entity_history.v1).
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Splits `NAME=VALUE` arguments.
+fn parse_attrs(args: &[String]) -> CliResult<Vec<(String, AttrValue)>> {
+    args.iter()
+        .map(|a| match a.split_once('=') {
+            Some((n, v)) => Ok((n.to_string(), AttrValue::parse(v))),
+            None => Err(CliError::new(format!(
+                "{a:?} is not NAME=VALUE (for example title=\"Pay rent\")"
+            ))),
+        })
+        .collect()
+}
+
+fn value_json(v: &AttrValue) -> Value {
+    match v {
+        AttrValue::Str(s) => json!(s),
+        AttrValue::Num(n) => json!(n),
+        AttrValue::Bool(b) => json!(b),
+        AttrValue::Date(_) | AttrValue::DateTime(_) => json!(v.render()),
+    }
+}
+
+fn opt_json(v: &Option<AttrValue>) -> Value {
+    v.as_ref().map_or(Value::Null, value_json)
+}
+
+/// An entity as `lifeos.entity.v1` gives it.
+fn entity_json(obj: &Id, e: &Entity) -> Value {
+    json!({
+        "id": e.id,
+        "type": e.kind,
+        "object": obj.to_hex(),
+        "attrs": e.attrs.iter().map(|(n, v)| (n.clone(), value_json(v))).collect::<serde_json::Map<_, _>>(),
+        "links": e.links.iter().map(|(rel, target)| json!({"rel": rel, "target": target})).collect::<Vec<_>>(),
+        "conflicts": e.conflicts.iter().map(|c| json!({
+            "attr": c.attr, "base": opt_json(&c.base), "ours": opt_json(&c.ours), "theirs": opt_json(&c.theirs),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn print_entity(obj: &Id, e: &Entity, style: Style) {
+    println!(
+        "{} {}",
+        style.name(&e.id),
+        style.dim(&format!("({}, {})", e.kind, obj.short(12)))
+    );
+    for (n, v) in &e.attrs {
+        println!("  {n} = {}", v.render());
+    }
+    for (rel, target) in &e.links {
+        println!("  {rel} -> {target}");
+    }
+    let shown = |v: &Option<AttrValue>| v.as_ref().map_or("(unset)".to_string(), AttrValue::render);
+    for c in &e.conflicts {
+        if c.attr.is_empty() {
+            println!("  conflict: removed on one side and changed on the other; kept");
+        } else {
+            println!(
+                "  conflict on {}: {} and {} (was {}); kept {}",
+                c.attr,
+                shown(&c.ours),
+                shown(&c.theirs),
+                shown(&c.base),
+                shown(&c.theirs)
+            );
+        }
+    }
+}
+
+/// Runs `lifeos entity ...`.
+pub fn run(repo: &Repo, cmd: EntityCmd, style: Style) -> CliResult<u8> {
+    let (id, change) = match cmd {
+        EntityCmd::Show { id, at, json } => {
+            let view = view_at(repo, &at)?;
+            let Some((obj, e)) = repo.entity_in(&view, &id)? else {
+                return Err(CliError::new(match &at.at {
+                    Some(when) => format!("entity {id} did not exist at {when}"),
+                    None => format!("no entity {id}"),
+                }));
+            };
+            if json {
+                print_json("lifeos.entity.v1", entity_json(&obj, &e));
+            } else {
+                print_entity(&obj, &e, style);
+            }
+            return Ok(0);
+        }
+        EntityCmd::History { id, json } => {
+            let versions = repo.entity_history(&id)?;
+            if versions.is_empty() {
+                return Err(CliError::new(format!("no entity {id} in the history")));
+            }
+            if json {
+                let list: Vec<Value> = versions
+                    .iter()
+                    .map(|v| {
+                        json!({
+                            "operation": v.op.id.to_hex(),
+                            "time_ms": v.op.op.end_ms,
+                            "description": v.op.op.description,
+                            "changed": v.changed,
+                            "entity": v.entity.as_ref().map(|(o, e)| entity_json(o, e)),
+                        })
+                    })
+                    .collect();
+                print_json(
+                    "lifeos.entity_history.v1",
+                    json!({"id": id, "versions": list}),
+                );
+            } else {
+                for v in &versions {
+                    let what = match &v.entity {
+                        None => "removed".to_string(),
+                        Some(_) => v.changed.join(", "),
+                    };
+                    println!(
+                        "{} {} {}  {}",
+                        style.id(&v.op.id.short(12)),
+                        local_time(v.op.op.end_ms),
+                        v.op.op.description,
+                        style.dim(&what)
+                    );
+                }
+            }
+            return Ok(0);
+        }
+        EntityCmd::Add {
+            kind,
+            attrs,
+            id,
+            json,
+        } => {
+            let attrs = parse_attrs(&attrs)?;
+            let (op, id, obj) =
+                repo.change_entity(id.as_deref(), EntityChange::Add { kind, attrs })?;
+            let obj = obj.expect("an added entity has an object");
+            if json {
+                let (_, e) = repo
+                    .entity_in(&repo.head()?.view, &id)?
+                    .ok_or_else(|| CliError::new(format!("entity {id} vanished")))?;
+                let mut v = entity_json(&obj, &e);
+                v["operation"] = op.to_hex().into();
+                print_json("lifeos.entity.v1", v);
+            } else {
+                println!("Added {}", style.name(&id));
+            }
+            return Ok(0);
+        }
+        EntityCmd::Set { id, attrs } => (id, EntityChange::Set(parse_attrs(&attrs)?)),
+        EntityCmd::Unset { id, names } => (id, EntityChange::Unset(names)),
+        EntityCmd::Rm { id } => (id, EntityChange::Remove),
+        EntityCmd::Link { id, rel, target } => (id, EntityChange::Link { rel, target }),
+        EntityCmd::Unlink { id, rel, target } => (id, EntityChange::Unlink { rel, target }),
+    };
+    let verb = match &change {
+        EntityChange::Remove => "Removed",
+        EntityChange::Link { .. } => "Linked",
+        EntityChange::Unlink { .. } => "Unlinked",
+        _ => "Changed",
+    };
+    let before = repo.head()?.id;
+    let (op, id, _) = repo.change_entity(Some(&id), change)?;
+    if op == before {
+        println!("Nothing changed: {} already is so", style.name(&id));
+    } else {
+        println!("{verb} {}", style.name(&id));
+    }
+    Ok(0)
+}

@@ -1,0 +1,243 @@
+//! Entities through the real binary: record, change, link, show now and in the past,
+//! history, undo, concurrent commands, gc, and the bad inputs.
+
+mod common;
+use common::*;
+
+use std::path::Path;
+
+fn succeeded_at(d: &Path, now: &str, args: &[&str]) -> String {
+    succeeded(at_time(d, now, args), args)
+}
+
+#[test]
+fn entities_are_recorded_changed_linked_and_shown_as_they_were() {
+    let repo = tempfile::tempdir().unwrap();
+    let d = repo.path();
+    succeeded_at(d, "2026-10-31T10:00:00Z", &["init"]);
+    let project = [
+        "entity",
+        "add",
+        "project",
+        "name=Move house",
+        "--id",
+        "project:move",
+    ];
+    succeeded_at(d, "2026-11-01T10:00:00Z", &project);
+    let task = [
+        "entity",
+        "add",
+        "task",
+        "title=Pack boxes",
+        "due=2026-12-10",
+        "estimate=2.5",
+        "urgent=true",
+        "--json",
+    ];
+    let added: serde_json::Value =
+        serde_json::from_str(&succeeded_at(d, "2026-11-01T11:00:00Z", &task)).unwrap();
+    assert_eq!(added["schema"], "lifeos.entity.v1");
+    let id = added["id"].as_str().unwrap().to_string();
+    assert!(id.starts_with("task:"), "{id}");
+    assert_eq!(added["attrs"]["due"], "2026-12-10");
+    assert_eq!(added["attrs"]["estimate"], 2.5);
+    assert_eq!(added["attrs"]["urgent"], true);
+
+    succeeded_at(
+        d,
+        "2026-11-02T10:00:00Z",
+        &["entity", "link", &id, "project", "project:move"],
+    );
+    succeeded_at(
+        d,
+        "2026-11-03T10:00:00Z",
+        &["entity", "set", &id, "status=done"],
+    );
+    succeeded_at(
+        d,
+        "2026-11-04T10:00:00Z",
+        &["entity", "unset", &id, "estimate"],
+    );
+
+    let shown = json(d, &["entity", "show", &id]);
+    assert_eq!(shown["attrs"]["status"], "done");
+    assert!(shown["attrs"].get("estimate").is_none(), "{shown}");
+    assert_eq!(shown["links"][0]["target"], "project:move");
+    let text = ok(d, &["entity", "show", &id]);
+    assert!(
+        text.contains("status = done") && text.contains("project -> project:move"),
+        "{text}"
+    );
+
+    // As it was on 2 November: linked, not yet done.
+    let then = json(d, &["entity", "show", &id, "--at", "2026-11-02T12:00:00Z"]);
+    assert!(then["attrs"].get("status").is_none(), "{then}");
+    assert_eq!(then["attrs"]["estimate"], 2.5);
+    assert_eq!(then["links"][0]["rel"], "project");
+    let err = fails(
+        d,
+        &[
+            "entity",
+            "show",
+            "project:move",
+            "--at",
+            "2026-10-31T12:00:00Z",
+        ],
+    );
+    assert!(err.contains("did not exist at"), "{err}");
+    let err = fails(d, &["entity", "show", "project:move", "--at", "2026-10-01"]);
+    assert!(err.contains("before the repository existed"), "{err}");
+
+    // Every version, newest first, with what changed.
+    let h = json(d, &["entity", "history", &id]);
+    let versions = h["versions"].as_array().unwrap();
+    let changed: Vec<String> = versions.iter().map(|v| v["changed"].to_string()).collect();
+    assert_eq!(versions.len(), 4, "{h}");
+    assert_eq!(
+        versions[0]["changed"],
+        serde_json::json!(["estimate"]),
+        "{changed:?}"
+    );
+    assert_eq!(
+        versions[1]["changed"],
+        serde_json::json!(["status"]),
+        "{changed:?}"
+    );
+    assert_eq!(
+        versions[2]["changed"],
+        serde_json::json!(["links"]),
+        "{changed:?}"
+    );
+
+    // The operation log names the events.
+    let ops = json(d, &["op", "log"]);
+    let types: Vec<String> = ops["operations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|o| {
+            o["events"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| e["type"].as_str().unwrap().to_string())
+        })
+        .collect();
+    for t in ["entity.created", "entity.linked", "entity.changed"] {
+        assert!(types.iter().any(|x| x == t), "{t} missing from {types:?}");
+    }
+    let changed_event = ops["operations"][1]["events"][0].clone();
+    assert_eq!(
+        changed_event["paths"],
+        serde_json::json!(["status"]),
+        "{ops}"
+    );
+
+    // Removing, then undoing the removal.
+    ok(d, &["entity", "rm", &id]);
+    assert!(fails(d, &["entity", "show", &id]).contains("no entity"));
+    ok(d, &["undo"]);
+    assert_eq!(json(d, &["entity", "show", &id])["attrs"]["status"], "done");
+
+    // gc keeps every entity and every version the op log reaches.
+    let gc = json(d, &["gc"]);
+    assert_eq!(gc["objects_removed"], 0, "{gc}");
+    assert_eq!(json(d, &["fsck"])["ok"], true);
+    assert_eq!(
+        json(d, &["entity", "show", &id, "--at", "2026-11-02T12:00:00Z"])["attrs"]["estimate"],
+        2.5
+    );
+}
+
+#[test]
+fn bad_entity_input_is_refused_and_changes_nothing() {
+    let repo = repo(false);
+    let d = repo.path();
+    ok(
+        d,
+        &["entity", "add", "person", "name=Ann", "--id", "person:ann"],
+    );
+    let ops = json(d, &["op", "log"])["operations"]
+        .as_array()
+        .unwrap()
+        .len();
+    let cases: [(&[&str], &str); 8] = [
+        (
+            &["entity", "add", "widget", "name=x"],
+            "unknown entity type \"widget\"",
+        ),
+        (&["entity", "add", "task", "due=2026-12-10"], "needs title"),
+        (
+            &["entity", "add", "person", "name=Bo", "--id", "task:bo"],
+            "is not person:NAME",
+        ),
+        (
+            &["entity", "add", "person", "name=Ann", "--id", "person:ann"],
+            "exists already",
+        ),
+        (
+            &["entity", "set", "person:nobody", "x=1"],
+            "no entity person:nobody",
+        ),
+        (
+            &["entity", "set", "person:ann", "Bad-Name=1"],
+            "not a valid name",
+        ),
+        (
+            &["entity", "link", "person:ann", "knows", "person:nobody"],
+            "no entity person:nobody",
+        ),
+        (
+            &["entity", "unset", "person:ann", "name"],
+            "name is required",
+        ),
+    ];
+    for (args, want) in cases {
+        let err = fails(d, args);
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+    let err = fails(d, &["entity", "set", "person:ann", "no-equals-sign"]);
+    assert!(err.contains("is not NAME=VALUE"), "{err}");
+    assert_eq!(
+        json(d, &["op", "log"])["operations"]
+            .as_array()
+            .unwrap()
+            .len(),
+        ops,
+        "a refused change published an operation"
+    );
+    assert_eq!(json(d, &["fsck"])["ok"], true);
+}
+
+/// Commands editing entities at the same time all keep their edits.
+#[test]
+fn concurrent_entity_commands_keep_every_edit() {
+    let repo = repo(false);
+    let d = repo.path();
+    let ids: Vec<String> = (0..6)
+        .map(|i| {
+            json(d, &["entity", "add", "task", &format!("title=task {i}")])["id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    let children: Vec<_> = ids
+        .iter()
+        .map(|id| {
+            cmd(d)
+                .args(["entity", "set", id, &format!("note=edited {id}")])
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut c in children {
+        assert!(c.wait().unwrap().success());
+    }
+    for id in &ids {
+        let e = json(d, &["entity", "show", id]);
+        assert_eq!(e["attrs"]["note"], format!("edited {id}"), "{e}");
+    }
+    assert_eq!(json(d, &["fsck"])["ok"], true);
+}

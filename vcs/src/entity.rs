@@ -1,0 +1,916 @@
+//! Entities: a person's records (people, tasks, events, places, ...) as typed, linked
+//! objects whose history is the operation log.
+//!
+//! An entity object holds its type, its stable id, its attributes and its links. The
+//! view's entity root is an [`EntityMap`] from entity id to the entity's current object,
+//! so an edit is an operation like any other: `undo`, `op restore` and `--at` cover
+//! entities with no more machinery than they use for files. Concurrent operations merge
+//! their entity roots key by key, and attribute by attribute inside an entity edited on
+//! both sides; an attribute changed on both sides to different values is kept as the
+//! newer side's value with a recorded conflict. See `docs/FORMAT.md` (7.9).
+
+use lifeos_store::enc::{DecodeError, Reader, Writer};
+use lifeos_store::{Id, Kind, Transaction};
+
+use crate::entity_map::{EntityMap, MapConflict};
+use crate::error::{Result, VcsError};
+use crate::object::{Event, View};
+use crate::repo::{now_ms, OpState, Repo};
+
+/// Format version of an entity's encoding.
+pub const ENTITY_VERSION: u8 = 1;
+
+/// The built-in entity types and the attribute each requires.
+pub const BUILTIN_TYPES: [(&str, &str); 8] = [
+    ("bookmark", "url"),
+    ("contact", "name"),
+    ("event", "title"),
+    ("note", "title"),
+    ("person", "name"),
+    ("place", "name"),
+    ("project", "name"),
+    ("task", "title"),
+];
+
+/// An attribute's value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    /// Text.
+    Str(String),
+    /// A finite number (never `-0`).
+    Num(f64),
+    /// `true` or `false`.
+    Bool(bool),
+    /// A calendar date, as days since 1970-01-01.
+    Date(i64),
+    /// A moment, as milliseconds since the Unix epoch (UTC).
+    DateTime(i64),
+}
+
+impl Value {
+    /// Reads a value as typed on the command line: `true`/`false`, a number, a date
+    /// (`2026-12-10`), a moment (`2026-12-10T09:00:00Z`), or else text.
+    pub fn parse(text: &str) -> Value {
+        match text {
+            "true" => return Value::Bool(true),
+            "false" => return Value::Bool(false),
+            _ => {}
+        }
+        let numeric = text
+            .bytes()
+            .all(|b| b.is_ascii_digit() || matches!(b, b'-' | b'+' | b'.' | b'e' | b'E'))
+            && text.bytes().any(|b| b.is_ascii_digit());
+        if let Some(n) = numeric
+            .then(|| text.parse::<f64>().ok())
+            .flatten()
+            .filter(|n| n.is_finite())
+        {
+            return Value::Num(if n == 0.0 { 0.0 } else { n });
+        }
+        if let Ok(d) = text.parse::<jiff::civil::Date>() {
+            if let Ok(z) = d.to_zoned(jiff::tz::TimeZone::UTC) {
+                return Value::Date(z.timestamp().as_second().div_euclid(86_400));
+            }
+        }
+        if let Ok(t) = text.parse::<jiff::Timestamp>() {
+            return Value::DateTime(t.as_millisecond());
+        }
+        Value::Str(text.to_string())
+    }
+
+    /// The value as people read it (and as `--json` gives dates and moments).
+    pub fn render(&self) -> String {
+        match self {
+            Value::Str(s) => s.clone(),
+            Value::Num(n) if n.fract() == 0.0 && n.abs() < 1e15 => format!("{}", *n as i64),
+            Value::Num(n) => n.to_string(),
+            Value::Bool(b) => b.to_string(),
+            Value::Date(d) => jiff::Timestamp::from_second(d.saturating_mul(86_400))
+                .map(|t| t.to_zoned(jiff::tz::TimeZone::UTC).date().to_string())
+                .unwrap_or_else(|_| format!("day {d}")),
+            Value::DateTime(ms) => jiff::Timestamp::from_millisecond(*ms)
+                .map(|t| t.to_string())
+                .unwrap_or_else(|_| format!("{ms} ms")),
+        }
+    }
+
+    fn encode(&self, w: &mut Writer) {
+        match self {
+            Value::Str(s) => w.u8(1).bytes(s.as_bytes()),
+            Value::Num(n) => w.u8(2).raw(&n.to_bits().to_le_bytes()),
+            Value::Bool(b) => w.u8(3).u8(u8::from(*b)),
+            Value::Date(d) => w.u8(4).int(*d),
+            Value::DateTime(ms) => w.u8(5).int(*ms),
+        };
+    }
+
+    fn decode(r: &mut Reader<'_>, what: &'static str) -> std::result::Result<Value, DecodeError> {
+        Ok(match r.u8(what)? {
+            1 => Value::Str(r.str(what)?.to_string()),
+            2 => {
+                let b = r.raw(what, 8)?;
+                let n = f64::from_bits(u64::from_le_bytes(b.try_into().expect("8 bytes")));
+                if !n.is_finite() || (n == 0.0 && n.is_sign_negative()) {
+                    return Err(DecodeError::new(
+                        what,
+                        format!("number {n} is not canonical"),
+                    ));
+                }
+                Value::Num(n)
+            }
+            3 => match r.u8(what)? {
+                0 => Value::Bool(false),
+                1 => Value::Bool(true),
+                x => return Err(DecodeError::new(what, format!("bool {x}"))),
+            },
+            4 => Value::Date(r.int(what)?),
+            5 => Value::DateTime(r.int(what)?),
+            t => return Err(DecodeError::new(what, format!("value type {t}"))),
+        })
+    }
+}
+
+fn write_opt_value(w: &mut Writer, v: &Option<Value>) {
+    match v {
+        Some(v) => {
+            w.u8(1);
+            v.encode(w);
+        }
+        None => {
+            w.u8(0);
+        }
+    }
+}
+
+fn read_opt_value(
+    r: &mut Reader<'_>,
+    what: &'static str,
+) -> std::result::Result<Option<Value>, DecodeError> {
+    match r.u8(what)? {
+        0 => Ok(None),
+        1 => Ok(Some(Value::decode(r, what)?)),
+        x => Err(DecodeError::new(what, format!("bad option flag {x}"))),
+    }
+}
+
+/// An attribute that concurrent operations set to different values: the entity keeps the
+/// newer side's value (`theirs`) and this record until the attribute is set again.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Conflict {
+    /// The attribute (empty: the entity itself, removed on one side and changed on the
+    /// other; it was kept).
+    pub attr: String,
+    /// The value in the operations' common ancestor.
+    pub base: Option<Value>,
+    /// The older side's value.
+    pub ours: Option<Value>,
+    /// The newer side's value.
+    pub theirs: Option<Value>,
+}
+
+/// An entity: its type, stable id, attributes and links.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entity {
+    /// The type (`task`, `person`, ...).
+    pub kind: String,
+    /// The stable id (`task:3f9c2a1b`).
+    pub id: String,
+    /// Attributes, sorted by name.
+    pub attrs: Vec<(String, Value)>,
+    /// Links (relation, target entity id), sorted.
+    pub links: Vec<(String, String)>,
+    /// Attributes left in conflict by a merge of concurrent operations, sorted.
+    pub conflicts: Vec<Conflict>,
+}
+
+impl Entity {
+    /// The canonical encoding.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::with_header(Kind::Entity as u8, ENTITY_VERSION);
+        w.bytes(self.kind.as_bytes()).bytes(self.id.as_bytes());
+        w.uint(self.attrs.len() as u64);
+        for (name, v) in &self.attrs {
+            w.bytes(name.as_bytes());
+            v.encode(&mut w);
+        }
+        w.uint(self.links.len() as u64);
+        for (rel, target) in &self.links {
+            w.bytes(rel.as_bytes()).bytes(target.as_bytes());
+        }
+        w.uint(self.conflicts.len() as u64);
+        for c in &self.conflicts {
+            w.bytes(c.attr.as_bytes());
+            write_opt_value(&mut w, &c.base);
+            write_opt_value(&mut w, &c.ours);
+            write_opt_value(&mut w, &c.theirs);
+        }
+        w.finish()
+    }
+
+    /// Decodes an entity, refusing unsorted or repeated attributes, links and conflicts.
+    pub fn decode(bytes: &[u8]) -> std::result::Result<Entity, DecodeError> {
+        const W: &str = "entity";
+        let mut r = Reader::new(bytes);
+        r.header(W, Kind::Entity as u8, ENTITY_VERSION)?;
+        let kind = r.str(W)?.to_string();
+        let id = r.str(W)?.to_string();
+        let n = r.count(W)?;
+        let mut attrs: Vec<(String, Value)> = Vec::with_capacity(n);
+        for _ in 0..n {
+            let name = r.str(W)?.to_string();
+            if attrs.last().is_some_and(|(p, _)| *p >= name) {
+                return Err(DecodeError::new(W, "attributes are not sorted"));
+            }
+            attrs.push((name, Value::decode(&mut r, W)?));
+        }
+        let n = r.count(W)?;
+        let mut links: Vec<(String, String)> = Vec::with_capacity(n);
+        for _ in 0..n {
+            let link = (r.str(W)?.to_string(), r.str(W)?.to_string());
+            if links.last().is_some_and(|p| *p >= link) {
+                return Err(DecodeError::new(W, "links are not sorted"));
+            }
+            links.push(link);
+        }
+        let n = r.count(W)?;
+        let mut conflicts: Vec<Conflict> = Vec::with_capacity(n);
+        for _ in 0..n {
+            let attr = r.str(W)?.to_string();
+            if conflicts.last().is_some_and(|p| p.attr >= attr) {
+                return Err(DecodeError::new(W, "conflicts are not sorted"));
+            }
+            conflicts.push(Conflict {
+                attr,
+                base: read_opt_value(&mut r, W)?,
+                ours: read_opt_value(&mut r, W)?,
+                theirs: read_opt_value(&mut r, W)?,
+            });
+        }
+        r.finish(W)?;
+        Ok(Entity {
+            kind,
+            id,
+            attrs,
+            links,
+            conflicts,
+        })
+    }
+
+    /// The value of attribute `name`.
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        self.attrs
+            .binary_search_by(|(n, _)| n.as_str().cmp(name))
+            .ok()
+            .map(|i| &self.attrs[i].1)
+    }
+
+    /// Sets (or with `None` removes) attribute `name`, keeping the list sorted; a new
+    /// value settles a conflict on it.
+    fn set(&mut self, name: &str, value: Option<Value>) {
+        match (
+            self.attrs.binary_search_by(|(n, _)| n.as_str().cmp(name)),
+            value,
+        ) {
+            (Ok(i), Some(v)) => self.attrs[i].1 = v,
+            (Ok(i), None) => {
+                self.attrs.remove(i);
+            }
+            (Err(i), Some(v)) => self.attrs.insert(i, (name.to_string(), v)),
+            (Err(_), None) => {}
+        }
+        self.conflicts.retain(|c| c.attr != name);
+    }
+}
+
+/// A change to one entity.
+#[derive(Debug, Clone)]
+pub enum EntityChange {
+    /// Record a new entity of a type with attributes.
+    Add {
+        /// The type.
+        kind: String,
+        /// Its attributes.
+        attrs: Vec<(String, Value)>,
+    },
+    /// Set attributes.
+    Set(Vec<(String, Value)>),
+    /// Remove attributes.
+    Unset(Vec<String>),
+    /// Link to another entity.
+    Link {
+        /// The relation.
+        rel: String,
+        /// The other entity.
+        target: String,
+    },
+    /// Remove a link.
+    Unlink {
+        /// The relation.
+        rel: String,
+        /// The other entity.
+        target: String,
+    },
+    /// Remove the entity.
+    Remove,
+}
+
+/// One version of an entity in its history.
+#[derive(Debug, Clone)]
+pub struct EntityVersion {
+    /// The operation that made it.
+    pub op: OpState,
+    /// The entity after the operation (`None`: removed by it).
+    pub entity: Option<(Id, Entity)>,
+    /// The attributes whose values differ from the previous version, sorted.
+    pub changed: Vec<String>,
+}
+
+fn invalid(msg: String) -> VcsError {
+    VcsError::Refused(msg)
+}
+
+/// Checks a type name: built-in.
+fn check_type(kind: &str) -> Result<&'static str> {
+    BUILTIN_TYPES
+        .iter()
+        .find(|(t, _)| *t == kind)
+        .map(|(_, required)| *required)
+        .ok_or_else(|| {
+            invalid(format!(
+                "unknown entity type {kind:?}; the types are {}",
+                BUILTIN_TYPES.map(|(t, _)| t).join(", ")
+            ))
+        })
+}
+
+/// Checks an attribute or relation name: a lowercase letter, then lowercase letters,
+/// digits and `_`.
+pub fn check_name(what: &str, name: &str) -> Result<()> {
+    let mut b = name.bytes();
+    let ok = b.next().is_some_and(|c| c.is_ascii_lowercase())
+        && b.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_');
+    if !ok {
+        return Err(invalid(format!(
+            "{what} {name:?} is not a valid name (a lowercase letter, then lowercase letters, digits or _)"
+        )));
+    }
+    Ok(())
+}
+
+/// Checks an entity id: `TYPE:NAME`, NAME being letters, digits, `.`, `_` or `-`.
+fn check_id(kind: &str, id: &str) -> Result<()> {
+    let ok = id
+        .strip_prefix(kind)
+        .and_then(|r| r.strip_prefix(':'))
+        .is_some_and(|n| {
+            !n.is_empty()
+                && n.len() <= 200
+                && n.bytes()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'))
+        });
+    if !ok {
+        return Err(invalid(format!(
+            "entity id {id:?} is not {kind}:NAME (NAME made of letters, digits, '.', '_' or '-')"
+        )));
+    }
+    Ok(())
+}
+
+/// The entity root of `view`, if it has one.
+pub fn root_of(view: &View) -> Option<EntityMap> {
+    view.entities.map(EntityMap)
+}
+
+impl Repo {
+    /// The entity `id` as `view` has it: its object id and decoded form.
+    pub fn entity_in(&self, view: &View, id: &str) -> Result<Option<(Id, Entity)>> {
+        let Some(root) = root_of(view) else {
+            return Ok(None);
+        };
+        match root.get(self.store(), id.as_bytes())? {
+            Some(obj) => Ok(Some((obj, self.entity_object(&obj)?))),
+            None => Ok(None),
+        }
+    }
+
+    /// Reads and decodes entity object `obj`.
+    pub fn entity_object(&self, obj: &Id) -> Result<Entity> {
+        let raw = self.store().read_object(obj, Kind::Entity)?;
+        Entity::decode(&raw).map_err(|source| VcsError::Decode {
+            kind: "entity",
+            id: *obj,
+            source,
+        })
+    }
+
+    /// Applies `change` to entity `id` (for [`EntityChange::Add`], `id` may be `None` to
+    /// get a fresh one) as one operation; returns the operation (the current one if
+    /// nothing changed), the entity's id and its new object (`None` after a removal).
+    pub fn change_entity(
+        &self,
+        id: Option<&str>,
+        change: EntityChange,
+    ) -> Result<(Id, String, Option<Id>)> {
+        let start = now_ms();
+        let head = self.head()?;
+        let mut tx = self.store().transaction()?;
+        let root = root_of(&head.view);
+        let id = match (&change, id) {
+            (EntityChange::Add { kind, .. }, None) => {
+                format!("{kind}:{}", lifeos_store::store::random_hex(4))
+            }
+            (_, Some(id)) => id.to_string(),
+            (_, None) => return Err(invalid("which entity? give its id".into())),
+        };
+        let lookup = |tx: &Transaction<'_>, key: &str| match &root {
+            Some(r) => r.get(tx, key.as_bytes()),
+            None => Ok(None),
+        };
+        let current = match lookup(&tx, &id)? {
+            Some(obj) => Some((obj, decode_in(&tx, &obj)?)),
+            None => None,
+        };
+        let existing = || {
+            current.clone().map(|(_, e)| e).ok_or_else(|| {
+                invalid(format!(
+                    "no entity {id}; an id looks like task:3f9c2a1b (`lifeos entity add` prints it)"
+                ))
+            })
+        };
+        let next = match &change {
+            EntityChange::Add { kind, attrs } => {
+                let required = check_type(kind)?;
+                check_id(kind, &id)?;
+                if current.is_some() {
+                    return Err(invalid(format!("entity {id} exists already")));
+                }
+                let mut e = Entity {
+                    kind: kind.clone(),
+                    id: id.clone(),
+                    attrs: Vec::new(),
+                    links: Vec::new(),
+                    conflicts: Vec::new(),
+                };
+                for (name, v) in attrs {
+                    check_name("attribute", name)?;
+                    e.set(name, Some(v.clone()));
+                }
+                if e.get(required).is_none() {
+                    return Err(invalid(format!(
+                        "entity {id}: a {kind} needs {required}=... (it is missing)"
+                    )));
+                }
+                Some(e)
+            }
+            EntityChange::Set(attrs) => {
+                let mut e = existing()?;
+                for (name, v) in attrs {
+                    check_name("attribute", name)?;
+                    e.set(name, Some(v.clone()));
+                }
+                Some(e)
+            }
+            EntityChange::Unset(names) => {
+                let mut e = existing()?;
+                let required = check_type(&e.kind)?;
+                for name in names {
+                    if name == required {
+                        return Err(invalid(format!(
+                            "entity {id}: {required} is required for a {}; set it to another value instead",
+                            e.kind
+                        )));
+                    }
+                    if e.get(name).is_none() {
+                        return Err(invalid(format!("entity {id} has no attribute {name}")));
+                    }
+                    e.set(name, None);
+                }
+                Some(e)
+            }
+            EntityChange::Link { rel, target } | EntityChange::Unlink { rel, target } => {
+                let mut e = existing()?;
+                check_name("relation", rel)?;
+                let link = (rel.clone(), target.clone());
+                let has = e.links.binary_search(&link);
+                match (&change, has) {
+                    (EntityChange::Link { .. }, Err(at)) => {
+                        if lookup(&tx, target)?.is_none() {
+                            return Err(invalid(format!(
+                                "cannot link {id} to {target}: there is no entity {target}"
+                            )));
+                        }
+                        e.links.insert(at, link);
+                    }
+                    (EntityChange::Unlink { .. }, Ok(at)) => {
+                        e.links.remove(at);
+                    }
+                    (EntityChange::Unlink { .. }, Err(_)) => {
+                        return Err(invalid(format!("{id} has no link {rel} {target}")));
+                    }
+                    _ => {}
+                }
+                Some(e)
+            }
+            EntityChange::Remove => {
+                existing()?;
+                None
+            }
+        };
+        let obj = match &next {
+            Some(e) => Some(tx.write_object(Kind::Entity, &e.encode())?),
+            None => None,
+        };
+        let old = current.as_ref().map(|(o, _)| *o);
+        if obj == old {
+            return Ok((head.id, id, obj));
+        }
+        let (event, verb) = match (&change, &current, obj) {
+            (
+                EntityChange::Link { rel, target } | EntityChange::Unlink { rel, target },
+                _,
+                Some(o),
+            ) => {
+                let linked = matches!(change, EntityChange::Link { .. });
+                (
+                    Event::EntityLinked {
+                        id: id.clone(),
+                        rel: rel.clone(),
+                        target: target.clone(),
+                        linked,
+                        entity: o,
+                    },
+                    if linked { "link" } else { "unlink" },
+                )
+            }
+            (_, Some((from, before)), Some(to)) => (
+                Event::EntityChanged {
+                    id: id.clone(),
+                    paths: changed_attrs(before, next.as_ref().expect("an entity")),
+                    from: *from,
+                    to,
+                },
+                "set",
+            ),
+            (_, None, Some(o)) => (
+                Event::EntityCreated {
+                    id: id.clone(),
+                    entity: o,
+                },
+                "add",
+            ),
+            (_, Some((last, _)), None) => (
+                Event::EntityRemoved {
+                    id: id.clone(),
+                    entity: *last,
+                },
+                "rm",
+            ),
+            (_, None, None) => unreachable!("nothing to remove was refused above"),
+        };
+        let edit = [(id.as_bytes().to_vec(), obj)];
+        let new_root = match root {
+            Some(r) => r.apply(&mut tx, &edit)?.0,
+            None => EntityMap::build(&mut tx, &edit)?,
+        };
+        let mut view = head.view.clone();
+        view.entities = Some(new_root.0);
+        let op = self.publish(
+            tx,
+            &[head.id],
+            view,
+            &format!("entity {verb} {id}"),
+            vec![event],
+            start,
+        )?;
+        Ok((op, id, obj))
+    }
+
+    /// Every version of entity `id`, newest first: each operation whose view holds a
+    /// different object for it than its first parent's view did.
+    pub fn entity_history(&self, id: &str) -> Result<Vec<EntityVersion>> {
+        let head = self.head()?;
+        let mut seen = std::collections::HashSet::new();
+        let mut heap = std::collections::BinaryHeap::new();
+        heap.push((head.op.end_ms, head.id));
+        let mut out = Vec::new();
+        let lookup = |view: &View| -> Result<Option<Id>> {
+            match root_of(view) {
+                Some(r) => r.get(self.store(), id.as_bytes()),
+                None => Ok(None),
+            }
+        };
+        while let Some((_, op_id)) = heap.pop() {
+            if !seen.insert(op_id) {
+                continue;
+            }
+            let state = self.op_state(&op_id)?;
+            let now = lookup(&state.view)?;
+            let before = match state.op.parents.first() {
+                Some(p) => lookup(&self.op_state(p)?.view)?,
+                None => None,
+            };
+            for p in &state.op.parents {
+                heap.push((self.operation(p)?.end_ms, *p));
+            }
+            if now == before {
+                continue;
+            }
+            let entity = match now {
+                Some(o) => Some((o, self.entity_object(&o)?)),
+                None => None,
+            };
+            let prev = match before {
+                Some(o) => Some(self.entity_object(&o)?),
+                None => None,
+            };
+            let changed = match (&prev, &entity) {
+                (Some(a), Some((_, b))) if a.links != b.links => {
+                    let mut c = changed_attrs(a, b);
+                    c.push("links".into());
+                    c
+                }
+                (Some(a), Some((_, b))) => changed_attrs(a, b),
+                (None, Some((_, b))) => b.attrs.iter().map(|(n, _)| n.clone()).collect(),
+                (Some(a), None) => a.attrs.iter().map(|(n, _)| n.clone()).collect(),
+                (None, None) => Vec::new(),
+            };
+            out.push(EntityVersion {
+                op: state,
+                entity,
+                changed,
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// The attributes whose values differ between two versions of an entity, sorted.
+fn changed_attrs(a: &Entity, b: &Entity) -> Vec<String> {
+    let mut names: Vec<&String> = a.attrs.iter().chain(&b.attrs).map(|(n, _)| n).collect();
+    names.sort();
+    names.dedup();
+    names
+        .into_iter()
+        .filter(|n| a.get(n) != b.get(n))
+        .cloned()
+        .collect()
+}
+
+/// Reads an entity object inside a transaction.
+fn decode_in(tx: &Transaction<'_>, obj: &Id) -> Result<Entity> {
+    let raw = tx.read_object(obj, Kind::Entity)?;
+    Entity::decode(&raw).map_err(|source| VcsError::Decode {
+        kind: "entity",
+        id: *obj,
+        source,
+    })
+}
+
+/// Merges one entity changed on both sides of concurrent operations (`None`: absent on
+/// that side): attribute by attribute and link by link against the base; an attribute
+/// both sides set differently keeps the newer side's (`theirs`) value and a
+/// [`Conflict`]. An entity removed on one side and changed on the other is kept, with a
+/// conflict on the entity itself.
+pub fn merge_entity(
+    base: Option<&Entity>,
+    ours: Option<&Entity>,
+    theirs: Option<&Entity>,
+) -> Option<Entity> {
+    let (o, t) = match (ours, theirs) {
+        (None, None) => return None,
+        (Some(o), None) | (None, Some(o)) => {
+            let mut kept = o.clone();
+            kept.conflicts.retain(|c| !c.attr.is_empty());
+            kept.conflicts.insert(
+                0,
+                Conflict {
+                    attr: String::new(),
+                    base: None,
+                    ours: None,
+                    theirs: None,
+                },
+            );
+            return Some(kept);
+        }
+        (Some(o), Some(t)) => (o, t),
+    };
+    let mut merged = t.clone();
+    let mut names: Vec<&String> = o
+        .attrs
+        .iter()
+        .chain(&t.attrs)
+        .chain(base.map_or(&[][..], |b| &b.attrs[..]))
+        .map(|(n, _)| n)
+        .collect();
+    names.sort();
+    names.dedup();
+    let mut conflicts: Vec<Conflict> = Vec::new();
+    for name in names {
+        let vb = base.and_then(|b| b.get(name)).cloned();
+        let (vo, vt) = (o.get(name).cloned(), t.get(name).cloned());
+        let v = if vo == vt || vt == vb {
+            vo.clone()
+        } else if vo == vb {
+            vt.clone()
+        } else {
+            conflicts.push(Conflict {
+                attr: name.clone(),
+                base: vb,
+                ours: vo,
+                theirs: vt.clone(),
+            });
+            vt.clone()
+        };
+        merged.set(name, v);
+    }
+    let mut links: Vec<(String, String)> = o.links.iter().chain(&t.links).cloned().collect();
+    links.extend(base.map_or(Vec::new(), |b| b.links.clone()));
+    links.sort();
+    links.dedup();
+    let has = |e: Option<&Entity>, l: &(String, String)| e.is_some_and(|e| e.links.contains(l));
+    merged.links = links
+        .into_iter()
+        .filter(|l| {
+            let (lb, lo, lt) = (has(base, l), has(Some(o), l), has(Some(t), l));
+            if lo == lt || lt == lb {
+                lo
+            } else {
+                lt
+            }
+        })
+        .collect();
+    // Conflicts: those either side still has, then the new ones (newest record wins).
+    let mut all: Vec<Conflict> = o.conflicts.iter().chain(&t.conflicts).cloned().collect();
+    all.extend(conflicts);
+    all.reverse();
+    all.sort_by(|a, b| a.attr.cmp(&b.attr));
+    all.dedup_by(|a, b| a.attr == b.attr);
+    merged.conflicts = all;
+    Some(merged)
+}
+
+/// Merges the entity roots of concurrent operations (given oldest first) against `base`'s
+/// root, writing the merged map and merged entities into `tx`.
+pub(crate) fn merge_roots(
+    tx: &mut Transaction<'_>,
+    base: Option<Id>,
+    sides: &[Option<Id>],
+) -> Result<Option<Id>> {
+    if sides.iter().all(|s| *s == base) {
+        return Ok(base);
+    }
+    // The empty map stands in for a side that has no entity root yet.
+    let empty = match base.is_none() || sides.iter().any(Option::is_none) {
+        true => Some(EntityMap::empty(tx)?),
+        false => None,
+    };
+    let or_empty = |r: Option<Id>| {
+        r.map(EntityMap)
+            .or(empty)
+            .expect("the empty map is written when a root is missing")
+    };
+    let base_map = or_empty(base);
+    let mut merged = or_empty(sides[0]);
+    for side in &sides[1..] {
+        let mut conflicts: Vec<MapConflict> = Vec::new();
+        let m = EntityMap::merge(tx, &base_map, &merged, &or_empty(*side), &mut |c| {
+            conflicts.push(c.clone());
+            Ok(c.theirs)
+        })?;
+        let mut edits = Vec::with_capacity(conflicts.len());
+        for c in conflicts {
+            let read = |obj: Option<Id>| -> Result<Option<Entity>> {
+                obj.map(|o| decode_in(tx, &o)).transpose()
+            };
+            let (b, o, t) = (read(c.base)?, read(c.ours)?, read(c.theirs)?);
+            let value = match merge_entity(b.as_ref(), o.as_ref(), t.as_ref()) {
+                Some(e) => Some(tx.write_object(Kind::Entity, &e.encode())?),
+                None => None,
+            };
+            edits.push((c.key, value));
+        }
+        merged = m.apply(tx, &edits)?.0;
+    }
+    Ok(Some(merged.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lifeos_store::StoreConfig;
+
+    fn set(repo: &Repo, id: &str, name: &str, v: &str) {
+        repo.change_entity(
+            Some(id),
+            EntityChange::Set(vec![(name.into(), Value::parse(v))]),
+        )
+        .unwrap();
+    }
+
+    /// Publishes, with `parent` as the only parent (so concurrently with whatever else
+    /// descends from it), a change setting `name` of entity `id`.
+    fn set_from(repo: &Repo, parent: &Id, id: &str, name: &str, v: &str) {
+        let state = repo.op_state(parent).unwrap();
+        let mut tx = repo.store().transaction().unwrap();
+        let root = root_of(&state.view).unwrap();
+        let obj = root.get(&tx, id.as_bytes()).unwrap().unwrap();
+        let mut e = decode_in(&tx, &obj).unwrap();
+        e.set(name, Some(Value::parse(v)));
+        let new = tx.write_object(Kind::Entity, &e.encode()).unwrap();
+        let (root, _) = root
+            .apply(&mut tx, &[(id.as_bytes().to_vec(), Some(new))])
+            .unwrap();
+        let mut view = state.view.clone();
+        view.entities = Some(root.0);
+        repo.publish(tx, &[*parent], view, "concurrent edit", vec![], now_ms())
+            .unwrap();
+    }
+
+    /// Two operations made from the same parent: edits of different entities, and of
+    /// different attributes of one entity, are all kept; one attribute set differently
+    /// on both sides keeps the newer value and records a conflict; nothing is lost.
+    #[test]
+    fn concurrent_entity_edits_merge_and_conflicts_are_recorded() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repo::init(dir.path(), StoreConfig::default()).unwrap();
+        for (id, title) in [("task:a", "A"), ("task:b", "B")] {
+            repo.change_entity(
+                Some(id),
+                EntityChange::Add {
+                    kind: "task".into(),
+                    attrs: vec![("title".into(), Value::parse(title))],
+                },
+            )
+            .unwrap();
+        }
+        let parent = repo.head().unwrap().id;
+        set(&repo, "task:a", "status", "open");
+        set(&repo, "task:a", "owner", "ann");
+        set_from(&repo, &parent, "task:b", "status", "done");
+        set_from(&repo, &parent, "task:a", "due", "2026-12-10");
+        // The next command sees three heads and merges them.
+        let head = repo.head().unwrap();
+        assert_eq!(head.op.parents.len(), 3);
+        let a = repo.entity_in(&head.view, "task:a").unwrap().unwrap().1;
+        let b = repo.entity_in(&head.view, "task:b").unwrap().unwrap().1;
+        assert_eq!(a.get("status"), Some(&Value::Str("open".into())));
+        assert_eq!(a.get("owner"), Some(&Value::Str("ann".into())));
+        assert_eq!(a.get("due"), Some(&Value::parse("2026-12-10")));
+        assert_eq!(b.get("status"), Some(&Value::Str("done".into())));
+        assert!(a.conflicts.is_empty() && b.conflicts.is_empty());
+
+        let parent = repo.head().unwrap().id;
+        set(&repo, "task:a", "status", "blocked");
+        set_from(&repo, &parent, "task:a", "status", "waiting");
+        let head = repo.head().unwrap();
+        let a = repo.entity_in(&head.view, "task:a").unwrap().unwrap().1;
+        assert_eq!(a.conflicts.len(), 1, "{a:?}");
+        let c = &a.conflicts[0];
+        assert_eq!(c.attr, "status");
+        assert_eq!(c.base, Some(Value::Str("open".into())));
+        let sides = [c.ours.clone(), c.theirs.clone()];
+        assert!(sides.contains(&Some(Value::Str("blocked".into()))));
+        assert!(sides.contains(&Some(Value::Str("waiting".into()))));
+        assert_eq!(a.get("status"), c.theirs.as_ref());
+        // Setting the attribute again settles the conflict.
+        set(&repo, "task:a", "status", "done");
+        let a = repo
+            .entity_in(&repo.head().unwrap().view, "task:a")
+            .unwrap()
+            .unwrap()
+            .1;
+        assert!(a.conflicts.is_empty());
+    }
+
+    #[test]
+    fn entities_round_trip_and_refuse_unsorted_fields() {
+        let e = Entity {
+            kind: "task".into(),
+            id: "task:x".into(),
+            attrs: vec![
+                ("due".into(), Value::parse("2026-12-10")),
+                ("n".into(), Value::parse("2.5")),
+                ("t".into(), Value::parse("2026-12-10T09:00:00Z")),
+                ("title".into(), Value::parse("Pay rent")),
+                ("urgent".into(), Value::parse("true")),
+            ],
+            links: vec![("project".into(), "project:move".into())],
+            conflicts: vec![Conflict {
+                attr: "title".into(),
+                base: None,
+                ours: Some(Value::Num(1.0)),
+                theirs: Some(Value::Bool(false)),
+            }],
+        };
+        assert_eq!(Entity::decode(&e.encode()).unwrap(), e);
+        assert_eq!(e.get("due").unwrap().render(), "2026-12-10");
+        assert_eq!(e.get("t").unwrap().render(), "2026-12-10T09:00:00Z");
+        assert_eq!(e.get("n").unwrap().render(), "2.5");
+        let mut bad = e.clone();
+        bad.attrs.swap(0, 1);
+        assert!(Entity::decode(&bad.encode()).is_err());
+        assert_eq!(Value::parse("-0"), Value::Num(0.0));
+        assert_eq!(Value::parse("1e999"), Value::Str("1e999".into()));
+        assert_eq!(Value::parse("e"), Value::Str("e".into()));
+    }
+}

@@ -143,9 +143,42 @@ fn entities_are_recorded_changed_linked_and_shown_as_they_were() {
     let gc = json(d, &["gc"]);
     assert_eq!(gc["objects_removed"], 0, "{gc}");
     assert_eq!(json(d, &["fsck"])["ok"], true);
+    let then = json(d, &["entity", "show", &id, "--at", "2026-11-02T12:00:00Z"]);
+    assert_eq!(then["attrs"]["estimate"], 2.5);
+
+    // Rollback as checkout: a new operation naming the object of 2 November.
+    ok(
+        d,
+        &["entity", "restore", &id, "--at", "2026-11-02T12:00:00Z"],
+    );
+    let now = json(d, &["entity", "show", &id]);
+    assert_eq!(now["object"], then["object"]);
+    assert!(now["attrs"].get("status").is_none(), "{now}");
+    let h = json(d, &["entity", "history", &id]);
     assert_eq!(
-        json(d, &["entity", "show", &id, "--at", "2026-11-02T12:00:00Z"])["attrs"]["estimate"],
-        2.5
+        h["versions"][0]["description"],
+        format!("entity restore {id}")
+    );
+    assert_eq!(
+        h["versions"][0]["changed"],
+        serde_json::json!(["estimate", "status"])
+    );
+    let err = fails(d, &["entity", "restore", &id]);
+    assert!(err.contains("needs --at"), "{err}");
+
+    // Queries, through links, now and in the past; a parse error points at the token.
+    let q = r#"task where project.name = "Move house" and estimate >= 2 order by due"#;
+    let found = json(d, &["query", q]);
+    assert_eq!(found["schema"], "lifeos.query.v1");
+    assert_eq!(found["count"], 1, "{found}");
+    assert_eq!(found["entities"][0]["id"], id.as_str());
+    let before_link = json(d, &["query", q, "--at", "2026-11-01T12:00:00Z"]);
+    assert_eq!(before_link["count"], 0, "{before_link}");
+    assert_eq!(json(d, &["query", "project"])["count"], 1);
+    let err = fails(d, &["query", "task where due <"]);
+    assert!(
+        err.contains("expected a value") && err.contains("                ^"),
+        "{err}"
     );
 }
 

@@ -206,6 +206,9 @@ fn dispatch(cli: Cli, here: PathBuf, style: Style) -> CliResult<u8> {
         Command::Merge { branch } => history::merge(&open(&here)?, &branch, style),
         Command::Op(o) => history::op(&open(&here)?, o, style),
         Command::Entity(e) => crate::entity::run(&open(&here)?, e, style),
+        Command::Query { query, at, json } => {
+            crate::entity::query(&open(&here)?, &query, &at, json, style)
+        }
         Command::Git(crate::git::GitCmd::Clone { url, dir }) => {
             crate::git::clone(&here, &url, dir.as_deref())
         }

@@ -80,6 +80,14 @@ pub enum EntityCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Make an entity what it was at a moment (a new operation; `undo` reverts it).
+    Restore {
+        /// The entity's id.
+        id: String,
+        #[command(flatten)]
+        #[allow(missing_docs)]
+        at: AtArg,
+    },
     /// Every version of an entity, newest first, with the operation that made it.
     History {
         /// The entity's id.
@@ -240,6 +248,21 @@ pub fn run(repo: &Repo, cmd: EntityCmd, style: Style) -> CliResult<u8> {
         EntityCmd::Set { id, attrs } => (id, EntityChange::Set(parse_attrs(&attrs)?)),
         EntityCmd::Unset { id, names } => (id, EntityChange::Unset(names)),
         EntityCmd::Rm { id } => (id, EntityChange::Remove),
+        EntityCmd::Restore { id, at } => {
+            if at.at.is_none() {
+                return Err(CliError::new(
+                    "restore needs --at WHEN: the moment to go back to",
+                ));
+            }
+            let view = view_at(repo, &at)?;
+            let (_, old) = repo.entity_in(&view, &id)?.ok_or_else(|| {
+                CliError::new(format!(
+                    "entity {id} did not exist at {}",
+                    at.at.as_deref().unwrap_or_default()
+                ))
+            })?;
+            (id, EntityChange::Restore(old))
+        }
         EntityCmd::Link { id, rel, target } => (id, EntityChange::Link { rel, target }),
         EntityCmd::Unlink { id, rel, target } => (id, EntityChange::Unlink { rel, target }),
     };
@@ -247,6 +270,7 @@ pub fn run(repo: &Repo, cmd: EntityCmd, style: Style) -> CliResult<u8> {
         EntityChange::Remove => "Removed",
         EntityChange::Link { .. } => "Linked",
         EntityChange::Unlink { .. } => "Unlinked",
+        EntityChange::Restore(_) => "Restored",
         _ => "Changed",
     };
     let before = repo.head()?.id;
@@ -255,6 +279,38 @@ pub fn run(repo: &Repo, cmd: EntityCmd, style: Style) -> CliResult<u8> {
         println!("Nothing changed: {} already is so", style.name(&id));
     } else {
         println!("{verb} {}", style.name(&id));
+    }
+    Ok(0)
+}
+
+/// Runs `lifeos query QUERY`.
+pub fn query(repo: &Repo, q: &str, at: &AtArg, json: bool, style: Style) -> CliResult<u8> {
+    let parsed = lifeos_vcs::query::parse(q).map_err(|e| {
+        let col = q[..e.at.min(q.len())].chars().count();
+        CliError::new(format!("query: {}\n  {q}\n  {}^", e.message, " ".repeat(col))).hint(
+            "a query is TYPE [where FILTER] [order by PATH [asc|desc]] [limit N]; text values go in double quotes",
+        )
+    })?;
+    let view = view_at(repo, at)?;
+    let hits = repo.query_entities(&view, &parsed)?;
+    if json {
+        print_json(
+            "lifeos.query.v1",
+            json!({
+                "query": q,
+                "count": hits.len(),
+                "entities": hits.iter().map(|(o, e)| entity_json(o, e)).collect::<Vec<_>>(),
+            }),
+        );
+        return Ok(0);
+    }
+    for (_, e) in &hits {
+        let attrs: Vec<String> = e
+            .attrs
+            .iter()
+            .map(|(n, v)| format!("{}={}", style.dim(n), v.render()))
+            .collect();
+        println!("{}  {}", style.name(&e.id), attrs.join("  "));
     }
     Ok(0)
 }

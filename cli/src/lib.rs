@@ -226,6 +226,19 @@ pub enum Command {
     /// Entities: records of people, tasks, events, places, ... with history.
     #[command(subcommand)]
     Entity(entity::EntityCmd),
+    /// Find entities: `lifeos query 'task where status = "open" and due < 2026-12-10 order by due'`.
+    Query {
+        /// TYPE [where FILTER] [order by PATH [asc|desc]] [limit N]; FILTER compares
+        /// attributes (=, !=, <, <=, >, >=, contains), joins with and/or/not and
+        /// parentheses, tests `has PATH`, and follows links (`project.name`).
+        query: String,
+        #[command(flatten)]
+        #[allow(missing_docs)]
+        at: AtArg,
+        /// Print JSON (schema lifeos.query.v1).
+        #[arg(long)]
+        json: bool,
+    },
     /// The operation log.
     #[command(subcommand)]
     Op(OpCmd),

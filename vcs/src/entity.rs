@@ -312,6 +312,9 @@ pub enum EntityChange {
     },
     /// Remove the entity.
     Remove,
+    /// Make the entity what it was in an earlier version (rollback as checkout: the new
+    /// operation names the old object).
+    Restore(Entity),
 }
 
 /// One version of an entity in its history.
@@ -515,6 +518,12 @@ impl Repo {
                 existing()?;
                 None
             }
+            EntityChange::Restore(old) => {
+                if old.id != id {
+                    return Err(invalid(format!("{} is not entity {id}", old.id)));
+                }
+                Some(old.clone())
+            }
         };
         let obj = match &next {
             Some(e) => Some(tx.write_object(Kind::Entity, &e.encode())?),
@@ -549,14 +558,22 @@ impl Repo {
                     from: *from,
                     to,
                 },
-                "set",
+                if matches!(change, EntityChange::Restore(_)) {
+                    "restore"
+                } else {
+                    "set"
+                },
             ),
             (_, None, Some(o)) => (
                 Event::EntityCreated {
                     id: id.clone(),
                     entity: o,
                 },
-                "add",
+                if matches!(change, EntityChange::Restore(_)) {
+                    "restore"
+                } else {
+                    "add"
+                },
             ),
             (_, Some((last, _)), None) => (
                 Event::EntityRemoved {
@@ -583,6 +600,63 @@ impl Repo {
             start,
         )?;
         Ok((op, id, obj))
+    }
+
+    /// The entities of `view` that `q` selects, in its order (else by id), at most its
+    /// limit. Reads every entity of the view (the catalog will index them).
+    pub fn query_entities(
+        &self,
+        view: &View,
+        q: &crate::query::Query,
+    ) -> Result<Vec<(Id, Entity)>> {
+        let Some(root) = root_of(view) else {
+            return Ok(Vec::new());
+        };
+        let mut all = std::collections::HashMap::new();
+        for (_, obj) in root.entries(self.store())? {
+            let e = self.entity_object(&obj)?;
+            all.insert(e.id.clone(), (obj, e));
+        }
+        let mut follow = |id: &str| all.get(id).map(|(_, e)| e.clone());
+        let mut hits: Vec<(Id, Entity)> = Vec::new();
+        for (obj, e) in all.values() {
+            let pass = e.kind == q.kind
+                && q.filter
+                    .as_ref()
+                    .is_none_or(|f| crate::query::matches(e, f, &mut follow));
+            if pass {
+                hits.push((*obj, e.clone()));
+            }
+        }
+        hits.sort_by(|a, b| a.1.id.cmp(&b.1.id));
+        if let Some((path, desc)) = &q.order {
+            let mut key = |e: &Entity| {
+                crate::query::values(e, path, &mut follow)
+                    .into_iter()
+                    .next()
+            };
+            let mut keyed: Vec<(Option<Value>, (Id, Entity))> =
+                hits.into_iter().map(|h| (key(&h.1), h)).collect();
+            // Entities without the value come last either way.
+            keyed.sort_by(|(a, _), (b, _)| match (a, b) {
+                (Some(x), Some(y)) => {
+                    let o = crate::query::compare(x, y).unwrap_or(std::cmp::Ordering::Equal);
+                    if *desc {
+                        o.reverse()
+                    } else {
+                        o
+                    }
+                }
+                (Some(_), None) => std::cmp::Ordering::Less,
+                (None, Some(_)) => std::cmp::Ordering::Greater,
+                (None, None) => std::cmp::Ordering::Equal,
+            });
+            hits = keyed.into_iter().map(|(_, h)| h).collect();
+        }
+        if let Some(n) = q.limit {
+            hits.truncate(n);
+        }
+        Ok(hits)
     }
 
     /// Every version of entity `id`, newest first: each operation whose view holds a

@@ -18,6 +18,7 @@ pub mod history;
 pub mod merge;
 pub mod object;
 pub mod path;
+pub mod query;
 pub mod repo;
 pub mod restore;
 pub mod rev;

@@ -106,8 +106,9 @@ fn lex(q: &str) -> Result<Vec<(Tok, usize)>, QueryError> {
                         }
                         Some(b'"') => break,
                         Some(b'\\') if b.get(i + 1).is_some() => {
-                            s.push(char::from(b[i + 1]));
-                            i += 2;
+                            let ch = q[i + 1..].chars().next().expect("a char");
+                            s.push(ch);
+                            i += 1 + ch.len_utf8();
                         }
                         Some(_) => {
                             let ch = q[i..].chars().next().expect("a char");
@@ -482,6 +483,22 @@ mod tests {
             .filter
             .unwrap();
         assert!(matches(&open, &f, &mut follow));
+    }
+
+    /// Found by fuzzing: a backslash before a character of several bytes cut the query
+    /// inside that character.
+    #[test]
+    fn a_backslash_before_a_multibyte_character_escapes_the_whole_character() {
+        let q = parse("task where title = \"a\\\u{52a}b\"").unwrap();
+        assert_eq!(
+            q.filter,
+            Some(Filter::Cmp(
+                vec!["title".into()],
+                Op::Eq,
+                Value::Str("a\u{52a}b".into())
+            ))
+        );
+        assert!(parse("01)nWagric\"e\\\u{52a}\\\\is~  ago").is_err());
     }
 
     #[test]

@@ -480,8 +480,6 @@ fn a_colocated_folder_round_trips_both_ways() {
     git(&w, &["fsck", "--strict", "--no-progress"]);
 }
 
-/// `lifeos init --git` in a plain folder creates the git repository, and the first
-/// `lifeos commit` is git's first commit too.
 /// While git holds index.lock, a lifeos commit is recorded and exported but git's index
 /// cannot follow: the command says so, and the next command brings the index up to date.
 #[test]
@@ -498,11 +496,18 @@ fn a_held_git_index_lock_delays_the_index_and_the_next_command_catches_up() {
         "{err}"
     );
     assert_eq!(git_subjects(&w)[0], "from lifeos");
+    // git's index still has the old a.txt against the new HEAD.
+    assert_eq!(
+        git(&w, &["diff", "--cached", "--name-only"]).trim(),
+        "a.txt"
+    );
     std::fs::remove_file(w.join(".git/index.lock")).unwrap();
     assert_eq!(json(&w, &["status"])["clean"], true);
     assert_eq!(git(&w, &["status", "--porcelain"]), "");
 }
 
+/// `lifeos init --git` in a plain folder creates the git repository, and the first
+/// `lifeos commit` is git's first commit too.
 #[test]
 fn init_git_creates_the_git_repository() {
     let tmp = tempfile::tempdir().unwrap();

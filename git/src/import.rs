@@ -75,7 +75,7 @@ struct Importer<'r, 't, 's> {
 }
 
 /// The zstd level of what an import writes (unless the repository asks for more): level 6
-/// stored bats-core's history in 6% less than level 3, for a third more import time.
+/// stored bats-core's history in 5% less than level 3 (24.07 MB against 25.28), for a third more import time.
 const IMPORT_ZSTD_LEVEL: i32 = 6;
 
 /// How many bytes of written objects an import keeps at hand as delta bases.

@@ -128,7 +128,8 @@ impl Store {
             if live.contains(&b) || !bases.insert(b) {
                 continue;
             }
-            if let Some(loc) = self.locate(&b)? {
+            // Every copy: the one gc keeps may be a delta where another is whole.
+            for loc in self.locate_all(&b)? {
                 let path = self.pack_file_path(&loc.pack);
                 if let Ok(file) = File::open(&path) {
                     frontier.extend(delta_base_at(&file, &path, u64::from(loc.offset)));
@@ -173,8 +174,14 @@ impl Store {
             let size = file.metadata().io("reading", &path)?.len();
             report.packs_before += 1;
             report.bytes_before += size;
-            let footer = pack::read_footer(&file, &path)
-                .and_then(|f| Ok((pack::read_rows(&file, &path)?, f.len())));
+            // A pack with a block that cannot be read is kept whole, as a damaged one.
+            let footer = pack::read_footer(&file, &path).and_then(|f| {
+                let (rows, damaged) = pack::read_rows(&file, &path)?;
+                match damaged.into_iter().next() {
+                    Some(e) => Err(e),
+                    None => Ok((rows, f.len())),
+                }
+            });
             let (rows, footer_len) = match footer {
                 Ok(r) => r,
                 Err(_) => {
@@ -252,7 +259,7 @@ impl Store {
                         continue;
                     }
                     // A block with dead members: its live ones go to a new block.
-                    let (h, _) = pack::read_stored(&file, &path, e.offset)?;
+                    let h = pack::read_header(&file, &path, u64::from(e.offset))?;
                     let block = pack::read_block(&file, &path, u64::from(e.offset), &h)?;
                     for (id, kind) in &e.live {
                         if let Some((_, raw)) = block.get(id) {

@@ -575,9 +575,9 @@ fn as_corrupt(e: StoreError, id: &Id, pack: &str) -> StoreError {
     }
 }
 
-/// Reads and verifies the entry whose header (at `offset`) is `header`, looked up as `id`
-/// (the entry itself, or the block that holds it); `base` gives the raw bytes of a
-/// delta's base.
+/// Reads and verifies the entry `id` whose header (at `offset`) is `header`; `base` gives
+/// the raw bytes of a delta's base. A block's header with a member's id is an error (the
+/// member is read through [`read_block`]).
 pub fn read_entry(
     file: &File,
     path: &Path,
@@ -587,17 +587,24 @@ pub fn read_entry(
     id: &Id,
     base: &mut dyn FnMut(&Id) -> std::result::Result<Vec<u8>, String>,
 ) -> Result<Vec<u8>> {
+    if header.id != *id {
+        return Err(StoreError::Corrupt {
+            id: *id,
+            pack: pack.into(),
+            reason: format!(
+                "offset {offset} holds {} {}; a block member is read through its block",
+                header.kind.name(),
+                header.id.short(16)
+            ),
+        });
+    }
     let mut stored = vec![0u8; header.stored_len as usize];
     read_exact_at(file, path, &mut stored, offset + ENTRY_HEADER_LEN as u64)
         .map_err(|e| as_corrupt(e, id, pack))?;
     decode_entry(header, stored, base).map_err(|reason| StoreError::Corrupt {
         id: *id,
         pack: pack.into(),
-        reason: if header.id == *id {
-            reason
-        } else {
-            format!("block {} at offset {offset}: {reason}", header.id.short(16))
-        },
+        reason,
     })
 }
 
@@ -608,12 +615,22 @@ pub fn read_block(
     offset: u64,
     header: &EntryHeader,
 ) -> Result<crate::block::Block> {
+    let mut stored = vec![0u8; header.stored_len as usize];
+    read_exact_at(file, path, &mut stored, offset + ENTRY_HEADER_LEN as u64)?;
+    decode_block(path, offset, header, stored)
+}
+
+/// Verifies and decodes the stored bytes of the block entry at `offset` of `path`.
+pub fn decode_block(
+    path: &Path,
+    offset: u64,
+    header: &EntryHeader,
+    stored: Vec<u8>,
+) -> Result<crate::block::Block> {
     let damaged = |reason: String| StoreError::DamagedFile {
         file: path.into(),
         reason: format!("block {} at offset {offset}: {reason}", header.id.short(16)),
     };
-    let mut stored = vec![0u8; header.stored_len as usize];
-    read_exact_at(file, path, &mut stored, offset + ENTRY_HEADER_LEN as u64)?;
     let raw = decode_entry(header, stored, &mut |_| {
         Err("a block is never a delta".into())
     })
@@ -623,22 +640,27 @@ pub fn read_block(
 
 /// Where the entries of a pack and the members of its blocks are, as the index lists
 /// them: the footer's rows, plus one row per block member at its block's offset (found
-/// by reading the block). Fails if the footer or a block is damaged.
-pub fn read_rows(file: &File, path: &Path) -> Result<Vec<FooterRow>> {
+/// by reading the block). Fails if the footer is damaged; a block that cannot be read is
+/// left out (its own row stays) and why is returned beside the rows.
+pub fn read_rows(file: &File, path: &Path) -> Result<(Vec<FooterRow>, Vec<StoreError>)> {
     let mut rows = read_footer(file, path)?;
     let blocks: Vec<FooterRow> = rows
         .iter()
         .filter(|r| r.kind == Kind::Block)
         .copied()
         .collect();
-    for b in blocks {
-        rows.extend(block_rows(file, path, u64::from(b.offset))?);
+    let mut damaged = Vec::new();
+    for b in &blocks {
+        match block_rows(file, path, u64::from(b.offset)) {
+            Ok(members) => rows.extend(members),
+            Err(e) => damaged.push(e),
+        }
     }
-    if rows.iter().any(|r| r.kind == Kind::Block) {
+    if !blocks.is_empty() {
         rows.sort_unstable();
         rows.dedup_by_key(|r| r.id);
     }
-    Ok(rows)
+    Ok((rows, damaged))
 }
 
 /// One row per member of the block at `offset`.
@@ -871,7 +893,7 @@ mod tests {
         let path = dir.path().join("p.pack");
         std::fs::write(&path, bytes).unwrap();
         let f = File::open(&path).unwrap();
-        if let Ok(rows) = read_rows(&f, &path) {
+        if let Ok((rows, _)) = read_rows(&f, &path) {
             for r in rows.iter().take(64) {
                 let _ = read_with_bases(&f, &path, u64::from(r.offset), &r.id);
                 let _ = read_stored(&f, &path, r.offset);
@@ -901,7 +923,8 @@ mod tests {
             read_with_bases(&f, &path, u64::from(r.offset), &r.id).unwrap();
         }
         // The index lists the block's members too, at the block's offset.
-        let indexed = read_rows(&f, &path).unwrap();
+        let (indexed, damaged) = read_rows(&f, &path).unwrap();
+        assert!(damaged.is_empty());
         assert_eq!(indexed.len(), 8);
         let block = rows.iter().find(|r| r.kind == Kind::Block).unwrap();
         let (h, _) = read_stored(&f, &path, block.offset).unwrap();

@@ -308,7 +308,12 @@ impl Store {
                 Err(_) => continue,
             };
             match pack::read_rows(&file, &pack_path) {
-                Ok(rows) => {
+                Ok((rows, damaged)) => {
+                    warnings.extend(
+                        damaged
+                            .iter()
+                            .map(|e| format!("{e}; its members are not found (run `lifeos fsck`)")),
+                    );
                     let name: Arc<str> = name.into();
                     for r in rows {
                         loose.insert(
@@ -394,7 +399,7 @@ impl Store {
 
     /// Every location the index knows for `id` (several after a consolidation that
     /// another process has not finished cleaning up).
-    fn locate_all(&self, id: &Id) -> Result<Vec<Location>> {
+    pub(crate) fn locate_all(&self, id: &Id) -> Result<Vec<Location>> {
         match self.locate_all_once(id) {
             Err(StoreError::DamagedFile { .. }) if self.distrust_damaged_layers()? => {
                 self.locate_all_once(id)
@@ -507,14 +512,7 @@ impl Store {
             return block
                 .get(id)
                 .map(|(kind, raw)| (kind, raw.to_vec()))
-                .ok_or_else(|| StoreError::Corrupt {
-                    id: *id,
-                    pack: loc.pack.to_string(),
-                    reason: format!(
-                        "block {} at offset {offset} does not hold it",
-                        header.id.short(16)
-                    ),
-                });
+                .ok_or_else(|| not_in_block(id, loc, &header));
         }
         let raw =
             pack::read_entry(
@@ -620,7 +618,8 @@ impl Store {
         let h = pack::read_header_of(&file, &path, &loc.pack, u64::from(loc.offset), id)?;
         let (kind, len) = match h.kind {
             Kind::Block => {
-                let (kind, raw) = self.read_at(id, loc, pack::MAX_DELTA_DEPTH)?;
+                let block = self.block_at(&file, loc, &h, id)?;
+                let (kind, raw) = block.get(id).ok_or_else(|| not_in_block(id, loc, &h))?;
                 (kind, raw.len() as u32)
             }
             kind => (kind, h.raw_len),
@@ -1048,6 +1047,19 @@ impl Store {
     }
 }
 
+/// The index says `id` is in the block at `loc`, whose header is `block`, and it is not.
+fn not_in_block(id: &Id, loc: &Location, block: &EntryHeader) -> StoreError {
+    StoreError::Corrupt {
+        id: *id,
+        pack: loc.pack.to_string(),
+        reason: format!(
+            "block {} at offset {} does not hold it",
+            block.id.short(16),
+            loc.offset
+        ),
+    }
+}
+
 /// Seconds since `path` was last modified, if it can be told.
 fn age_secs(path: &Path) -> Option<u64> {
     path.metadata()
@@ -1115,10 +1127,8 @@ impl PackSink {
             self.put(&h, &stored)?;
             return Ok(vec![h.id]);
         }
-        let members: Vec<(Id, Kind)> = pack::block_rows(file, path, u64::from(offset))?
-            .into_iter()
-            .map(|r| (r.id, r.kind))
-            .collect();
+        let block = pack::decode_block(path, u64::from(offset), &h, stored.clone())?;
+        let members: Vec<(Id, Kind)> = block.members().map(|(id, kind, _)| (id, kind)).collect();
         self.put_block(&h, &stored, &members)?;
         Ok(std::iter::once(h.id)
             .chain(members.iter().map(|m| m.0))
@@ -1327,18 +1337,27 @@ impl<'s> Transaction<'s> {
     /// 5.8) with the other objects of its kind this transaction writes this way, in the
     /// order they come, so that zstd compresses what they share (the versions of a
     /// directory, the commits of one history). Objects larger than
-    /// [`crate::block::BLOCK_MEMBER_MAX`], and manifests, are stored as entries of their
-    /// own. Returns the id and whether anything was written ([`Written::Whole`]: a block
-    /// member can be a delta's base).
+    /// [`crate::block::BLOCK_MEMBER_MAX`] are stored as entries of their own. Returns the
+    /// id and whether anything was written ([`Written::Whole`]: a block member can be a
+    /// delta's base). Panics for a manifest or a block, which a block cannot hold (a
+    /// manifest is named by its file's hash, not its own).
     pub fn write_grouped(&mut self, kind: Kind, raw: &[u8]) -> Result<(Id, Written)> {
+        assert!(
+            crate::block::can_hold(kind),
+            "a {} is not named by the hash of its bytes",
+            kind.name()
+        );
         let id = Id::hash(raw);
-        if raw.len() > crate::block::BLOCK_MEMBER_MAX || !crate::block::can_hold(kind) {
+        if raw.len() > crate::block::BLOCK_MEMBER_MAX {
             return Ok((id, self.write_delta(id, kind, raw, None)?));
         }
         if !self.claim(&id)? {
             return Ok((id, Written::Existing));
         }
         self.group(kind, id, raw)?;
+        if kind != Kind::Chunk {
+            self.pending.insert(id, (kind, raw.to_vec()));
+        }
         Ok((id, Written::Whole))
     }
 
@@ -1354,9 +1373,6 @@ impl<'s> Transaction<'s> {
             }
         };
         self.blocks[slot].1.push(kind, id, raw);
-        if kind != Kind::Chunk {
-            self.pending.insert(id, (kind, raw.to_vec()));
-        }
         if self.blocks[slot].1.len() >= crate::block::BLOCK_TARGET {
             self.close_block(slot)?;
         }

@@ -48,7 +48,8 @@ pub enum Value {
 }
 
 impl Value {
-    /// Reads a value as typed on the command line: `true`/`false`, a number, a date
+    /// Reads a value as typed on the command line: `true`/`false`, a number (written as
+    /// lifeos writes it back), a date
     /// (`2026-12-10`), a moment (`2026-12-10T09:00:00Z`), or else text.
     pub fn parse(text: &str) -> Value {
         match text {
@@ -65,7 +66,12 @@ impl Value {
             .flatten()
             .filter(|n| n.is_finite())
         {
-            return Value::Num(if n == 0.0 { 0.0 } else { n });
+            // Only text that reads back the same is a number: "0123" or "+4917..."
+            // (a postcode, a phone number) stays text.
+            let n = Value::Num(if n == 0.0 { 0.0 } else { n });
+            if n.render() == text || text == "-0" {
+                return n;
+            }
         }
         if let Ok(d) = text.parse::<jiff::civil::Date>() {
             if let Ok(z) = d.to_zoned(jiff::tz::TimeZone::UTC) {
@@ -264,6 +270,13 @@ impl Entity {
             .map(|i| &self.attrs[i].1)
     }
 
+    /// The entity without the record of having been removed on one side and changed on
+    /// the other: a change made after the merge settles it.
+    fn settled(mut self) -> Entity {
+        self.conflicts.retain(|c| !c.attr.is_empty());
+        self
+    }
+
     /// Sets (or with `None` removes) attribute `name`, keeping the list sorted; a new
     /// value settles a conflict on it.
     fn set(&mut self, name: &str, value: Option<Value>) {
@@ -357,6 +370,11 @@ pub fn check_name(what: &str, name: &str) -> Result<()> {
             "{what} {name:?} is not a valid name (a lowercase letter, then lowercase letters, digits or _)"
         )));
     }
+    if matches!(name, "id" | "type") {
+        return Err(invalid(format!(
+            "{what} {name:?} is reserved: queries read it as the entity's own {name}"
+        )));
+    }
     Ok(())
 }
 
@@ -398,12 +416,7 @@ impl Repo {
 
     /// Reads and decodes entity object `obj`.
     pub fn entity_object(&self, obj: &Id) -> Result<Entity> {
-        let raw = self.store().read_object(obj, Kind::Entity)?;
-        Entity::decode(&raw).map_err(|source| VcsError::Decode {
-            kind: "entity",
-            id: *obj,
-            source,
-        })
+        self.read_decoded(obj, Kind::Entity, Entity::decode)
     }
 
     /// Applies `change` to entity `id` (for [`EntityChange::Add`], `id` may be `None` to
@@ -466,7 +479,7 @@ impl Repo {
                 Some(e)
             }
             EntityChange::Set(attrs) => {
-                let mut e = existing()?;
+                let mut e = existing()?.settled();
                 for (name, v) in attrs {
                     check_name("attribute", name)?;
                     e.set(name, Some(v.clone()));
@@ -474,7 +487,7 @@ impl Repo {
                 Some(e)
             }
             EntityChange::Unset(names) => {
-                let mut e = existing()?;
+                let mut e = existing()?.settled();
                 let required = check_type(&e.kind)?;
                 for name in names {
                     if name == required {
@@ -491,7 +504,7 @@ impl Repo {
                 Some(e)
             }
             EntityChange::Link { rel, target } | EntityChange::Unlink { rel, target } => {
-                let mut e = existing()?;
+                let mut e = existing()?.settled();
                 check_name("relation", rel)?;
                 let link = (rel.clone(), target.clone());
                 let has = e.links.binary_search(&link);
@@ -609,6 +622,7 @@ impl Repo {
         view: &View,
         q: &crate::query::Query,
     ) -> Result<Vec<(Id, Entity)>> {
+        check_type(&q.kind)?;
         let Some(root) = root_of(view) else {
             return Ok(Vec::new());
         };
@@ -640,7 +654,7 @@ impl Repo {
             // Entities without the value come last either way.
             keyed.sort_by(|(a, _), (b, _)| match (a, b) {
                 (Some(x), Some(y)) => {
-                    let o = crate::query::compare(x, y).unwrap_or(std::cmp::Ordering::Equal);
+                    let o = crate::query::sort_order(x, y);
                     if *desc {
                         o.reverse()
                     } else {
@@ -667,20 +681,30 @@ impl Repo {
         let mut heap = std::collections::BinaryHeap::new();
         heap.push((head.op.end_ms, head.id));
         let mut out = Vec::new();
-        let lookup = |view: &View| -> Result<Option<Id>> {
-            match root_of(view) {
-                Some(r) => r.get(self.store(), id.as_bytes()),
-                None => Ok(None),
+        // Each operation's object for the id, looked up once (as itself and as a parent).
+        let mut memo: std::collections::HashMap<Id, Option<Id>> = std::collections::HashMap::new();
+        let mut lookup = |op: &Id, view: &View| -> Result<Option<Id>> {
+            if let Some(v) = memo.get(op) {
+                return Ok(*v);
             }
+            let v = match root_of(view) {
+                Some(r) => r.get(self.store(), id.as_bytes())?,
+                None => None,
+            };
+            memo.insert(*op, v);
+            Ok(v)
         };
         while let Some((_, op_id)) = heap.pop() {
             if !seen.insert(op_id) {
                 continue;
             }
             let state = self.op_state(&op_id)?;
-            let now = lookup(&state.view)?;
+            let now = lookup(&op_id, &state.view)?;
             let before = match state.op.parents.first() {
-                Some(p) => lookup(&self.op_state(p)?.view)?,
+                Some(p) => {
+                    let parent = self.op_state(p)?;
+                    lookup(p, &parent.view)?
+                }
                 None => None,
             };
             for p in &state.op.parents {
@@ -698,11 +722,6 @@ impl Repo {
                 None => None,
             };
             let changed = match (&prev, &entity) {
-                (Some(a), Some((_, b))) if a.links != b.links => {
-                    let mut c = changed_attrs(a, b);
-                    c.push("links".into());
-                    c
-                }
                 (Some(a), Some((_, b))) => changed_attrs(a, b),
                 (None, Some((_, b))) => b.attrs.iter().map(|(n, _)| n.clone()).collect(),
                 (Some(a), None) => a.attrs.iter().map(|(n, _)| n.clone()).collect(),
@@ -718,16 +737,22 @@ impl Repo {
     }
 }
 
-/// The attributes whose values differ between two versions of an entity, sorted.
+/// The attributes whose values differ between two versions of an entity, with `links`
+/// when its links differ; sorted.
 fn changed_attrs(a: &Entity, b: &Entity) -> Vec<String> {
     let mut names: Vec<&String> = a.attrs.iter().chain(&b.attrs).map(|(n, _)| n).collect();
     names.sort();
     names.dedup();
-    names
+    let mut changed: Vec<String> = names
         .into_iter()
         .filter(|n| a.get(n) != b.get(n))
         .cloned()
-        .collect()
+        .collect();
+    if a.links != b.links {
+        changed.push("links".into());
+        changed.sort();
+    }
+    changed
 }
 
 /// Reads an entity object inside a transaction.
@@ -779,24 +804,22 @@ pub fn merge_entity(
     names.sort();
     names.dedup();
     let mut conflicts: Vec<Conflict> = Vec::new();
+    let mut attrs = Vec::new();
     for name in names {
         let vb = base.and_then(|b| b.get(name)).cloned();
         let (vo, vt) = (o.get(name).cloned(), t.get(name).cloned());
-        let v = if vo == vt || vt == vb {
-            vo.clone()
-        } else if vo == vb {
-            vt.clone()
-        } else {
+        let v = three_way(vb.clone(), vo, vt).unwrap_or_else(|(ours, theirs)| {
             conflicts.push(Conflict {
                 attr: name.clone(),
                 base: vb,
-                ours: vo,
-                theirs: vt.clone(),
+                ours,
+                theirs: theirs.clone(),
             });
-            vt.clone()
-        };
-        merged.set(name, v);
+            theirs
+        });
+        attrs.extend(v.map(|v| (name.clone(), v)));
     }
+    merged.attrs = attrs;
     let mut links: Vec<(String, String)> = o.links.iter().chain(&t.links).cloned().collect();
     links.extend(base.map_or(Vec::new(), |b| b.links.clone()));
     links.sort();
@@ -804,23 +827,45 @@ pub fn merge_entity(
     let has = |e: Option<&Entity>, l: &(String, String)| e.is_some_and(|e| e.links.contains(l));
     merged.links = links
         .into_iter()
-        .filter(|l| {
-            let (lb, lo, lt) = (has(base, l), has(Some(o), l), has(Some(t), l));
-            if lo == lt || lt == lb {
-                lo
-            } else {
-                lt
-            }
-        })
+        .filter(|l| three_way(has(base, l), has(Some(o), l), has(Some(t), l)).unwrap_or(true))
         .collect();
-    // Conflicts: those either side still has, then the new ones (newest record wins).
-    let mut all: Vec<Conflict> = o.conflicts.iter().chain(&t.conflicts).cloned().collect();
-    all.extend(conflicts);
-    all.reverse();
-    all.sort_by(|a, b| a.attr.cmp(&b.attr));
-    all.dedup_by(|a, b| a.attr == b.attr);
-    merged.conflicts = all;
+    // Conflict records merge like attributes (a side that settled one drops it), then the
+    // new ones replace any record on the same attribute.
+    let record = |e: Option<&Entity>, attr: &str| {
+        e.and_then(|e| e.conflicts.iter().find(|c| c.attr == attr).cloned())
+    };
+    let mut names: Vec<String> = o
+        .conflicts
+        .iter()
+        .chain(&t.conflicts)
+        .map(|c| c.attr.clone())
+        .collect();
+    names.sort();
+    names.dedup();
+    let mut records: Vec<Conflict> = names
+        .iter()
+        .filter_map(|a| {
+            three_way(record(base, a), record(Some(o), a), record(Some(t), a))
+                .unwrap_or_else(|(_, theirs)| theirs)
+        })
+        .filter(|c| !conflicts.iter().any(|n| n.attr == c.attr))
+        .collect();
+    records.extend(conflicts);
+    records.sort_by(|a, b| a.attr.cmp(&b.attr));
+    merged.conflicts = records;
     Some(merged)
+}
+
+/// The three-way choice: the value a side changed it to, or the shared value; both sides
+/// changed it differently: `Err((ours, theirs))`.
+fn three_way<T: PartialEq>(base: T, ours: T, theirs: T) -> std::result::Result<T, (T, T)> {
+    if ours == theirs || theirs == base {
+        Ok(ours)
+    } else if ours == base {
+        Ok(theirs)
+    } else {
+        Err((ours, theirs))
+    }
 }
 
 /// Merges the entity roots of concurrent operations (given oldest first) against `base`'s

@@ -142,6 +142,17 @@ fn read(store: &dyn NodeRead, id: &Id) -> Result<Slots> {
     decode(id, &store.read_node(id)?)
 }
 
+/// Reads the node `id` found at `depth`; a chain of nodes deeper than a key's path can be
+/// (a damaged or hostile map) is an error.
+fn read_at(store: &dyn NodeRead, id: &Id, depth: usize) -> Result<Slots> {
+    if depth >= MAX_DEPTH {
+        return Err(VcsError::Inconsistent(format!(
+            "entity map node {id} lies deeper than the {MAX_DEPTH} levels of a key's path"
+        )));
+    }
+    read(store, id)
+}
+
 /// A map's root: the id of its root node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct EntityMap(pub Id);
@@ -340,7 +351,7 @@ fn build(
             let (_, k, v) = entries.pop().expect("one entry");
             return Ok(Sub::Leaf(k, v));
         }
-        _ if depth == MAX_DEPTH => {
+        _ if depth >= MAX_DEPTH => {
             return Err(VcsError::Refused(format!(
                 "entity ids {:?} and {:?} have the same BLAKE3 hash",
                 String::from_utf8_lossy(&entries[0].1),
@@ -407,7 +418,7 @@ fn apply_at(
         let rebuilt = build(store, depth, entries, written)?;
         return Ok(rebuilt);
     };
-    let old = read(store, id)?;
+    let old = read_at(store, id, depth)?;
     let mut groups: Vec<Vec<Edit>> = vec![Vec::new(); FANOUT];
     for e in edits {
         groups[nibble(&e.0, depth)].push(e);
@@ -475,7 +486,11 @@ fn merge_at(
         return Ok(theirs.clone());
     }
     if let (Sub::Node(b), Sub::Node(o), Sub::Node(t)) = (base, ours, theirs) {
-        let (bs, os, ts) = (read(store, b)?, read(store, o)?, read(store, t)?);
+        let (bs, os, ts) = (
+            read_at(store, b, depth)?,
+            read_at(store, o, depth)?,
+            read_at(store, t, depth)?,
+        );
         let mut slots = Vec::with_capacity(FANOUT);
         for i in 0..FANOUT {
             slots.push(merge_at(

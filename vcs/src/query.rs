@@ -316,11 +316,13 @@ pub fn parse(q: &str) -> Result<Query, QueryError> {
     };
     let limit = if p.keyword("limit") {
         match p.peek() {
-            Some(Tok::Word(w)) if w.parse::<usize>().is_ok() => {
-                let n = w.parse().expect("checked");
-                p.pos += 1;
-                Some(n)
-            }
+            Some(Tok::Word(w)) => match w.parse::<usize>() {
+                Ok(n) => {
+                    p.pos += 1;
+                    Some(n)
+                }
+                Err(_) => return p.err("expected a number after 'limit'"),
+            },
             _ => return p.err("expected a number after 'limit'"),
         }
     } else {
@@ -337,8 +339,8 @@ pub fn parse(q: &str) -> Result<Query, QueryError> {
     })
 }
 
-/// Orders two values of one attribute: by kind first (so sorting is total), then by
-/// value; a date and a moment compare as moments.
+/// Compares two values for a query: values of one kind by value, a date and a moment as
+/// moments; other pairs do not compare.
 pub fn compare(a: &Value, b: &Value) -> Option<Ordering> {
     let ms = |v: &Value| match v {
         Value::Date(d) => Some(d.saturating_mul(86_400_000)),
@@ -351,6 +353,20 @@ pub fn compare(a: &Value, b: &Value) -> Option<Ordering> {
         (Value::Bool(x), Value::Bool(y)) => Some(x.cmp(y)),
         _ => Some(ms(a)?.cmp(&ms(b)?)),
     }
+}
+
+/// Orders any two values, for sorting: by kind (text, number, bool, then dates and
+/// moments together), then as [`compare`] does, so the order is total.
+pub fn sort_order(a: &Value, b: &Value) -> Ordering {
+    let rank = |v: &Value| match v {
+        Value::Str(_) => 0,
+        Value::Num(_) => 1,
+        Value::Bool(_) => 2,
+        Value::Date(_) | Value::DateTime(_) => 3,
+    };
+    rank(a)
+        .cmp(&rank(b))
+        .then_with(|| compare(a, b).unwrap_or(Ordering::Equal))
 }
 
 /// The values a path reaches from `e`: its attribute (or, for a relation, the ids it

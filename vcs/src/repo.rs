@@ -189,7 +189,7 @@ impl Repo {
     }
 
     /// Reads and decodes an object of the given kind.
-    fn read_decoded<T>(
+    pub(crate) fn read_decoded<T>(
         &self,
         id: &Id,
         kind: Kind,

@@ -3,8 +3,10 @@
 //! `cargo bench --bench entities`. Builds (once, in a temp dir) a repository with
 //! 1,000,000 tasks recorded in one transaction (reported as entities per second), then
 //! measures: editing one entity through the library (one published operation), the
-//! number of map nodes one edit writes, and a filtered, ordered query on the entities
-//! against the same query on a SQLite table of the same rows. Under `cargo test` it runs
+//! number of map nodes one edit writes, the catalog's indexing of them, and queries on
+//! the entities (now and `--at` the import) against the same queries on a SQLite table of
+//! the same rows, with and without an index made for the first query (medians from
+//! criterion, p95 of 50 runs printed). Under `cargo test` it runs
 //! once on 2,000 entities as a smoke test.
 
 use std::hint::black_box;
@@ -72,13 +74,48 @@ fn import(repo: &Repo, n: usize) -> f64 {
     n as f64 / start.elapsed().as_secs_f64()
 }
 
-fn sqlite_table(n: usize) -> rusqlite::Connection {
+/// The queries timed: a name, the lifeos query and the same query on the SQLite table.
+const QUERIES: [(&str, &str, &str); 3] = [
+    (
+        "open tasks due before a date, first 20 by due",
+        r#"task where status = "open" and due < 2026-03-10 order by due limit 20"#,
+        "SELECT id FROM tasks WHERE status = 'open' AND due < '2026-03-10' ORDER BY due LIMIT 20",
+    ),
+    (
+        "one task by title",
+        r#"task where title = "task number 424242""#,
+        "SELECT id FROM tasks WHERE title = 'task number 424242' ORDER BY id",
+    ),
+    (
+        "first 20 open tasks by id",
+        r#"task where status = "open" limit 20"#,
+        "SELECT id FROM tasks WHERE status = 'open' ORDER BY id LIMIT 20",
+    ),
+];
+
+/// The 95th percentile of 50 runs of `f`, in milliseconds.
+fn p95_ms(f: &mut dyn FnMut() -> usize) -> f64 {
+    let mut t: Vec<f64> = (0..50)
+        .map(|_| {
+            let start = Instant::now();
+            black_box(f());
+            start.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    t.sort_by(f64::total_cmp);
+    t[47]
+}
+
+fn sqlite_table(n: usize, index: bool) -> rusqlite::Connection {
     let db = rusqlite::Connection::open_in_memory().unwrap();
     db.execute_batch(
-        "CREATE TABLE tasks (id TEXT PRIMARY KEY, status TEXT, due TEXT, title TEXT);
-         CREATE INDEX tasks_status_due ON tasks (status, due);",
+        "CREATE TABLE tasks (id TEXT PRIMARY KEY, status TEXT, due TEXT, title TEXT);",
     )
     .unwrap();
+    if index {
+        db.execute_batch("CREATE INDEX tasks_status_due ON tasks (status, due);")
+            .unwrap();
+    }
     let tx = db.unchecked_transaction().unwrap();
     {
         let mut ins = tx
@@ -131,42 +168,58 @@ fn entities(c: &mut Criterion) {
             })
         },
     );
-    let q = lifeos_vcs::query::parse(
-        r#"task where status = "open" and due < 2026-03-10 order by due limit 20"#,
-    )
-    .unwrap();
-    let view = repo.head().unwrap().view;
-    g.sample_size(10);
-    if n <= 100_000 {
-        g.bench_function(format!("query over {n} (lifeos)"), |b| {
-            b.iter(|| black_box(repo.query_entities(&view, &q).unwrap().len()))
+    // The first catalog use indexes the entities (the import and the edits since).
+    let start = Instant::now();
+    drop(repo.catalog().unwrap());
+    println!(
+        "catalog indexed {n} entities in {:.1} s",
+        start.elapsed().as_secs_f64()
+    );
+    let head = repo.head().unwrap();
+    let mut first = head.id;
+    while repo.operation(&first).unwrap().description != "bench import" {
+        first = repo.operation(&first).unwrap().parents[0];
+    }
+    let past = repo.op_state(&first).unwrap();
+    let with_index = sqlite_table(n, true);
+    let plain = sqlite_table(n, false);
+    g.sample_size(20);
+    for (name, q, sql) in QUERIES {
+        let q = lifeos_vcs::query::parse(q).unwrap();
+        let mut run = |label: &str, f: &mut dyn FnMut() -> usize| {
+            g.bench_function(format!("{name} over {n} ({label})"), |b| {
+                b.iter(|| black_box(f()))
+            });
+            println!("{name} over {n} ({label}): p95 {:.3} ms", p95_ms(f));
+        };
+        run("lifeos, now", &mut || {
+            repo.query_entities(&head.id, &head.view, &q).unwrap().len()
         });
-    } else {
-        // A query reads every entity of the view (no catalog index yet): seconds a run,
-        // too slow for criterion's samples, so one run is timed.
-        let start = Instant::now();
-        let hits = repo.query_entities(&view, &q).unwrap().len();
-        println!(
-            "query over {n} (lifeos, one run): {:.3} s, {hits} results",
-            start.elapsed().as_secs_f64()
+        run("lifeos, --at the import", &mut || {
+            repo.query_entities(&past.id, &past.view, &q).unwrap().len()
+        });
+        for (label, db) in [
+            ("SQLite table with an index on (status, due)", &with_index),
+            ("SQLite table, no index", &plain),
+        ] {
+            let mut stmt = db.prepare(sql).unwrap();
+            run(label, &mut || {
+                let rows: Vec<String> = stmt
+                    .query_map([], |r| r.get(0))
+                    .unwrap()
+                    .map(Result::unwrap)
+                    .collect();
+                rows.len()
+            });
+        }
+    }
+    if n <= 100_000 {
+        let q = lifeos_vcs::query::parse(QUERIES[0].1).unwrap();
+        g.bench_function(
+            format!("{} over {n} (scan of every entity)", QUERIES[0].0),
+            |b| b.iter(|| black_box(repo.scan_entities(&head.view, &q).unwrap().len())),
         );
     }
-    let db = sqlite_table(n);
-    let mut stmt = db
-        .prepare(
-            "SELECT id FROM tasks WHERE status = 'open' AND due < '2026-03-10' ORDER BY due LIMIT 20",
-        )
-        .unwrap();
-    g.bench_function(format!("query over {n} (plain SQLite table)"), |b| {
-        b.iter(|| {
-            let rows: Vec<String> = stmt
-                .query_map([], |r| r.get(0))
-                .unwrap()
-                .map(Result::unwrap)
-                .collect();
-            black_box(rows.len())
-        })
-    });
     g.finish();
 }
 

@@ -323,3 +323,385 @@ fn queries_order_limit_and_keep_text_that_is_not_a_number() {
     assert_eq!(e["attrs"]["zip"], "0123");
     assert_eq!(e["attrs"]["n"], 12.0);
 }
+
+/// `diff --from-at` and `op show` say what changed in the entities, attribute by
+/// attribute; queries (answered from the catalog, now and `--at`) answer the same after
+/// `lifeos reindex` rebuilds it.
+#[test]
+fn entity_changes_show_in_diff_and_op_show_and_queries_survive_reindex() {
+    let repo = tempfile::tempdir().unwrap();
+    let d = repo.path();
+    succeeded_at(d, "2026-10-31T10:00:00Z", &["init"]);
+    let steps: [(&str, &[&str]); 5] = [
+        (
+            "2026-11-01T10:00:00Z",
+            &[
+                "entity",
+                "add",
+                "project",
+                "name=Move",
+                "--id",
+                "project:move",
+            ],
+        ),
+        (
+            "2026-11-02T10:00:00Z",
+            &[
+                "entity",
+                "add",
+                "task",
+                "title=Pack",
+                "status=open",
+                "due=2026-12-10",
+                "--id",
+                "task:pack",
+            ],
+        ),
+        (
+            "2026-11-02T11:00:00Z",
+            &[
+                "entity",
+                "add",
+                "task",
+                "title=Call",
+                "status=open",
+                "due=2026-12-01",
+                "--id",
+                "task:call",
+            ],
+        ),
+        (
+            "2026-11-03T10:00:00Z",
+            &["entity", "link", "task:pack", "project", "project:move"],
+        ),
+        (
+            "2026-11-04T10:00:00Z",
+            &["entity", "set", "task:pack", "status=done", "estimate=2"],
+        ),
+    ];
+    for (now, args) in steps {
+        succeeded_at(d, now, args);
+    }
+
+    let diff = json(d, &["diff", "--from-at", "2026-11-02T12:00:00Z"]);
+    assert_eq!(diff["files"], serde_json::json!([]));
+    let e = &diff["entities"];
+    assert_eq!(e.as_array().unwrap().len(), 1, "{diff}");
+    assert_eq!(e[0]["id"], "task:pack");
+    assert_eq!(e[0]["change"], "changed");
+    assert_eq!(
+        e[0]["attrs"],
+        serde_json::json!([
+            {"name": "estimate", "old": null, "new": 2.0},
+            {"name": "status", "old": "open", "new": "done"},
+        ])
+    );
+    assert_eq!(
+        e[0]["linked"],
+        serde_json::json!([{"rel": "project", "target": "project:move"}])
+    );
+    let text = ok(d, &["diff", "--from-at", "2026-11-02T12:00:00Z"]);
+    assert!(
+        text.contains("── entity task:pack (changed; task) ──")
+            && text.contains("  status: open -> done")
+            && text.contains("  estimate: (unset) -> 2")
+            && text.contains("  + project -> project:move"),
+        "{text}"
+    );
+    // Between two moments, and from before the first entity: created.
+    let early = json(
+        d,
+        &[
+            "diff",
+            "--from-at",
+            "2026-10-31T12:00:00Z",
+            "--to-at",
+            "2026-11-01T12:00:00Z",
+        ],
+    );
+    assert_eq!(early["from"], serde_json::json!({"no_commit": true}));
+    assert_eq!(early["entities"][0]["id"], "project:move");
+    assert_eq!(early["entities"][0]["change"], "created");
+
+    let op = json(d, &["op", "show"]);
+    assert_eq!(op["schema"], "lifeos.op.v1");
+    assert_eq!(op["events"][0]["type"], "entity.changed");
+    assert_eq!(op["entities"][0]["attrs"][1]["new"], "done");
+    let text = ok(d, &["op", "show"]);
+    assert!(text.contains("  status: open -> done"), "{text}");
+    let first = json(d, &["op", "log"])["operations"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        json(d, &["op", "show", &first[..12]])["entities"],
+        serde_json::json!([])
+    );
+
+    let queries = [
+        vec!["query", r#"task where status = "open" order by due"#],
+        vec!["query", r#"task where project.name = "Move""#],
+        vec![
+            "query",
+            "task where has estimate or due < 2026-12-05 order by title desc",
+        ],
+        vec![
+            "query",
+            r#"task where status = "open""#,
+            "--at",
+            "2026-11-03T12:00:00Z",
+        ],
+        vec![
+            "query",
+            r#"task where project.name = "Move""#,
+            "--at",
+            "2026-11-02T12:00:00Z",
+        ],
+    ];
+    let ids = |args: &[&str]| -> Vec<String> {
+        json(d, args)["entities"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let before: Vec<Vec<String>> = queries.iter().map(|q| ids(q)).collect();
+    assert_eq!(
+        before,
+        [
+            vec!["task:call"],
+            vec!["task:pack"],
+            vec!["task:pack", "task:call"],
+            vec!["task:call", "task:pack"],
+            vec![],
+        ]
+    );
+    assert!(ok(d, &["reindex"]).contains("Rebuilt the catalog"));
+    let after: Vec<Vec<String>> = queries.iter().map(|q| ids(q)).collect();
+    assert_eq!(after, before);
+}
+
+/// Two operations that set the same attribute without seeing each other: the merge keeps
+/// the newer one's value and records the conflict, which `entity show` reports, and the
+/// older value is not lost from the record.
+#[test]
+fn the_same_attribute_set_concurrently_keeps_the_newer_value_and_a_conflict() {
+    let repo = tempfile::tempdir().unwrap();
+    let d = repo.path();
+    succeeded_at(d, "2026-11-01T10:00:00Z", &["init"]);
+    succeeded_at(
+        d,
+        "2026-11-01T11:00:00Z",
+        &[
+            "entity",
+            "add",
+            "task",
+            "title=Pack",
+            "status=open",
+            "--id",
+            "task:pack",
+        ],
+    );
+    let heads = d.join(".lifeos/op_heads");
+    let listing = || -> Vec<std::ffi::OsString> {
+        let mut v: Vec<_> = std::fs::read_dir(&heads)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        v.sort();
+        v
+    };
+    let base = listing();
+    assert_eq!(base.len(), 1);
+    succeeded_at(
+        d,
+        "2026-11-02T10:00:00Z",
+        &["entity", "set", "task:pack", "status=waiting"],
+    );
+    // The other process started from the same head: put it back and set the attribute
+    // again, later, as that process would have.
+    let first = listing();
+    std::fs::remove_file(heads.join(&first[0])).unwrap();
+    std::fs::File::create(heads.join(&base[0])).unwrap();
+    succeeded_at(
+        d,
+        "2026-11-02T12:00:00Z",
+        &["entity", "set", "task:pack", "status=done"],
+    );
+    std::fs::File::create(heads.join(&first[0])).unwrap();
+    assert_eq!(listing().len(), 2, "two concurrent heads");
+
+    let e = json(d, &["entity", "show", "task:pack"]);
+    assert_eq!(e["attrs"]["status"], "done", "the newer side wins: {e}");
+    assert_eq!(
+        e["conflicts"],
+        serde_json::json!([{"attr": "status", "base": "open", "ours": "waiting", "theirs": "done"}])
+    );
+    let text = ok(d, &["entity", "show", "task:pack"]);
+    assert!(
+        text.contains("conflict on status: waiting and done (was open); kept done"),
+        "{text}"
+    );
+    // Setting it again settles the conflict.
+    ok(d, &["entity", "set", "task:pack", "status=done"]);
+    assert_eq!(
+        json(d, &["entity", "show", "task:pack"])["conflicts"],
+        serde_json::json!([])
+    );
+}
+
+/// Types declared in the committed `lifeos.schema.toml`: typed fields, enums, references
+/// as links, required fields; each violation names the entity, the field and what was
+/// expected, and records nothing. The schema in force is the committed one.
+#[test]
+fn a_committed_schema_declares_types_and_checks_every_field() {
+    let repo = repo(false);
+    let d = repo.path();
+    write(
+        d,
+        "lifeos.schema.toml",
+        br#"[types.book]
+required = ["title", "author"]
+fields.title = "string"
+fields.pages = "number"
+fields.finished = "date"
+fields.format = { enum = ["paper", "ebook", "audio"] }
+fields.author = { ref = "person" }
+"#,
+    );
+    ok(d, &["commit", "-m", "book type"]);
+    ok(
+        d,
+        &[
+            "entity",
+            "add",
+            "person",
+            "name=Frank",
+            "--id",
+            "person:frank",
+        ],
+    );
+    ok(
+        d,
+        &["entity", "add", "person", "name=Ann", "--id", "person:ann"],
+    );
+    ok(
+        d,
+        &["entity", "add", "task", "title=Read", "--id", "task:read"],
+    );
+    let book = json(
+        d,
+        &[
+            "entity",
+            "add",
+            "book",
+            "title=1984",
+            "pages=0328",
+            "format=paper",
+            "author=person:frank",
+            "--id",
+            "book:1984",
+        ],
+    );
+    assert_eq!(
+        book["attrs"]["title"], "1984",
+        "a string field keeps text: {book}"
+    );
+    assert_eq!(book["attrs"]["pages"], 328.0);
+    assert_eq!(
+        book["links"],
+        serde_json::json!([{"rel": "author", "target": "person:frank"}])
+    );
+
+    let ops = || {
+        json(d, &["op", "log"])["operations"]
+            .as_array()
+            .unwrap()
+            .len()
+    };
+    let before = ops();
+    for (args, says) in [
+        (
+            "entity add book title=Dune --id book:dune",
+            "entity book:dune: a book needs author=...",
+        ),
+        (
+            "entity add book title=Dune author=person:frank pages=many --id book:dune",
+            "entity book:dune: field pages of a book must be a number, not \"many\"",
+        ),
+        (
+            "entity add book title=Dune author=person:frank colour=red --id book:dune",
+            "a book has no field colour",
+        ),
+        (
+            "entity set book:1984 format=vinyl",
+            "field format of a book must be one of paper, ebook, audio, not \"vinyl\"",
+        ),
+        (
+            "entity set book:1984 finished=soon",
+            "must be a date (2026-12-10)",
+        ),
+        (
+            "entity set book:1984 author=task:read",
+            "field author must link to a person; task:read is a task",
+        ),
+        (
+            "entity set book:1984 author=person:zed",
+            "person:zed, which does not exist",
+        ),
+        (
+            "entity unlink book:1984 author person:frank",
+            "a book needs author=...",
+        ),
+        (
+            "entity add film title=Alien",
+            "unknown entity type \"film\"",
+        ),
+    ] {
+        let args: Vec<&str> = args.split(' ').collect();
+        let err = fails(d, &args);
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    assert_eq!(ops(), before, "refused changes record nothing");
+
+    // A reference set again replaces the link; queries follow it.
+    ok(d, &["entity", "set", "book:1984", "author=person:ann"]);
+    let shown = json(d, &["entity", "show", "book:1984"]);
+    assert_eq!(
+        shown["links"],
+        serde_json::json!([{"rel": "author", "target": "person:ann"}])
+    );
+    let hits = json(d, &["query", r#"book where author.name = "Ann""#]);
+    assert_eq!(hits["entities"][0]["id"], "book:1984");
+
+    // An uncommitted schema is not in force; committed, it is.
+    write(
+        d,
+        "lifeos.schema.toml",
+        b"[types.film]\nfields.title = \"string\"\nrequired = [\"title\"]\n",
+    );
+    assert!(fails(d, &["entity", "add", "film", "title=Alien"]).contains("unknown entity type"));
+    ok(d, &["commit", "-m", "films"]);
+    ok(
+        d,
+        &["entity", "add", "film", "title=Alien", "--id", "film:alien"],
+    );
+    // A broken schema is reported with its line, and stops entity commands until fixed.
+    write(
+        d,
+        "lifeos.schema.toml",
+        b"[types.film]\nfields.title = \"text\"\n",
+    );
+    ok(d, &["commit", "-m", "broken"]);
+    let err = fails(d, &["entity", "add", "film", "title=Heat"]);
+    assert!(
+        err.contains("lifeos.schema.toml")
+            && err.contains("type film, field title: unknown field type \"text\""),
+        "{err}"
+    );
+}

@@ -346,8 +346,13 @@ fn commit(
 
 /// The view to read: the current one, or the one `--at` names (said on stderr).
 pub(crate) fn view_at(repo: &Repo, at: &crate::AtArg) -> CliResult<lifeos_vcs::View> {
+    Ok(state_at(repo, at)?.view)
+}
+
+/// The operation `--at` names (the current one without it), telling stderr which it is.
+pub(crate) fn state_at(repo: &Repo, at: &crate::AtArg) -> CliResult<lifeos_vcs::OpState> {
     match &at.at {
-        None => Ok(repo.head()?.view),
+        None => Ok(repo.head()?),
         Some(when) => {
             let a = repo.op_at(when)?;
             let asked = a
@@ -359,7 +364,7 @@ pub(crate) fn view_at(repo: &Repo, at: &crate::AtArg) -> CliResult<lifeos_vcs::V
                 a.state.id.short(12),
                 local_time(a.state.op.end_ms)
             );
-            Ok(a.state.view)
+            Ok(a.state)
         }
     }
 }

@@ -126,6 +126,8 @@ impl Loader for FsLoader {
 enum End {
     Commit(Id),
     Folder,
+    /// A moment before the first commit: no files.
+    NoCommit,
 }
 
 /// A file pair to compare.
@@ -167,6 +169,7 @@ fn end_json(e: &End) -> serde_json::Value {
     match e {
         End::Commit(c) => json!({"commit": c.to_hex()}),
         End::Folder => json!({"working_folder": true}),
+        End::NoCommit => json!({"no_commit": true}),
     }
 }
 
@@ -398,12 +401,7 @@ pub fn run(repo: &Repo, args: DiffArgs, style: Style) -> CliResult<u8> {
         |rev: &str| -> CliResult<End> { Ok(End::Commit(resolve_in(repo, &view, rev)?.0)) };
     let at_end = |when: &str| -> CliResult<End> {
         let a = repo.op_at(when)?;
-        let c = a
-            .state
-            .view
-            .at_commit()
-            .ok_or_else(|| CliError::new(format!("there were no commits at {when}")))?;
-        Ok(End::Commit(c))
+        Ok(a.state.view.at_commit().map_or(End::NoCommit, End::Commit))
     };
     if args.revisions.len() > 2 {
         return Err(CliError::new("give at most two revisions (-r FROM -r TO)"));
@@ -423,9 +421,32 @@ pub fn run(repo: &Repo, args: DiffArgs, style: Style) -> CliResult<u8> {
         .iter()
         .map(|p| lifeos_vcs::path::clean(p))
         .collect::<Result<_, _>>()?;
+    // Between two moments (not revisions: commits hold no entities), and with no paths
+    // asked for, the entities that changed too.
+    let entities = match (
+        &args.from,
+        args.revisions.first(),
+        &args.from_at,
+        paths.is_empty(),
+    ) {
+        (None, None, Some(w), true) => {
+            let old = repo.op_at(w)?.state.view;
+            let new = match (&args.to, args.revisions.get(1), &args.to_at) {
+                (None, None, Some(w)) => Some(repo.op_at(w)?.state.view),
+                (None, None, None) => Some(repo.head()?.view),
+                _ => None,
+            };
+            match new {
+                Some(new) => repo.diff_entities(&old, &new)?,
+                None => Vec::new(),
+            }
+        }
+        _ => Vec::new(),
+    };
     let flat = |e: &End, other: &FlatTree| -> CliResult<FlatTree> {
         Ok(match e {
             End::Commit(c) => repo.flatten(&repo.commit(c)?.tree)?,
+            End::NoCommit => FlatTree::new(),
             End::Folder => {
                 // A file that cannot be read is unknown, not deleted: compare it as the
                 // other side has it, and say so.
@@ -457,6 +478,9 @@ pub fn run(repo: &Repo, args: DiffArgs, style: Style) -> CliResult<u8> {
     if args.name_only && !args.json {
         for p in &pairs {
             println!("{}", p.path);
+        }
+        for d in &entities {
+            println!("entity {}", d.id);
         }
         return Ok(0);
     }
@@ -600,6 +624,7 @@ pub fn run(repo: &Repo, args: DiffArgs, style: Style) -> CliResult<u8> {
                     "changes": d.changes,
                     "notes": d.notes,
                 })).collect::<Vec<_>>(),
+                "entities": entities.iter().map(crate::entity::entity_diff_json).collect::<Vec<_>>(),
             }),
         );
         return Ok(0);
@@ -627,7 +652,21 @@ pub fn run(repo: &Repo, args: DiffArgs, style: Style) -> CliResult<u8> {
             print_change(&mut out, style, c);
         }
     }
-    if files.is_empty() && !args.stat {
+    if args.stat {
+        for d in &entities {
+            let _ = writeln!(
+                out,
+                "entity {} ({}): {} attributes, {} links",
+                d.id,
+                d.kind(),
+                d.attrs.len(),
+                d.linked.len() + d.unlinked.len()
+            );
+        }
+    } else {
+        crate::entity::print_entity_diffs(&mut out, &entities, style);
+    }
+    if files.is_empty() && entities.is_empty() && !args.stat {
         let _ = writeln!(out, "no changes");
     }
     Ok(0)

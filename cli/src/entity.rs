@@ -2,7 +2,7 @@
 
 use clap::Subcommand;
 use lifeos_store::Id;
-use lifeos_vcs::entity::{Entity, EntityChange, Value as AttrValue};
+use lifeos_vcs::entity::{Entity, EntityChange, EntityDiff, Value as AttrValue};
 use lifeos_vcs::Repo;
 use serde_json::{json, Value};
 
@@ -16,7 +16,8 @@ use crate::AtArg;
 pub enum EntityCmd {
     /// Record a new entity: `lifeos entity add task title="Pay rent" due=2026-12-10`.
     Add {
-        /// Its type: bookmark, contact, event, note, person, place, project or task.
+        /// Its type: bookmark, contact, event, note, person, place, project, task, or one
+        /// declared in lifeos.schema.toml.
         #[arg(value_name = "TYPE")]
         kind: String,
         /// Attributes as NAME=VALUE (true/false, numbers, dates and RFC 3339 times are
@@ -98,11 +99,18 @@ pub enum EntityCmd {
     },
 }
 
-/// Splits `NAME=VALUE` arguments.
-fn parse_attrs(args: &[String]) -> CliResult<Vec<(String, AttrValue)>> {
+/// Splits `NAME=VALUE` arguments and reads each value as the schema in force declares
+/// the field of `kind` (entity `id`; a new one's is not known yet).
+fn parse_attrs(
+    repo: &Repo,
+    id: &str,
+    kind: &str,
+    args: &[String],
+) -> CliResult<Vec<(String, AttrValue)>> {
+    let schema = repo.entity_schema(&repo.head()?.view)?;
     args.iter()
         .map(|a| match a.split_once('=') {
-            Some((n, v)) => Ok((n.to_string(), AttrValue::parse(v))),
+            Some((n, v)) => Ok((n.to_string(), schema.parse_value(id, kind, n, v)?)),
             None => Err(CliError::new(format!(
                 "{a:?} is not NAME=VALUE (for example title=\"Pay rent\")"
             ))),
@@ -162,6 +170,60 @@ fn print_entity(obj: &Id, e: &Entity, style: Style) {
                 shown(&c.base),
                 shown(&c.theirs)
             );
+        }
+    }
+}
+
+/// An entity's change between two views, as `lifeos.diff.v1` and `lifeos.op.v1` give it.
+pub(crate) fn entity_diff_json(d: &EntityDiff) -> Value {
+    let links = |ls: &[(String, String)]| -> Vec<Value> {
+        ls.iter()
+            .map(|(rel, target)| json!({"rel": rel, "target": target}))
+            .collect()
+    };
+    json!({
+        "id": d.id,
+        "type": d.kind(),
+        "change": change_name(d),
+        "from": d.old.as_ref().map(|(o, _)| o.to_hex()),
+        "to": d.new.as_ref().map(|(o, _)| o.to_hex()),
+        "attrs": d.attrs.iter().map(|(n, a, b)| json!({"name": n, "old": opt_json(a), "new": opt_json(b)})).collect::<Vec<_>>(),
+        "linked": links(&d.linked),
+        "unlinked": links(&d.unlinked),
+    })
+}
+
+fn change_name(d: &EntityDiff) -> &'static str {
+    match (&d.old, &d.new) {
+        (None, _) => "created",
+        (_, None) => "removed",
+        _ => "changed",
+    }
+}
+
+/// Prints entity changes by attribute path: a line per entity, then one per attribute
+/// (`name: old -> new`) and per link added (`+`) or removed (`-`).
+pub(crate) fn print_entity_diffs(out: &mut dyn std::io::Write, diffs: &[EntityDiff], style: Style) {
+    let shown = |v: &Option<AttrValue>| v.as_ref().map_or("(unset)".to_string(), AttrValue::render);
+    for d in diffs {
+        let _ = writeln!(
+            out,
+            "{}",
+            style.id(&format!(
+                "── entity {} ({}; {}) ──",
+                d.id,
+                change_name(d),
+                d.kind()
+            ))
+        );
+        for (n, a, b) in &d.attrs {
+            let _ = writeln!(out, "  {n}: {} -> {}", shown(a), shown(b));
+        }
+        for (rel, target) in &d.linked {
+            let _ = writeln!(out, "  + {rel} -> {target}");
+        }
+        for (rel, target) in &d.unlinked {
+            let _ = writeln!(out, "  - {rel} -> {target}");
         }
     }
 }
@@ -229,7 +291,8 @@ pub fn run(repo: &Repo, cmd: EntityCmd, style: Style) -> CliResult<u8> {
             id,
             json,
         } => {
-            let attrs = parse_attrs(&attrs)?;
+            let named = id.clone().unwrap_or_else(|| format!("(new {kind})"));
+            let attrs = parse_attrs(repo, &named, &kind, &attrs)?;
             let (op, id, obj) =
                 repo.change_entity(id.as_deref(), EntityChange::Add { kind, attrs })?;
             let obj = obj.expect("an added entity has an object");
@@ -245,7 +308,12 @@ pub fn run(repo: &Repo, cmd: EntityCmd, style: Style) -> CliResult<u8> {
             }
             return Ok(0);
         }
-        EntityCmd::Set { id, attrs } => (id, EntityChange::Set(parse_attrs(&attrs)?)),
+        EntityCmd::Set { id, attrs } => {
+            // An id is TYPE:NAME.
+            let kind = id.split(':').next().unwrap_or_default().to_string();
+            let attrs = parse_attrs(repo, &id, &kind, &attrs)?;
+            (id, EntityChange::Set(attrs))
+        }
         EntityCmd::Unset { id, names } => (id, EntityChange::Unset(names)),
         EntityCmd::Rm { id } => (id, EntityChange::Remove),
         EntityCmd::Restore { id, at } => {
@@ -291,8 +359,8 @@ pub fn query(repo: &Repo, q: &str, at: &AtArg, json: bool, style: Style) -> CliR
             "a query is TYPE [where FILTER] [order by PATH [asc|desc]] [limit N]; text values go in double quotes",
         )
     })?;
-    let view = view_at(repo, at)?;
-    let hits = repo.query_entities(&view, &parsed)?;
+    let state = crate::commands::state_at(repo, at)?;
+    let hits = repo.query_entities(&state.id, &state.view, &parsed)?;
     if json {
         print_json(
             "lifeos.query.v1",

@@ -447,6 +447,35 @@ pub fn merge(repo: &Repo, branch: &str, style: Style) -> CliResult<u8> {
     Ok(0)
 }
 
+/// An operation as `op log` prints it, after `mark`: id, who, when, what, its events.
+fn print_op(out: &mut dyn Write, mark: &str, id: &Id, o: &lifeos_vcs::Operation, style: Style) {
+    let _ = writeln!(
+        out,
+        "{mark} {} {}@{} {} ({})\n    {}",
+        style.id(&id.short(12)),
+        o.user,
+        o.host,
+        local_time(o.end_ms),
+        style.dim(&relative_time(o.end_ms)),
+        o.description
+    );
+    for e in &o.events {
+        let _ = writeln!(out, "    - {}", event_text(e));
+    }
+}
+
+/// An operation as `lifeos.oplog.v1` lists it.
+fn op_json(id: &Id, o: &lifeos_vcs::Operation) -> Value {
+    json!({
+        "id": id.to_hex(),
+        "parents": o.parents.iter().map(|p| p.to_hex()).collect::<Vec<_>>(),
+        "view": o.view.to_hex(),
+        "start_ms": o.start_ms, "end_ms": o.end_ms, "tz_offset_min": o.tz_offset_min,
+        "user": o.user, "host": o.host, "description": o.description,
+        "events": o.events.iter().map(event_json).collect::<Vec<_>>(),
+    })
+}
+
 fn event_json(e: &Event) -> Value {
     let mut v = match e {
         Event::RepoInitialized | Event::OperationsMerged => json!({}),
@@ -564,34 +593,42 @@ pub fn op(repo: &Repo, cmd: OpCmd, style: Style) -> CliResult<u8> {
             if json {
                 print_json(
                     "lifeos.oplog.v1",
-                    json!({"operations": rows.iter().map(|(id, o)| json!({
-                        "id": id.to_hex(),
-                        "parents": o.parents.iter().map(|p| p.to_hex()).collect::<Vec<_>>(),
-                        "view": o.view.to_hex(),
-                        "start_ms": o.start_ms, "end_ms": o.end_ms, "tz_offset_min": o.tz_offset_min,
-                        "user": o.user, "host": o.host, "description": o.description,
-                        "events": o.events.iter().map(event_json).collect::<Vec<_>>(),
-                    })).collect::<Vec<_>>()}),
+                    json!({"operations": rows.iter().map(|(id, o)| op_json(id, o)).collect::<Vec<_>>()}),
                 );
                 return Ok(0);
             }
             let mut out = std::io::stdout().lock();
             for (id, o) in &rows {
                 let mark = if *id == head.id { "@" } else { " " };
-                let _ = writeln!(
-                    out,
-                    "{mark} {} {}@{} {} ({})\n    {}",
-                    style.id(&id.short(12)),
-                    o.user,
-                    o.host,
-                    local_time(o.end_ms),
-                    style.dim(&relative_time(o.end_ms)),
-                    o.description
-                );
-                for e in &o.events {
-                    let _ = writeln!(out, "    - {}", event_text(e));
-                }
+                print_op(&mut out, mark, id, o, style);
             }
+        }
+        OpCmd::Show { op, json } => {
+            let id = match op {
+                Some(op) => resolve_op(repo, &op)?,
+                None => repo.head()?.id,
+            };
+            let o = repo.operation(&id)?;
+            let view = repo.view(&o.view)?;
+            // What it changed: from its first parent's view (nothing before the first).
+            let before = match o.parents.first() {
+                Some(p) => repo.view(&repo.operation(p)?.view)?,
+                None => lifeos_vcs::View::default(),
+            };
+            let entities = repo.diff_entities(&before, &view)?;
+            if json {
+                let mut v = op_json(&id, &o);
+                v["entities"] = entities
+                    .iter()
+                    .map(crate::entity::entity_diff_json)
+                    .collect::<Vec<_>>()
+                    .into();
+                print_json("lifeos.op.v1", v);
+                return Ok(0);
+            }
+            let mut out = std::io::stdout().lock();
+            print_op(&mut out, "operation", &id, &o, style);
+            crate::entity::print_entity_diffs(&mut out, &entities, style);
         }
         OpCmd::Restore { op, force } => {
             let target = resolve_op(repo, &op)?;

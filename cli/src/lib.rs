@@ -396,6 +396,14 @@ pub enum OpCmd {
         #[arg(long)]
         json: bool,
     },
+    /// One operation: when, who, its events, and the entities it changed by attribute.
+    Show {
+        /// The operation id (a unique prefix; default the current operation).
+        op: Option<String>,
+        /// Print JSON (schema lifeos.op.v1).
+        #[arg(long)]
+        json: bool,
+    },
     /// Restore the whole repository view as it was after an operation.
     Restore {
         /// The operation id (a unique prefix).

@@ -1,4 +1,4 @@
-//! The catalog: an SQLite index of the operation log (and, later, of content), derived
+//! The catalog: an SQLite index of the operation log, commits, content and entities, derived
 //! from the objects and rebuilt by `reindex`. Migrations are the numbered SQL files in
 //! `migrations/`, applied in a transaction when the catalog opens.
 
@@ -19,6 +19,7 @@ pub const MIGRATIONS: &[(u32, &str)] = &[
     (2, include_str!("../../migrations/0002_commits.sql")),
     (3, include_str!("../../migrations/0003_content.sql")),
     (4, include_str!("../../migrations/0004_git.sql")),
+    (5, include_str!("../../migrations/0005_entities.sql")),
 ];
 
 /// What a git object is to lifeos, as the git map records it.
@@ -56,11 +57,13 @@ pub struct GitMapRow {
 
 /// An open catalog.
 pub struct Catalog {
-    conn: Connection,
-    path: PathBuf,
+    pub(crate) conn: Connection,
+    pub(crate) path: PathBuf,
+    /// A query condition fewer rows than this pass drives an entity query.
+    pub(crate) selective: i64,
 }
 
-fn db_err(path: &Path, e: rusqlite::Error) -> VcsError {
+pub(crate) fn db_err(path: &Path, e: rusqlite::Error) -> VcsError {
     VcsError::Catalog {
         path: path.into(),
         reason: e.to_string(),
@@ -89,11 +92,17 @@ impl Catalog {
             .map_err(|e| db_err(path, e))?;
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(|e| db_err(path, e))?;
+        // Up to 32 MiB of pages (allocated as used): indexing a large batch of entities
+        // inserts into several indexes at random places.
+        conn.pragma_update(None, "cache_size", -32768)
+            .map_err(|e| db_err(path, e))?;
         conn.busy_timeout(std::time::Duration::from_secs(10))
             .map_err(|e| db_err(path, e))?;
+        crate::entity_index::register(&conn).map_err(|e| db_err(path, e))?;
         let mut cat = Catalog {
             conn,
             path: path.into(),
+            selective: crate::entity_index::SELECTIVE,
         };
         cat.migrate()?;
         Ok(cat)
@@ -108,6 +117,11 @@ impl Catalog {
 
     fn migrate(&mut self) -> Result<()> {
         let path = self.path.clone();
+        let newest = MIGRATIONS.last().map_or(0, |m| m.0);
+        // Up to date: no write lock (readers open the catalog on every query).
+        if self.level()? == newest {
+            return Ok(());
+        }
         let tx = self
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
@@ -115,7 +129,6 @@ impl Catalog {
         let level: u32 = tx
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .map_err(|e| db_err(&path, e))?;
-        let newest = MIGRATIONS.last().map_or(0, |m| m.0);
         if level > newest {
             return Err(VcsError::Catalog {
                 path,
@@ -225,6 +238,7 @@ impl Catalog {
             }
         }
         index_extracts(&tx, repo, &path, &new_extracts)?;
+        crate::entity_index::sync(&tx, repo, &path)?;
         tx.execute(
             "INSERT OR REPLACE INTO meta (key, value) VALUES ('op_heads', ?1)",
             [&key],

@@ -262,6 +262,34 @@ impl Entity {
         })
     }
 
+    /// An entity of `kind` with attributes and links given in any order (sorted here),
+    /// and no conflicts: for tests.
+    #[cfg(test)]
+    pub(crate) fn sample(
+        kind: &str,
+        id: &str,
+        attrs: &[(&str, Value)],
+        links: &[(&str, &str)],
+    ) -> Entity {
+        let mut attrs: Vec<(String, Value)> = attrs
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.clone()))
+            .collect();
+        attrs.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut links: Vec<(String, String)> = links
+            .iter()
+            .map(|(r, t)| (r.to_string(), t.to_string()))
+            .collect();
+        links.sort();
+        Entity {
+            kind: kind.into(),
+            id: id.into(),
+            attrs,
+            links,
+            conflicts: vec![],
+        }
+    }
+
     /// The value of attribute `name`.
     pub fn get(&self, name: &str) -> Option<&Value> {
         self.attrs
@@ -345,18 +373,12 @@ fn invalid(msg: String) -> VcsError {
     VcsError::Refused(msg)
 }
 
-/// Checks a type name: built-in.
-fn check_type(kind: &str) -> Result<&'static str> {
+/// The attribute a built-in type requires (`None` for a type declared in the schema).
+fn builtin_required(kind: &str) -> Option<&'static str> {
     BUILTIN_TYPES
         .iter()
         .find(|(t, _)| *t == kind)
         .map(|(_, required)| *required)
-        .ok_or_else(|| {
-            invalid(format!(
-                "unknown entity type {kind:?}; the types are {}",
-                BUILTIN_TYPES.map(|(t, _)| t).join(", ")
-            ))
-        })
 }
 
 /// Checks an attribute or relation name: a lowercase letter, then lowercase letters,
@@ -397,6 +419,137 @@ fn check_id(kind: &str, id: &str) -> Result<()> {
     Ok(())
 }
 
+/// How one entity differs between two views.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EntityDiff {
+    /// The entity's id.
+    pub id: String,
+    /// Its object and decoded form in the old view (`None`: created since).
+    pub old: Option<(Id, Entity)>,
+    /// Its object and decoded form in the new view (`None`: removed since).
+    pub new: Option<(Id, Entity)>,
+    /// Each attribute whose value differs, by name: (name, old value, new value).
+    pub attrs: Vec<(String, Option<Value>, Option<Value>)>,
+    /// Links the new side has and the old one has not.
+    pub linked: Vec<(String, String)>,
+    /// Links the old side has and the new one has not.
+    pub unlinked: Vec<(String, String)>,
+}
+
+impl EntityDiff {
+    /// The entity's type (from the new side, else the old).
+    pub fn kind(&self) -> &str {
+        self.new
+            .as_ref()
+            .or(self.old.as_ref())
+            .map_or("", |(_, e)| e.kind.as_str())
+    }
+
+    /// Compares two versions of one entity (either may be absent).
+    pub fn of(old: Option<(Id, Entity)>, new: Option<(Id, Entity)>) -> EntityDiff {
+        let none = Entity {
+            kind: String::new(),
+            id: String::new(),
+            attrs: vec![],
+            links: vec![],
+            conflicts: vec![],
+        };
+        let (a, b) = (
+            old.as_ref().map_or(&none, |(_, e)| e),
+            new.as_ref().map_or(&none, |(_, e)| e),
+        );
+        let attrs = attr_changes(a, b);
+        let missing = |x: &Entity, y: &Entity| -> Vec<(String, String)> {
+            x.links
+                .iter()
+                .filter(|l| y.links.binary_search(l).is_err())
+                .cloned()
+                .collect()
+        };
+        EntityDiff {
+            id: if b.id.is_empty() {
+                a.id.clone()
+            } else {
+                b.id.clone()
+            },
+            linked: missing(b, a),
+            unlinked: missing(a, b),
+            attrs,
+            old,
+            new,
+        }
+    }
+}
+
+/// Orders `hits` (sorted by id) as `q` asks and applies its limit: by the first value of
+/// the order path (`follow` reads linked entities), entities without one last either way,
+/// ties by id.
+fn order_hits(
+    mut hits: Vec<(Id, Entity)>,
+    q: &crate::query::Query,
+    follow: &mut dyn FnMut(&str) -> Option<Entity>,
+) -> Vec<(Id, Entity)> {
+    if let Some((path, desc)) = &q.order {
+        let mut keyed: Vec<(Option<Value>, (Id, Entity))> = hits
+            .into_iter()
+            .map(|h| {
+                (
+                    crate::query::values(&h.1, path, follow).into_iter().next(),
+                    h,
+                )
+            })
+            .collect();
+        keyed.sort_by(|(a, _), (b, _)| match (a, b) {
+            (Some(x), Some(y)) => {
+                let o = crate::query::sort_order(x, y);
+                if *desc {
+                    o.reverse()
+                } else {
+                    o
+                }
+            }
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (None, None) => std::cmp::Ordering::Equal,
+        });
+        hits = keyed.into_iter().map(|(_, h)| h).collect();
+    }
+    if let Some(n) = q.limit {
+        hits.truncate(n);
+    }
+    hits
+}
+
+/// Sets attributes on `e`; a field the schema declares as a reference to another type
+/// becomes a link (replacing the field's link), its value the target's id.
+fn set_fields(
+    schema: &crate::schema::Schema,
+    e: &mut Entity,
+    attrs: &[(String, Value)],
+) -> Result<()> {
+    for (name, v) in attrs {
+        check_name("attribute", name)?;
+        match (schema.field(&e.kind, name), v) {
+            (Some(crate::schema::FieldType::Ref(_)), Value::Str(target)) => {
+                e.links.retain(|(rel, _)| rel != name);
+                let link = (name.clone(), target.clone());
+                if let Err(at) = e.links.binary_search(&link) {
+                    e.links.insert(at, link);
+                }
+            }
+            (Some(crate::schema::FieldType::Ref(to)), other) => {
+                return Err(invalid(format!(
+                    "entity {}: field {name} links to a {to}: give the id of one, not {}",
+                    e.id,
+                    other.render()
+                )))
+            }
+            _ => e.set(name, Some(v.clone())),
+        }
+    }
+    Ok(())
+}
+
 /// The entity root of `view`, if it has one.
 pub fn root_of(view: &View) -> Option<EntityMap> {
     view.entities.map(EntityMap)
@@ -429,6 +582,7 @@ impl Repo {
     ) -> Result<(Id, String, Option<Id>)> {
         let start = now_ms();
         let head = self.head()?;
+        let schema = self.entity_schema(&head.view)?;
         let mut tx = self.store().transaction()?;
         let root = root_of(&head.view);
         let id = match (&change, id) {
@@ -455,7 +609,7 @@ impl Repo {
         };
         let next = match &change {
             EntityChange::Add { kind, attrs } => {
-                let required = check_type(kind)?;
+                schema.check_type(kind)?;
                 check_id(kind, &id)?;
                 if current.is_some() {
                     return Err(invalid(format!("entity {id} exists already")));
@@ -467,11 +621,8 @@ impl Repo {
                     links: Vec::new(),
                     conflicts: Vec::new(),
                 };
-                for (name, v) in attrs {
-                    check_name("attribute", name)?;
-                    e.set(name, Some(v.clone()));
-                }
-                if e.get(required).is_none() {
+                set_fields(&schema, &mut e, attrs)?;
+                if let Some(required) = builtin_required(kind).filter(|r| e.get(r).is_none()) {
                     return Err(invalid(format!(
                         "entity {id}: a {kind} needs {required}=... (it is missing)"
                     )));
@@ -480,19 +631,16 @@ impl Repo {
             }
             EntityChange::Set(attrs) => {
                 let mut e = existing()?.settled();
-                for (name, v) in attrs {
-                    check_name("attribute", name)?;
-                    e.set(name, Some(v.clone()));
-                }
+                set_fields(&schema, &mut e, attrs)?;
                 Some(e)
             }
             EntityChange::Unset(names) => {
                 let mut e = existing()?.settled();
-                let required = check_type(&e.kind)?;
+                let required = builtin_required(&e.kind);
                 for name in names {
-                    if name == required {
+                    if Some(name.as_str()) == required {
                         return Err(invalid(format!(
-                            "entity {id}: {required} is required for a {}; set it to another value instead",
+                            "entity {id}: {name} is required for a {}; set it to another value instead",
                             e.kind
                         )));
                     }
@@ -538,6 +686,18 @@ impl Repo {
                 Some(old.clone())
             }
         };
+        // A rollback restores what was recorded, whatever the schema says now.
+        if let Some(e) = next
+            .as_ref()
+            .filter(|_| !matches!(change, EntityChange::Restore(_)))
+        {
+            schema.check(e, &mut |target| {
+                Ok(match lookup(&tx, target)? {
+                    Some(obj) => Some(decode_in(&tx, &obj)?.kind),
+                    None => None,
+                })
+            })?;
+        }
         let obj = match &next {
             Some(e) => Some(tx.write_object(Kind::Entity, &e.encode())?),
             None => None,
@@ -615,14 +775,68 @@ impl Repo {
         Ok((op, id, obj))
     }
 
-    /// The entities of `view` that `q` selects, in its order (else by id), at most its
-    /// limit. Reads every entity of the view (the catalog will index them).
+    /// The entities that `q` selects in the view of operation `op` (whose view is
+    /// `view`), in the query's order: an indexed query on the catalog, or a walk over
+    /// every entity of the view when the catalog has not indexed the operation.
     pub fn query_entities(
         &self,
+        op: &Id,
         view: &View,
         q: &crate::query::Query,
     ) -> Result<Vec<(Id, Entity)>> {
-        check_type(&q.kind)?;
+        self.entity_schema(view)?.check_type(&q.kind)?;
+        let cat = self.catalog()?;
+        let Some(seq) = cat.entity_seq(op)? else {
+            return self.scan_entities(view, q);
+        };
+        self.query_in(&cat, seq, q)
+    }
+
+    /// The entities that `q` selects in the view of the operation at `seq` of `cat`.
+    pub(crate) fn query_in(
+        &self,
+        cat: &crate::catalog::Catalog,
+        seq: i64,
+        q: &crate::query::Query,
+    ) -> Result<Vec<(Id, Entity)>> {
+        let decode = |objs: Vec<Id>| -> Result<Vec<(Id, Entity)>> {
+            objs.into_iter()
+                .map(|o| Ok((o, self.entity_object(&o)?)))
+                .collect()
+        };
+        match cat.select_entities(seq, q)? {
+            crate::entity_index::Selected::Ordered(objs) => decode(objs),
+            crate::entity_index::Selected::Unordered(objs) => {
+                let mut hits = decode(objs)?;
+                hits.sort_by(|a, b| a.1.id.cmp(&b.1.id));
+                let mut failed = None;
+                let mut follow = |id: &str| match cat.entity_at(seq, id) {
+                    Ok(Some(o)) => match self.entity_object(&o) {
+                        Ok(e) => Some(e),
+                        Err(e) => {
+                            failed.get_or_insert(e);
+                            None
+                        }
+                    },
+                    Ok(None) => None,
+                    Err(e) => {
+                        failed.get_or_insert(e);
+                        None
+                    }
+                };
+                let hits = order_hits(hits, q, &mut follow);
+                match failed {
+                    Some(e) => Err(e),
+                    None => Ok(hits),
+                }
+            }
+        }
+    }
+
+    /// [`Repo::query_entities`] by reading every entity of `view`: the reference the
+    /// catalog's answers must equal.
+    pub fn scan_entities(&self, view: &View, q: &crate::query::Query) -> Result<Vec<(Id, Entity)>> {
+        self.entity_schema(view)?.check_type(&q.kind)?;
         let Some(root) = root_of(view) else {
             return Ok(Vec::new());
         };
@@ -643,34 +857,23 @@ impl Repo {
             }
         }
         hits.sort_by(|a, b| a.1.id.cmp(&b.1.id));
-        if let Some((path, desc)) = &q.order {
-            let mut key = |e: &Entity| {
-                crate::query::values(e, path, &mut follow)
-                    .into_iter()
-                    .next()
-            };
-            let mut keyed: Vec<(Option<Value>, (Id, Entity))> =
-                hits.into_iter().map(|h| (key(&h.1), h)).collect();
-            // Entities without the value come last either way.
-            keyed.sort_by(|(a, _), (b, _)| match (a, b) {
-                (Some(x), Some(y)) => {
-                    let o = crate::query::sort_order(x, y);
-                    if *desc {
-                        o.reverse()
-                    } else {
-                        o
-                    }
-                }
-                (Some(_), None) => std::cmp::Ordering::Less,
-                (None, Some(_)) => std::cmp::Ordering::Greater,
-                (None, None) => std::cmp::Ordering::Equal,
-            });
-            hits = keyed.into_iter().map(|(_, h)| h).collect();
-        }
-        if let Some(n) = q.limit {
-            hits.truncate(n);
-        }
-        Ok(hits)
+        Ok(order_hits(hits, q, &mut follow))
+    }
+
+    /// The entities that differ from view `old` to view `new`, by id: found by
+    /// descending only where the two entity maps differ.
+    pub fn diff_entities(&self, old: &View, new: &View) -> Result<Vec<EntityDiff>> {
+        let changes =
+            EntityMap::changes(self.store(), root_of(old).as_ref(), root_of(new).as_ref())?;
+        let read = |o: Option<Id>| -> Result<Option<(Id, Entity)>> {
+            o.map(|o| Ok((o, self.entity_object(&o)?))).transpose()
+        };
+        let mut out = changes
+            .into_iter()
+            .map(|c| Ok(EntityDiff::of(read(c.old)?, read(c.new)?)))
+            .collect::<Result<Vec<_>>>()?;
+        out.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok(out)
     }
 
     /// Every version of entity `id`, newest first: each operation whose view holds a
@@ -739,15 +942,21 @@ impl Repo {
 
 /// The attributes whose values differ between two versions of an entity, with `links`
 /// when its links differ; sorted.
-fn changed_attrs(a: &Entity, b: &Entity) -> Vec<String> {
+/// Each attribute whose value differs from `a` to `b`: (name, old value, new value), by
+/// name.
+fn attr_changes(a: &Entity, b: &Entity) -> Vec<(String, Option<Value>, Option<Value>)> {
     let mut names: Vec<&String> = a.attrs.iter().chain(&b.attrs).map(|(n, _)| n).collect();
     names.sort();
     names.dedup();
-    let mut changed: Vec<String> = names
+    names
         .into_iter()
         .filter(|n| a.get(n) != b.get(n))
-        .cloned()
-        .collect();
+        .map(|n| (n.clone(), a.get(n).cloned(), b.get(n).cloned()))
+        .collect()
+}
+
+fn changed_attrs(a: &Entity, b: &Entity) -> Vec<String> {
+    let mut changed: Vec<String> = attr_changes(a, b).into_iter().map(|(n, ..)| n).collect();
     if a.links != b.links {
         changed.push("links".into());
         changed.sort();

@@ -279,6 +279,31 @@ impl EntityMap {
         Ok(out)
     }
 
+    /// The keys whose values differ from map `old` to map `new`, either of which may be
+    /// absent (an absent map is empty).
+    pub fn changes(
+        store: &dyn NodeRead,
+        old: Option<&EntityMap>,
+        new: Option<&EntityMap>,
+    ) -> Result<Vec<MapChange>> {
+        let all = |m: &EntityMap, side: bool| -> Result<Vec<MapChange>> {
+            Ok(m.entries(store)?
+                .into_iter()
+                .map(|(key, v)| MapChange {
+                    key,
+                    old: (!side).then_some(v),
+                    new: side.then_some(v),
+                })
+                .collect())
+        };
+        match (old, new) {
+            (Some(a), Some(b)) => a.diff(store, b),
+            (None, Some(b)) => all(b, true),
+            (Some(a), None) => all(a, false),
+            (None, None) => Ok(Vec::new()),
+        }
+    }
+
     /// Merges `ours` and `theirs`, both descended from `base`: a key changed on one side
     /// takes that side's value; a key changed on both sides to different values is
     /// decided by `resolve`.

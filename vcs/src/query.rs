@@ -440,21 +440,8 @@ mod tests {
     use super::*;
 
     fn task(id: &str, attrs: &[(&str, &str)], links: &[(&str, &str)]) -> Entity {
-        let mut attrs: Vec<(String, Value)> = attrs
-            .iter()
-            .map(|(n, v)| (n.to_string(), Value::parse(v)))
-            .collect();
-        attrs.sort_by(|a, b| a.0.cmp(&b.0));
-        Entity {
-            kind: "task".into(),
-            id: id.into(),
-            attrs,
-            links: links
-                .iter()
-                .map(|(r, t)| (r.to_string(), t.to_string()))
-                .collect(),
-            conflicts: vec![],
-        }
+        let attrs: Vec<(&str, Value)> = attrs.iter().map(|(n, v)| (*n, Value::parse(v))).collect();
+        Entity::sample("task", id, &attrs, links)
     }
 
     #[test]

@@ -10,6 +10,13 @@ fn succeeded_at(d: &Path, now: &str, args: &[&str]) -> String {
     succeeded(at_time(d, now, args), args)
 }
 
+/// Commits the folder, which must succeed; returns what it said on stderr.
+fn committed_with_warnings(d: &Path, message: &str) -> String {
+    let out = run(d, &["commit", "-m", message]);
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 #[test]
 fn entities_are_recorded_changed_linked_and_shown_as_they_were() {
     let repo = tempfile::tempdir().unwrap();
@@ -697,11 +704,146 @@ fields.author = { ref = "person" }
         "lifeos.schema.toml",
         b"[types.film]\nfields.title = \"text\"\n",
     );
-    ok(d, &["commit", "-m", "broken"]);
+    // It does not stop files from being recorded: the commit says what is wrong.
+    let out = run(d, &["commit", "-m", "broken"]);
+    assert!(out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("unknown field type \"text\""),
+        "{out:?}"
+    );
     let err = fails(d, &["entity", "add", "film", "title=Heat"]);
     assert!(
         err.contains("lifeos.schema.toml")
             && err.contains("type film, field title: unknown field type \"text\""),
         "{err}"
     );
+}
+
+/// Committed vCard and iCalendar files become contacts and events that cite their source;
+/// editing a file and committing updates them, deleting it removes them, and a malformed
+/// card is reported with its line while the rest are recorded. A `[[files]]` rule reads
+/// CSV rows the same way.
+#[test]
+fn committed_vcards_events_and_csv_rows_become_entities_that_follow_the_file() {
+    let repo = repo(false);
+    let d = repo.path();
+    let card = |uid: &str, name: &str, email: &str| {
+        format!("BEGIN:VCARD\r\nVERSION:3.0\r\nUID:{uid}\r\nFN:{name}\r\nEMAIL:{email}\r\nEND:VCARD\r\n")
+    };
+    let vcf = format!(
+        "{}{}BEGIN:VCARD\r\nVERSION:3.0\r\nEMAIL:no-name@example.org\r\nEND:VCARD\r\n",
+        card("ann", "Ann Lee", "ann@example.org"),
+        card("bo", "Bo Berg", "bo@example.org")
+    );
+    write(d, "people.vcf", vcf.as_bytes());
+    write(
+        d,
+        "cal/work.ics",
+        b"BEGIN:VCALENDAR\nVERSION:2.0\nBEGIN:VEVENT\nUID:standup\nSUMMARY:Stand-up\nDTSTART:20261210T090000Z\nLOCATION:Room 4\nEND:VEVENT\nEND:VCALENDAR\n",
+    );
+    let stderr = committed_with_warnings(d, "address book");
+    assert!(
+        stderr.contains("people.vcf:13: not recorded as an entity: no FN"),
+        "{stderr}"
+    );
+    let commit = rev_id(d, "@");
+    let contacts = json(d, &["query", "contact order by name"]);
+    let names: Vec<&str> = contacts["entities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["attrs"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["Ann Lee", "Bo Berg"]);
+    let ann = &contacts["entities"][0];
+    assert_eq!(ann["attrs"]["email"], "ann@example.org");
+    assert_eq!(ann["attrs"]["source_path"], "people.vcf");
+    assert_eq!(ann["attrs"]["source_line"], 1.0);
+    assert_eq!(ann["attrs"]["source_commit"], commit.as_str());
+    let ann_id = ann["id"].as_str().unwrap().to_string();
+    let ev = json(d, &["query", r#"event where location = "Room 4""#]);
+    assert_eq!(ev["entities"][0]["attrs"]["start"], "2026-12-10T09:00:00Z");
+    assert_eq!(
+        json(d, &["op", "log", "-n", "1"])["operations"][0]["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["type"] == "entity.created")
+            .count(),
+        3
+    );
+
+    // Ann's email changes, Bo leaves: one entity changed, one removed; links made by hand
+    // stay.
+    ok(
+        d,
+        &[
+            "entity",
+            "add",
+            "project",
+            "name=Move",
+            "--id",
+            "project:move",
+        ],
+    );
+    ok(d, &["entity", "link", &ann_id, "project", "project:move"]);
+    write(
+        d,
+        "people.vcf",
+        card("ann", "Ann Lee", "ann@lee.example").as_bytes(),
+    );
+    ok(d, &["commit", "-m", "ann moved"]);
+    let shown = json(d, &["entity", "show", &ann_id]);
+    assert_eq!(shown["attrs"]["email"], "ann@lee.example");
+    assert_eq!(shown["attrs"]["source_commit"], rev_id(d, "@").as_str());
+    assert_eq!(shown["links"][0]["target"], "project:move");
+    let op = json(d, &["op", "show"]);
+    let changes: Vec<&str> = op["entities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["change"].as_str().unwrap())
+        .collect();
+    assert_eq!(changes.len(), 2, "{op}");
+    assert!(
+        changes.contains(&"removed") && changes.contains(&"changed"),
+        "{op}"
+    );
+    assert_eq!(json(d, &["query", "contact"])["count"], 1);
+    // Deleting the file removes its entities; the history keeps them.
+    std::fs::remove_file(d.join("people.vcf")).unwrap();
+    ok(d, &["commit", "-m", "no address book"]);
+    assert_eq!(json(d, &["query", "contact"])["count"], 0);
+    assert!(
+        json(d, &["entity", "history", &ann_id])["versions"]
+            .as_array()
+            .unwrap()
+            .len()
+            >= 3
+    );
+
+    // CSV rows under a rule, typed by the schema; a bad row is reported, the rest kept.
+    write(
+        d,
+        "lifeos.schema.toml",
+        b"[types.book]\nrequired = [\"title\"]\nfields.title = \"string\"\nfields.pages = \"number\"\nfields.isbn = \"string\"\n\n[[files]]\nglob = \"books/*.csv\"\ntype = \"book\"\nid = \"isbn\"\n",
+    );
+    write(
+        d,
+        "books/shelf.csv",
+        b"isbn,title,pages\n0441013597,Dune,412\n0451524934,1984,many\n",
+    );
+    let stderr = committed_with_warnings(d, "books");
+    assert!(
+        stderr.contains("books/shelf.csv:3: not recorded as an entity")
+            && stderr.contains("must be a number"),
+        "{stderr}"
+    );
+    let books = json(d, &["query", "book"]);
+    assert_eq!(books["count"], 1);
+    assert_eq!(
+        books["entities"][0]["attrs"]["isbn"], "0441013597",
+        "text stays text"
+    );
+    assert_eq!(books["entities"][0]["attrs"]["pages"], 412.0);
 }

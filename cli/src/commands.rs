@@ -295,6 +295,12 @@ fn commit(
             sk.reason
         );
     }
+    for (path, line, why) in &out.skipped_entities {
+        eprintln!(
+            "warning: {}:{line}: not recorded as an entity: {why}",
+            display(path)
+        );
+    }
     if json {
         print_json(
             "lifeos.commit.v1",

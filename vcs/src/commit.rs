@@ -24,6 +24,9 @@ pub struct CommitOutcome {
     pub snapshot: Snapshot,
     /// Merge conflicts still unresolved in the new commit.
     pub conflicts: Vec<BString>,
+    /// Cards, events and rows of committed files that did not become entities: (path,
+    /// line, why).
+    pub skipped_entities: Vec<(BString, u64, String)>,
 }
 
 /// Work done on the files a commit read, inside its transaction, before it is published;
@@ -100,6 +103,7 @@ impl Repo {
                 branch,
                 snapshot,
                 conflicts: Vec::new(),
+                skipped_entities: Vec::new(),
             });
         }
         let mut events = Vec::new();
@@ -111,6 +115,14 @@ impl Repo {
             &mut events,
             start,
         )?;
+        let derived = self.derive_entities(
+            &mut tx,
+            &mut view,
+            parent_tree.as_ref(),
+            &snapshot.tree,
+            &id,
+        )?;
+        events.extend(derived.events);
         if let Some(h) = opts.hook {
             events.extend(h(&mut tx, &snapshot.read)?);
         }
@@ -130,6 +142,7 @@ impl Repo {
             branch,
             snapshot,
             conflicts: commit.conflicts.iter().map(|c| c.path.clone()).collect(),
+            skipped_entities: derived.skipped,
         })
     }
 

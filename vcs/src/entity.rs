@@ -955,7 +955,7 @@ fn attr_changes(a: &Entity, b: &Entity) -> Vec<(String, Option<Value>, Option<Va
         .collect()
 }
 
-fn changed_attrs(a: &Entity, b: &Entity) -> Vec<String> {
+pub(crate) fn changed_attrs(a: &Entity, b: &Entity) -> Vec<String> {
     let mut changed: Vec<String> = attr_changes(a, b).into_iter().map(|(n, ..)| n).collect();
     if a.links != b.links {
         changed.push("links".into());

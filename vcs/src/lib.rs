@@ -10,6 +10,7 @@
 pub mod catalog;
 pub mod check;
 pub mod commit;
+pub mod derive;
 pub mod entity;
 pub mod entity_index;
 pub mod entity_map;

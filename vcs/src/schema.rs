@@ -65,12 +65,27 @@ pub struct TypeDef {
     pub required: Vec<String>,
 }
 
+/// A rule that reads the rows of CSV or JSON Lines files as entities (7.11).
+#[derive(Debug, Clone)]
+pub struct FileRule {
+    /// The glob, as written.
+    pub glob: String,
+    matcher: globset::GlobMatcher,
+    /// The type of the entities.
+    pub kind: String,
+    /// The field whose value keys a row's entity across versions of the file (else the
+    /// row's line).
+    pub id: Option<String>,
+}
+
 /// The schema in force: the built-in types (open: any attribute) and the declared ones
-/// (closed: only their fields).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// (closed: only their fields), and the rules that read files as entities.
+#[derive(Debug, Clone, Default)]
 pub struct Schema {
     /// Declared types, by name (a built-in type declared here gets typed fields).
     pub types: BTreeMap<String, TypeDef>,
+    /// `[[files]]` rules, in file order.
+    pub files: Vec<FileRule>,
 }
 
 #[derive(serde::Deserialize)]
@@ -78,6 +93,17 @@ pub struct Schema {
 struct FileDoc {
     #[serde(default)]
     types: BTreeMap<String, FileType>,
+    #[serde(default)]
+    files: Vec<FileRuleDoc>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileRuleDoc {
+    glob: String,
+    #[serde(rename = "type")]
+    kind: String,
+    id: Option<String>,
 }
 
 #[derive(serde::Deserialize)]
@@ -167,7 +193,33 @@ impl Schema {
                 },
             );
         }
-        let schema = Schema { types };
+        let mut schema = Schema {
+            types,
+            files: Vec::new(),
+        };
+        for r in doc.files {
+            let lower = r.glob.to_ascii_lowercase();
+            if !(lower.ends_with(".csv") || lower.ends_with(".jsonl")) {
+                return Err(bad(format!(
+                    "files rule {:?}: the glob must end in .csv or .jsonl",
+                    r.glob
+                )));
+            }
+            schema
+                .check_type(&r.kind)
+                .map_err(|e| bad(format!("files rule {:?}: {e}", r.glob)))?;
+            let matcher = globset::GlobBuilder::new(&r.glob)
+                .literal_separator(true)
+                .build()
+                .map_err(|e| bad(format!("files rule {:?}: {e}", r.glob)))?
+                .compile_matcher();
+            schema.files.push(FileRule {
+                glob: r.glob,
+                matcher,
+                kind: r.kind,
+                id: r.id,
+            });
+        }
         for (name, t) in &schema.types {
             for (f, ty) in &t.fields {
                 if let FieldType::Ref(to) = ty {
@@ -180,6 +232,12 @@ impl Schema {
             }
         }
         Ok(schema)
+    }
+
+    /// The first `[[files]]` rule whose glob matches `path`.
+    pub fn file_rule(&self, path: &[u8]) -> Option<&FileRule> {
+        let p = std::str::from_utf8(path).ok()?;
+        self.files.iter().find(|r| r.matcher.is_match(p))
     }
 
     /// Whether `kind` is a type: built-in or declared.
@@ -298,6 +356,8 @@ impl Schema {
                 }
                 Some(_) => self.check_value(&e.id, &e.kind, name, v)?,
                 None if Some(name.as_str()) == builtin_required => {}
+                // Where an entity read from a file came from (7.11).
+                None if crate::derive::SOURCE_ATTRS.contains(&name.as_str()) => {}
                 None => {
                     return Err(VcsError::Refused(format!(
                         "entity {}: a {} has no field {name} (its fields: {}; declared in {SCHEMA_FILE})",
@@ -350,11 +410,33 @@ impl Repo {
         let Some(tree) = self.at_tree(view)? else {
             return Ok(Schema::default());
         };
-        let Some(entry) = self.lookup_path(&tree, SCHEMA_FILE.as_bytes())? else {
-            return Ok(Schema::default());
-        };
-        let mut bytes = Vec::new();
-        self.store().read_file(&entry.id, &mut bytes)?;
+        match self.lookup_path(&tree, SCHEMA_FILE.as_bytes())? {
+            Some(entry) => {
+                let mut bytes = Vec::new();
+                self.store().read_file(&entry.id, &mut bytes)?;
+                Schema::from_bytes(bytes)
+            }
+            None => Ok(Schema::default()),
+        }
+    }
+
+    /// The schema of tree `tree`, written by `tx` or stored (a commit being recorded).
+    pub(crate) fn entity_schema_tx(
+        &self,
+        tx: &lifeos_store::Transaction<'_>,
+        tree: &lifeos_store::Id,
+    ) -> Result<Schema> {
+        match self.lookup_path_tx(tx, tree, SCHEMA_FILE.as_bytes())? {
+            Some(entry) => {
+                Schema::from_bytes(self.derived_bytes(SCHEMA_FILE.as_bytes(), &entry.id)?)
+            }
+            None => Ok(Schema::default()),
+        }
+    }
+}
+
+impl Schema {
+    fn from_bytes(bytes: Vec<u8>) -> Result<Schema> {
         let text = String::from_utf8(bytes).map_err(|_| bad("is not UTF-8 text".into()))?;
         Schema::parse(&text)
     }

@@ -1,0 +1,679 @@
+//! Entities derived from committed files: each vCard of a `.vcf` file becomes a
+//! `contact`, each event of an `.ics` file an `event`, and each row of a CSV or JSON Lines
+//! file that a `[[files]]` rule of the schema (7.10) names becomes an entity of the rule's
+//! type. A commit that adds or changes such a file records, in its own operation, the
+//! entities it now holds (and removes those it no longer holds); a deleted file removes
+//! its entities. Each cites its source: `source_path`, `source_line` (where its card,
+//! event or row starts), `source_commit` (the commit that recorded that version) and
+//! `source_file` (the file's content id). See `docs/FORMAT.md` (7.11).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use bstr::BString;
+use lifeos_store::{Id, Kind, Transaction};
+
+use crate::entity::{Entity, Value};
+use crate::entity_map::EntityMap;
+use crate::error::{Result, VcsError};
+use crate::object::{EntryKind, Event, View};
+use crate::repo::Repo;
+use crate::schema::{FileRule, Schema};
+
+/// Attributes every derived entity carries, naming where it came from.
+pub const SOURCE_ATTRS: [&str; 4] = ["source_commit", "source_file", "source_line", "source_path"];
+
+/// One entity read from a file, before it gets its source attributes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Derived {
+    /// Its type.
+    pub kind: String,
+    /// Its id.
+    pub id: String,
+    /// Its attributes, sorted by name.
+    pub attrs: Vec<(String, Value)>,
+    /// The line (from 1) where it starts in the file.
+    pub line: u64,
+}
+
+/// What a file held: its entities, and the parts that could not be read (line, reason).
+#[derive(Debug, Default)]
+pub struct FileEntities {
+    /// The entities, in file order.
+    pub entities: Vec<Derived>,
+    /// Cards, events or rows skipped: (line, why).
+    pub skipped: Vec<(u64, String)>,
+}
+
+/// A stable id for an entity of `kind` read from `path`: the hash of the path and the
+/// entity's key (its UID, the rule's id column, or else its place in the file).
+fn derived_id(kind: &str, path: &[u8], key: &str) -> String {
+    let mut h = blake3::Hasher::new();
+    h.update(path).update(b"\0").update(key.as_bytes());
+    format!("{kind}:{}", &h.finalize().to_hex()[..16])
+}
+
+/// Whether `path` is a file entities are read from (under `schema`'s rules).
+pub fn derives(schema: &Schema, path: &[u8]) -> bool {
+    let lower = path.to_ascii_lowercase();
+    lower.ends_with(b".vcf") || lower.ends_with(b".ics") || schema.file_rule(path).is_some()
+}
+
+/// Reads the entities of file `path` with content `bytes`.
+pub fn read_file(schema: &Schema, path: &[u8], bytes: &[u8]) -> FileEntities {
+    let lower = path.to_ascii_lowercase();
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return FileEntities {
+            entities: vec![],
+            skipped: vec![(1, "the file is not UTF-8 text".into())],
+        };
+    };
+    if let Some(rule) = schema.file_rule(path) {
+        return rows(schema, rule, path, text);
+    }
+    if lower.ends_with(b".vcf") {
+        components(text, "VCARD", path, "contact")
+    } else {
+        components(text, "VEVENT", path, "event")
+    }
+}
+
+/// The `BEGIN:NAME` ... `END:NAME` blocks of a vCard or iCalendar text, each parsed on
+/// its own (so one malformed block is skipped and reported, the rest read) with the
+/// `ical` crate.
+fn components(text: &str, name: &str, path: &[u8], kind: &str) -> FileEntities {
+    let mut out = FileEntities::default();
+    let begin = format!("BEGIN:{name}");
+    let end = format!("END:{name}");
+    let mut block: Option<(u64, Vec<&str>)> = None;
+    let mut index = 0usize;
+    for (i, line) in text.lines().enumerate() {
+        let n = i as u64 + 1;
+        let trimmed = line.trim_end_matches('\r');
+        if trimmed.eq_ignore_ascii_case(&begin) {
+            if let Some((start, _)) = block.take() {
+                out.skipped.push((start, format!("{begin} without {end}")));
+            }
+            block = Some((n, vec![trimmed]));
+        } else if let Some((start, lines)) = block.as_mut() {
+            lines.push(trimmed);
+            if trimmed.eq_ignore_ascii_case(&end) {
+                let start = *start;
+                let body = lines.join("\r\n") + "\r\n";
+                block = None;
+                index += 1;
+                match parse_component(&body, name) {
+                    Ok(props) => match entity_of(kind, &props) {
+                        Ok((key, attrs)) => out.entities.push(Derived {
+                            kind: kind.into(),
+                            id: derived_id(kind, path, &key.unwrap_or_else(|| format!("#{index}"))),
+                            attrs,
+                            line: start,
+                        }),
+                        Err(why) => out.skipped.push((start, why)),
+                    },
+                    Err(why) => out.skipped.push((start, why)),
+                }
+            }
+        }
+    }
+    if let Some((start, _)) = block {
+        out.skipped.push((start, format!("{begin} without {end}")));
+    }
+    out
+}
+
+/// A component's properties (name upper-cased, value), parsed by the `ical` crate.
+fn parse_component(body: &str, name: &str) -> std::result::Result<Vec<(String, String)>, String> {
+    let props: Vec<ical::property::Property> = if name == "VCARD" {
+        let mut p = ical::VcardParser::new(std::io::BufReader::new(body.as_bytes()));
+        match p.next() {
+            Some(Ok(card)) => card.properties,
+            Some(Err(e)) => return Err(format!("not a valid vCard: {e}")),
+            None => return Err("an empty vCard".into()),
+        }
+    } else {
+        let wrapped = format!("BEGIN:VCALENDAR\r\nVERSION:2.0\r\n{body}END:VCALENDAR\r\n");
+        let mut p = ical::IcalParser::new(std::io::BufReader::new(wrapped.as_bytes()));
+        match p.next() {
+            Some(Ok(cal)) => match cal.events.into_iter().next() {
+                Some(ev) => ev.properties,
+                None => return Err("an empty event".into()),
+            },
+            Some(Err(e)) => return Err(format!("not a valid iCalendar event: {e}")),
+            None => return Err("an empty event".into()),
+        }
+    };
+    Ok(props
+        .into_iter()
+        .filter_map(|p| Some((p.name.to_ascii_uppercase(), p.value?)))
+        .collect())
+}
+
+/// Reads an iCalendar or vCard date or date-time (`20261210`, `2026-12-10`,
+/// `20261210T090000Z`; a time without a zone is taken as UTC).
+fn moment(text: &str) -> Option<Value> {
+    let t = text.trim();
+    let compact: String = t.chars().filter(|c| *c != '-' && *c != ':').collect();
+    if compact.len() == 8 && compact.bytes().all(|b| b.is_ascii_digit()) {
+        let d = jiff::civil::Date::strptime("%Y%m%d", &compact).ok()?;
+        let z = d.to_zoned(jiff::tz::TimeZone::UTC).ok()?;
+        return Some(Value::Date(z.timestamp().as_second().div_euclid(86_400)));
+    }
+    let (body, _utc) = match compact.strip_suffix('Z') {
+        Some(b) => (b, true),
+        None => (compact.as_str(), false),
+    };
+    let dt = jiff::civil::DateTime::strptime("%Y%m%dT%H%M%S", body).ok()?;
+    let z = dt.to_zoned(jiff::tz::TimeZone::UTC).ok()?;
+    Some(Value::DateTime(z.timestamp().as_millisecond()))
+}
+
+/// An entity's key (its UID, if it has one) and attributes.
+type Keyed = (Option<String>, Vec<(String, Value)>);
+
+/// The key and attributes of a vCard (`contact`) or event.
+fn entity_of(kind: &str, props: &[(String, String)]) -> std::result::Result<Keyed, String> {
+    let get = |n: &str| {
+        props
+            .iter()
+            .find(|(k, _)| k == n)
+            .map(|(_, v)| v.trim().to_string())
+    };
+    let text = |v: String| Value::Str(unescape(&v));
+    let mut attrs: BTreeMap<String, Value> = BTreeMap::new();
+    let pick: &[(&str, &str)] = if kind == "contact" {
+        &[
+            ("FN", "name"),
+            ("EMAIL", "email"),
+            ("TEL", "phone"),
+            ("ORG", "org"),
+            ("NOTE", "note"),
+            ("TITLE", "role"),
+        ]
+    } else {
+        &[
+            ("SUMMARY", "title"),
+            ("LOCATION", "location"),
+            ("DESCRIPTION", "description"),
+            ("STATUS", "status"),
+        ]
+    };
+    for (prop, attr) in pick {
+        if let Some(v) = get(prop).filter(|v| !v.is_empty()) {
+            // ORG is several components separated by `;`.
+            let v = if *prop == "ORG" {
+                v.replace(';', ", ").trim_end_matches(", ").to_string()
+            } else {
+                v
+            };
+            attrs.insert(attr.to_string(), text(v));
+        }
+    }
+    let dates: &[(&str, &str)] = if kind == "contact" {
+        &[("BDAY", "birthday")]
+    } else {
+        &[("DTSTART", "start"), ("DTEND", "end")]
+    };
+    for (prop, attr) in dates {
+        if let Some(v) = get(prop) {
+            match moment(&v) {
+                Some(m) => {
+                    attrs.insert(attr.to_string(), m);
+                }
+                None => return Err(format!("{prop} {v:?} is not a date or date-time")),
+            }
+        }
+    }
+    let required = if kind == "contact" { "name" } else { "title" };
+    if !attrs.contains_key(required) {
+        return Err(format!(
+            "no {}: a {kind} needs one",
+            if kind == "contact" {
+                "FN (formatted name)"
+            } else {
+                "SUMMARY"
+            }
+        ));
+    }
+    if let Some(uid) = get("UID") {
+        attrs.insert("uid".into(), Value::Str(uid.clone()));
+        return Ok((Some(uid), attrs.into_iter().collect()));
+    }
+    Ok((None, attrs.into_iter().collect()))
+}
+
+/// Undoes the text escapes of vCard and iCalendar (`\n`, `\,`, `\;`, `\\`).
+fn unescape(v: &str) -> String {
+    let mut out = String::with_capacity(v.len());
+    let mut chars = v.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            match chars.next() {
+                Some('n') | Some('N') => out.push('\n'),
+                Some(other) => out.push(other),
+                None => out.push('\\'),
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The rows of a CSV (header line first) or JSON Lines file under `rule`.
+fn rows(schema: &Schema, rule: &FileRule, path: &[u8], text: &str) -> FileEntities {
+    let mut out = FileEntities::default();
+    let push = |line: u64, fields: Vec<(String, FieldText)>, out: &mut FileEntities| {
+        let key = rule
+            .id
+            .as_ref()
+            .and_then(|k| fields.iter().find(|(n, _)| n == k))
+            .map(|(_, v)| v.key());
+        let key = match (&rule.id, key) {
+            (Some(col), None) => {
+                out.skipped
+                    .push((line, format!("no {col} (the rule's id field)")));
+                return;
+            }
+            (_, Some(k)) => k,
+            (None, None) => format!("#{line}"),
+        };
+        let id = derived_id(&rule.kind, path, &key);
+        let mut attrs = BTreeMap::new();
+        for (name, v) in fields {
+            if let Err(e) = crate::entity::check_name("field", &name) {
+                out.skipped.push((line, e.to_string()));
+                return;
+            }
+            let value = match v {
+                FieldText::Text(t) if t.is_empty() => continue,
+                FieldText::Text(t) => schema.parse_value(&id, &rule.kind, &name, &t),
+                FieldText::Typed(v) => Ok(v),
+            };
+            match value {
+                Ok(v) => {
+                    attrs.insert(name, v);
+                }
+                Err(e) => {
+                    out.skipped.push((line, e.to_string()));
+                    return;
+                }
+            }
+        }
+        out.entities.push(Derived {
+            kind: rule.kind.clone(),
+            id,
+            attrs: attrs.into_iter().collect(),
+            line,
+        });
+    };
+    if path.to_ascii_lowercase().ends_with(b".csv") {
+        let mut r = csv::ReaderBuilder::new()
+            .flexible(false)
+            .from_reader(text.as_bytes());
+        let headers: Vec<String> = match r.headers() {
+            Ok(h) => h.iter().map(|s| s.trim().to_string()).collect(),
+            Err(e) => {
+                out.skipped
+                    .push((1, format!("the header line cannot be read: {e}")));
+                return out;
+            }
+        };
+        let mut rec = csv::StringRecord::new();
+        loop {
+            let line = r.position().line();
+            match r.read_record(&mut rec) {
+                Ok(false) => break,
+                Ok(true) => {
+                    let fields = headers
+                        .iter()
+                        .zip(rec.iter())
+                        .map(|(h, v)| (h.clone(), FieldText::Text(v.to_string())))
+                        .collect();
+                    push(line, fields, &mut out);
+                }
+                Err(e) => out.skipped.push((line, format!("not a CSV row: {e}"))),
+            }
+        }
+    } else {
+        for (i, line) in text.lines().enumerate() {
+            let n = i as u64 + 1;
+            if line.trim().is_empty() {
+                continue;
+            }
+            let obj = match serde_json::from_str::<serde_json::Value>(line) {
+                Ok(serde_json::Value::Object(o)) => o,
+                Ok(_) => {
+                    out.skipped.push((n, "not a JSON object".into()));
+                    continue;
+                }
+                Err(e) => {
+                    out.skipped.push((n, format!("not JSON: {e}")));
+                    continue;
+                }
+            };
+            let mut fields = Vec::with_capacity(obj.len());
+            let mut bad = None;
+            for (k, v) in obj {
+                let f = match v {
+                    serde_json::Value::Null => continue,
+                    serde_json::Value::String(s) => FieldText::Text(s),
+                    serde_json::Value::Bool(b) => FieldText::Typed(Value::Bool(b)),
+                    serde_json::Value::Number(x) => match x.as_f64().filter(|f| f.is_finite()) {
+                        Some(f) => FieldText::Typed(Value::Num(if f == 0.0 { 0.0 } else { f })),
+                        None => {
+                            bad = Some(format!("{k}: {x} is not a finite number"));
+                            break;
+                        }
+                    },
+                    _ => {
+                        bad = Some(format!("{k}: lists and objects are not attribute values"));
+                        break;
+                    }
+                };
+                fields.push((k, f));
+            }
+            match bad {
+                Some(why) => out.skipped.push((n, why)),
+                None => push(n, fields, &mut out),
+            }
+        }
+    }
+    out
+}
+
+/// A field's value as the file gave it: text (read as the schema types it) or a typed
+/// JSON value.
+enum FieldText {
+    Text(String),
+    Typed(Value),
+}
+
+impl FieldText {
+    fn key(&self) -> String {
+        match self {
+            FieldText::Text(t) => t.clone(),
+            FieldText::Typed(v) => v.render(),
+        }
+    }
+}
+
+/// What a commit did to derived entities: the new entity root, the events, and the
+/// parts of files that were skipped (path, line, why).
+pub struct DeriveOutcome {
+    /// Events for the commit's operation.
+    pub events: Vec<Event>,
+    /// Skipped cards, events and rows.
+    pub skipped: Vec<(BString, u64, String)>,
+}
+
+impl Repo {
+    /// Reads the file `id` at `path`: from the folder when it still holds exactly that
+    /// content, else from the store.
+    pub(crate) fn derived_bytes(&self, path: &[u8], id: &Id) -> Result<Vec<u8>> {
+        if let Ok(bytes) = std::fs::read(crate::path::in_folder(self.workdir(), path)) {
+            if Id::hash(&bytes) == *id {
+                return Ok(bytes);
+            }
+        }
+        let mut out = Vec::new();
+        self.store().read_file(id, &mut out).map_err(|e| {
+            VcsError::Refused(format!(
+                "{} changed while it was being committed ({e}); commit again",
+                crate::path::display(path)
+            ))
+        })?;
+        Ok(out)
+    }
+
+    /// Brings the entities derived from files up to date with a commit from tree `old`
+    /// to tree `new` (`commit` its id), in `view`'s entity root, inside `tx`.
+    pub(crate) fn derive_entities(
+        &self,
+        tx: &mut Transaction<'_>,
+        view: &mut View,
+        old: Option<&Id>,
+        new: &Id,
+        commit: &Id,
+    ) -> Result<DeriveOutcome> {
+        let mut out = DeriveOutcome {
+            events: Vec::new(),
+            skipped: Vec::new(),
+        };
+        // A broken schema must not stop files from being recorded: say so and read the
+        // vCard and iCalendar files with the built-in types alone.
+        let schema = match self.entity_schema_tx(tx, new) {
+            Ok(s) => s,
+            Err(VcsError::Refused(why)) => {
+                out.skipped.push((
+                    crate::schema::SCHEMA_FILE.into(),
+                    0,
+                    format!("{why}; until it is fixed, CSV and JSON Lines files are not read as entities"),
+                ));
+                Schema::default()
+            }
+            Err(e) => return Err(e),
+        };
+        let changes: Vec<_> = self
+            .diff_trees_tx(tx, old, Some(new))?
+            .into_iter()
+            .filter(|c| derives(&schema, &c.path))
+            .collect();
+        if changes.is_empty() {
+            return Ok(out);
+        }
+        let root = view.entities.map(EntityMap);
+        let current = |tx: &Transaction<'_>, id: &str| -> Result<Option<(Id, Entity)>> {
+            match &root {
+                Some(r) => match r.get(tx, id.as_bytes())? {
+                    Some(o) => {
+                        let raw = tx.read_object(&o, Kind::Entity)?;
+                        let e = Entity::decode(&raw).map_err(|source| VcsError::Decode {
+                            kind: "entity",
+                            id: o,
+                            source,
+                        })?;
+                        Ok(Some((o, e)))
+                    }
+                    None => Ok(None),
+                },
+                None => Ok(None),
+            }
+        };
+        let is_file = |e: &Option<crate::object::TreeEntry>| {
+            e.as_ref()
+                .filter(|e| matches!(e.kind, EntryKind::File | EntryKind::Executable))
+                .map(|e| e.id)
+        };
+        let mut edits: Vec<(Vec<u8>, Option<Id>)> = Vec::new();
+        for c in &changes {
+            let old_ids: BTreeSet<String> = match is_file(&c.old) {
+                Some(id) => {
+                    let bytes = self.derived_bytes(&c.path, &id).or_else(|_| {
+                        let mut b = Vec::new();
+                        self.store().read_file(&id, &mut b)?;
+                        Ok::<_, VcsError>(b)
+                    })?;
+                    read_file(&schema, &c.path, &bytes)
+                        .entities
+                        .into_iter()
+                        .map(|d| d.id)
+                        .collect()
+                }
+                None => BTreeSet::new(),
+            };
+            let mut new_ids = BTreeSet::new();
+            if let Some(file) = is_file(&c.new) {
+                let bytes = self.derived_bytes(&c.path, &file)?;
+                let read = read_file(&schema, &c.path, &bytes);
+                for (line, why) in read.skipped {
+                    out.skipped.push((c.path.clone(), line, why));
+                }
+                for d in read.entities {
+                    if !new_ids.insert(d.id.clone()) {
+                        out.skipped.push((
+                            c.path.clone(),
+                            d.line,
+                            format!("a second entry with the key of {}", d.id),
+                        ));
+                        continue;
+                    }
+                    let before = current(tx, &d.id)?;
+                    let unchanged = before.as_ref().is_some_and(|(_, e)| {
+                        e.kind == d.kind
+                            && e.attrs
+                                .iter()
+                                .filter(|(n, _)| !SOURCE_ATTRS.contains(&n.as_str()))
+                                .eq(d.attrs.iter())
+                    });
+                    if unchanged {
+                        continue;
+                    }
+                    let mut attrs = d.attrs.clone();
+                    attrs.extend([
+                        ("source_commit".to_string(), Value::Str(commit.to_hex())),
+                        ("source_file".to_string(), Value::Str(file.to_hex())),
+                        ("source_line".to_string(), Value::Num(d.line as f64)),
+                        (
+                            "source_path".to_string(),
+                            Value::Str(crate::path::display(&c.path).into_owned()),
+                        ),
+                    ]);
+                    attrs.sort_by(|a, b| a.0.cmp(&b.0));
+                    let e = Entity {
+                        kind: d.kind.clone(),
+                        id: d.id.clone(),
+                        attrs,
+                        // Links made by hand survive a new version of the file.
+                        links: before
+                            .as_ref()
+                            .map(|(_, e)| e.links.clone())
+                            .unwrap_or_default(),
+                        conflicts: vec![],
+                    };
+                    let mut type_of = |t: &str| -> Result<Option<String>> {
+                        Ok(current(tx, t)?.map(|(_, e)| e.kind))
+                    };
+                    if let Err(err) = schema.check(&e, &mut type_of) {
+                        out.skipped.push((c.path.clone(), d.line, err.to_string()));
+                        new_ids.remove(&d.id);
+                        continue;
+                    }
+                    let (obj, _) = tx.write_grouped(Kind::Entity, &e.encode())?;
+                    out.events.push(match before {
+                        Some((from, b)) => Event::EntityChanged {
+                            id: d.id.clone(),
+                            paths: crate::entity::changed_attrs(&b, &e),
+                            from,
+                            to: obj,
+                        },
+                        None => Event::EntityCreated {
+                            id: d.id.clone(),
+                            entity: obj,
+                        },
+                    });
+                    edits.push((d.id.into_bytes(), Some(obj)));
+                }
+            }
+            for gone in old_ids.difference(&new_ids) {
+                if let Some((obj, _)) = current(tx, gone)? {
+                    out.events.push(Event::EntityRemoved {
+                        id: gone.clone(),
+                        entity: obj,
+                    });
+                    edits.push((gone.clone().into_bytes(), None));
+                }
+            }
+        }
+        if edits.is_empty() {
+            return Ok(out);
+        }
+        edits.sort_by(|a, b| a.0.cmp(&b.0));
+        edits.dedup_by(|a, b| a.0 == b.0);
+        let new_root = match root {
+            Some(r) => r.apply(tx, &edits)?.0,
+            None => EntityMap::build(tx, &edits)?,
+        };
+        view.entities = Some(new_root.0);
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vcards_and_events_are_read_card_by_card_with_their_lines() {
+        let vcf = "BEGIN:VCARD\r\nVERSION:3.0\r\nFN:Ann Lee\r\nEMAIL:ann@example.org\r\nORG:Acme;Research\r\nBDAY:1990-05-17\r\nUID:ann-1\r\nEND:VCARD\r\nBEGIN:VCARD\r\nVERSION:3.0\r\nEMAIL:nobody@example.org\r\nEND:VCARD\r\nBEGIN:VCARD\r\nVERSION:3.0\r\nFN:Bo\\, the second\r\nEND:VCARD\r\nBEGIN:VCARD\r\nFN:Cut off\r\n";
+        let got = read_file(&Schema::default(), b"people.vcf", vcf.as_bytes());
+        assert_eq!(got.entities.len(), 2, "{got:?}");
+        let ann = &got.entities[0];
+        assert_eq!(ann.line, 1);
+        assert_eq!(ann.id, derived_id("contact", b"people.vcf", "ann-1"));
+        let get = |d: &Derived, n: &str| {
+            d.attrs
+                .iter()
+                .find(|(k, _)| k == n)
+                .map(|(_, v)| v.render())
+        };
+        assert_eq!(get(ann, "name").as_deref(), Some("Ann Lee"));
+        assert_eq!(get(ann, "org").as_deref(), Some("Acme, Research"));
+        assert_eq!(get(ann, "birthday").as_deref(), Some("1990-05-17"));
+        assert_eq!(
+            get(&got.entities[1], "name").as_deref(),
+            Some("Bo, the second")
+        );
+        assert_eq!(got.entities[1].line, 13);
+        assert_eq!(got.skipped.len(), 2, "{:?}", got.skipped);
+        assert_eq!(got.skipped[0].0, 9);
+        assert!(got.skipped[0].1.contains("FN"), "{:?}", got.skipped);
+        assert_eq!(got.skipped[1].0, 17);
+
+        let ics = "BEGIN:VCALENDAR\nVERSION:2.0\nBEGIN:VEVENT\nUID:standup-1\nSUMMARY:Stand-up\nDTSTART:20261210T090000Z\nDTEND:20261210T091500Z\nLOCATION:Room 4\nEND:VEVENT\nBEGIN:VEVENT\nSUMMARY:Holiday\nDTSTART;VALUE=DATE:20261224\nEND:VEVENT\nBEGIN:VEVENT\nSUMMARY:Broken\nDTSTART:soon\nEND:VEVENT\nEND:VCALENDAR\n";
+        let got = read_file(&Schema::default(), b"cal/work.ics", ics.as_bytes());
+        assert_eq!(got.entities.len(), 2, "{got:?}");
+        assert_eq!(
+            get(&got.entities[0], "start").as_deref(),
+            Some("2026-12-10T09:00:00Z")
+        );
+        assert_eq!(
+            get(&got.entities[1], "start").as_deref(),
+            Some("2026-12-24")
+        );
+        assert_eq!(got.entities[1].line, 10);
+        assert_eq!(
+            got.skipped,
+            vec![(
+                14,
+                "DTSTART \"soon\" is not a date or date-time".to_string()
+            )]
+        );
+    }
+
+    #[test]
+    fn csv_and_json_lines_rows_follow_the_rule_and_bad_rows_are_reported() {
+        let schema = Schema::parse(
+            "[types.book]\nrequired = [\"title\"]\nfields.title = \"string\"\nfields.pages = \"number\"\nfields.isbn = \"string\"\n\n[[files]]\nglob = \"books/*.csv\"\ntype = \"book\"\nid = \"isbn\"\n\n[[files]]\nglob = \"**/*.jsonl\"\ntype = \"book\"\nid = \"isbn\"\n",
+        )
+        .unwrap();
+        assert!(derives(&schema, b"books/a.csv") && !derives(&schema, b"other/a.csv"));
+        let csv = "isbn,title,pages\n111,Dune,412\n222,1984,many\n333,,10\n";
+        let got = read_file(&schema, b"books/a.csv", csv.as_bytes());
+        // The row without a title is read; the commit refuses it against the schema.
+        assert_eq!(got.entities.len(), 2, "{got:?}");
+        assert_eq!(got.entities[0].line, 2);
+        assert_eq!(got.skipped.len(), 1, "{:?}", got.skipped);
+        assert_eq!(got.skipped[0].0, 3);
+        assert!(
+            got.skipped[0].1.contains("must be a number"),
+            "{:?}",
+            got.skipped
+        );
+        let jsonl = "{\"isbn\":\"111\",\"title\":\"Dune\",\"pages\":412}\n[1]\n{\"title\":\"no isbn\"}\n{\"isbn\":\"9\",\"title\":\"1984\"}\n";
+        let got = read_file(&schema, b"x/books.jsonl", jsonl.as_bytes());
+        assert_eq!(got.entities.len(), 2);
+        assert_eq!(got.entities[1].line, 4);
+        assert_eq!(got.skipped.iter().map(|s| s.0).collect::<Vec<_>>(), [2, 3]);
+    }
+}

@@ -60,6 +60,13 @@ for t in '@-' 'main..b' 'ancestors(@) & files(notes/*)' 'author("Seed") | descri
     'date(after: 2026-11-01, before: "3 days ago")' '2026-11-01 14:00' 'last monday' '90 minutes ago'; do
     printf '%s' "$t" >"corpus/text_inputs/$(printf '%s' "$t" | sha1sum | cut -c1-12)"
 done
+# Files read as entities, and schema files.
+mkdir -p corpus/entity_files
+printf 'BEGIN:VCARD\r\nVERSION:3.0\r\nUID:a\r\nFN:Ann\r\nEMAIL:a@example.org\r\nBDAY:1990-05-17\r\nEND:VCARD\r\n' >corpus/entity_files/vcard
+printf 'BEGIN:VCALENDAR\nBEGIN:VEVENT\nUID:s\nSUMMARY:Stand-up\nDTSTART:20261210T090000Z\nEND:VEVENT\nEND:VCALENDAR\n' >corpus/entity_files/ics
+printf 'title,pages,when,kind\nDune,412,2026-12-10T09:00:00Z,a\n' >corpus/entity_files/csv
+printf '{"title":"Dune","n":1,"ok":true}\n' >corpus/entity_files/jsonl
+printf '[types.book]\nrequired = ["title"]\nfields.title = "string"\nfields.a = { ref = "person" }\n[[files]]\nglob = "b/*.csv"\ntype = "book"\n' >corpus/entity_files/schema
 # Raw git objects (commits, trees, blobs, annotated tags) from the bats-core fixture.
 mkdir -p corpus/git_objects
 git clone -q --mirror ../tests/fixtures/git/bats-core.bundle "$work/bats.git"

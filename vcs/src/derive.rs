@@ -336,50 +336,72 @@ fn rows(schema: &Schema, rule: &FileRule, path: &[u8], text: &str) -> FileEntiti
             }
         }
     } else {
-        for (i, line) in text.lines().enumerate() {
-            let n = i as u64 + 1;
-            if line.trim().is_empty() {
-                continue;
+        // Lines are independent: read them on every core, in runs, kept in file order.
+        let lines: Vec<(u64, &str)> = text
+            .lines()
+            .enumerate()
+            .map(|(i, l)| (i as u64 + 1, l))
+            .collect();
+        let runs: Vec<&[(u64, &str)]> = lines.chunks(4096).collect();
+        let parts = lifeos_store::par::map(&runs, |run| {
+            let mut part = FileEntities::default();
+            for (n, line) in run.iter() {
+                json_line(*n, line, &push, &mut part);
             }
-            let obj = match serde_json::from_str::<serde_json::Value>(line) {
-                Ok(serde_json::Value::Object(o)) => o,
-                Ok(_) => {
-                    out.skipped.push((n, "not a JSON object".into()));
-                    continue;
-                }
-                Err(e) => {
-                    out.skipped.push((n, format!("not JSON: {e}")));
-                    continue;
-                }
-            };
-            let mut fields = Vec::with_capacity(obj.len());
-            let mut bad = None;
-            for (k, v) in obj {
-                let f = match v {
-                    serde_json::Value::Null => continue,
-                    serde_json::Value::String(s) => FieldText::Text(s),
-                    serde_json::Value::Bool(b) => FieldText::Typed(Value::Bool(b)),
-                    serde_json::Value::Number(x) => match x.as_f64().filter(|f| f.is_finite()) {
-                        Some(f) => FieldText::Typed(Value::Num(if f == 0.0 { 0.0 } else { f })),
-                        None => {
-                            bad = Some(format!("{k}: {x} is not a finite number"));
-                            break;
-                        }
-                    },
-                    _ => {
-                        bad = Some(format!("{k}: lists and objects are not attribute values"));
-                        break;
-                    }
-                };
-                fields.push((k, f));
-            }
-            match bad {
-                Some(why) => out.skipped.push((n, why)),
-                None => push(n, fields, &mut out),
-            }
+            part
+        });
+        for part in parts {
+            out.entities.extend(part.entities);
+            out.skipped.extend(part.skipped);
         }
     }
     out
+}
+
+/// Types, keys and records one row (line, fields) into a file's entities.
+type PushRow<'a> = dyn Fn(u64, Vec<(String, FieldText)>, &mut FileEntities) + Sync + 'a;
+
+/// Reads JSON Lines line `n` into `out` through `push` (which types and keys a row).
+fn json_line(n: u64, line: &str, push: &PushRow<'_>, out: &mut FileEntities) {
+    if line.trim().is_empty() {
+        return;
+    }
+    let obj = match serde_json::from_str::<serde_json::Value>(line) {
+        Ok(serde_json::Value::Object(o)) => o,
+        Ok(_) => {
+            out.skipped.push((n, "not a JSON object".into()));
+            return;
+        }
+        Err(e) => {
+            out.skipped.push((n, format!("not JSON: {e}")));
+            return;
+        }
+    };
+    let mut fields = Vec::with_capacity(obj.len());
+    for (k, v) in obj {
+        let f = match v {
+            serde_json::Value::Null => continue,
+            serde_json::Value::String(s) => FieldText::Text(s),
+            serde_json::Value::Bool(b) => FieldText::Typed(Value::Bool(b)),
+            serde_json::Value::Number(x) => match x.as_f64().filter(|f| f.is_finite()) {
+                Some(f) => FieldText::Typed(Value::Num(if f == 0.0 { 0.0 } else { f })),
+                None => {
+                    out.skipped
+                        .push((n, format!("{k}: {x} is not a finite number")));
+                    return;
+                }
+            },
+            _ => {
+                out.skipped.push((
+                    n,
+                    format!("{k}: lists and objects are not attribute values"),
+                ));
+                return;
+            }
+        };
+        fields.push((k, f));
+    }
+    push(n, fields, out);
 }
 
 /// A field's value as the file gave it: text (read as the schema types it) or a typed

@@ -682,3 +682,121 @@ fn a_damaged_model_is_refused_and_recordings_get_their_metadata() {
     let s = json(d.path(), &["search", "pcm"]);
     assert_eq!(s["hits"][0]["path"], "memo.wav", "{s}");
 }
+
+/// A person and a place named in a transcript and a PDF are linked to the passages that
+/// name them: `search --mentions` and `entity show --mentions` find the second of the
+/// recording and the page; a rename is matched again; reindex gives the same links.
+#[test]
+fn people_and_places_are_found_where_a_transcript_and_a_pdf_mention_them() {
+    let d = repo(false);
+    let dir = d.path();
+    let fixtures = tempfile::tempdir().unwrap();
+    let (wav, times) = speech_wav(
+        fixtures.path(),
+        "call",
+        &[
+            (1.0, "Please remember to water the tomato plants."),
+            (
+                1.5,
+                "The budget meeting with Michael moved to London on Friday.",
+            ),
+        ],
+    );
+    std::fs::copy(&wav, dir.join("call.wav")).unwrap();
+    write(
+        dir,
+        "notes.pdf",
+        &pdf(&["Cover page", "Notes from Michael about the trip to London"]),
+    );
+    write(
+        dir,
+        "todo.md",
+        b"# Todo\n\nask michaelson about the boxes\n",
+    );
+    // Michael is known before the ingest, London only after it.
+    ok(
+        dir,
+        &[
+            "entity",
+            "add",
+            "person",
+            "name=Michael",
+            "--id",
+            "person:michael",
+        ],
+    );
+    ok(dir, &["commit", "-m", "call and notes"]);
+    let r = json_m(dir, &["ingest"]);
+    assert_eq!(r["failed"], serde_json::json!([]), "{r}");
+    ok(
+        dir,
+        &[
+            "entity",
+            "add",
+            "place",
+            "name=London",
+            "--id",
+            "place:london",
+        ],
+    );
+
+    let mentions = |id: &str| -> Vec<(String, serde_json::Value)> {
+        let mut v: Vec<(String, serde_json::Value)> = json_m(dir, &["search", "--mentions", id])
+            ["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| (h["path"].as_str().unwrap().to_string(), h["anchor"].clone()))
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    };
+    let michael = mentions("person:michael");
+    assert_eq!(
+        michael.len(),
+        2,
+        "the call and page 2, not 'michaelson': {michael:?}"
+    );
+    assert_eq!(michael[0].0, "call.wav");
+    let start = michael[0].1["start_ms"].as_f64().unwrap() / 1000.0;
+    assert!(
+        (start - times[1].0).abs() < 1.0,
+        "{start} vs {:?}",
+        times[1]
+    );
+    assert_eq!(michael[1].0, "notes.pdf");
+    assert_eq!(michael[1].1, serde_json::json!({"kind": "page", "page": 2}));
+    let london = mentions("place:london");
+    assert_eq!(london.len(), 2, "{london:?}");
+    assert_eq!(london[0].0, "call.wav");
+
+    // With words, only the mentioning passages that also hold them.
+    let friday = json_m(dir, &["search", "friday", "--mentions", "person:michael"]);
+    assert_eq!(friday["hits"].as_array().unwrap().len(), 1, "{friday}");
+    let shown = json_m(dir, &["entity", "show", "person:michael", "--mentions"]);
+    assert_eq!(shown["mentions"].as_array().unwrap().len(), 2, "{shown}");
+    let text = ok_m(dir, &["entity", "show", "person:michael", "--mentions"]);
+    assert!(
+        text.contains("mentioned in 2 passages")
+            && text.contains("notes.pdf")
+            && text.contains("p. 2"),
+        "{text}"
+    );
+
+    // Renamed, the links follow the names; an alias brings them back.
+    ok(dir, &["entity", "set", "person:michael", "name=Mike"]);
+    assert!(mentions("person:michael").is_empty());
+    ok(
+        dir,
+        &["entity", "set", "person:michael", "aliases=Mick, Michael"],
+    );
+    assert_eq!(mentions("person:michael").len(), 2);
+    ok(dir, &["reindex"]);
+    assert_eq!(mentions("person:michael").len(), 2);
+    assert_eq!(mentions("place:london").len(), 2);
+    let err = String::from_utf8_lossy(
+        &with_model(dir, &["search", "--mentions", "person:nobody"]).stderr,
+    )
+    .into_owned();
+    assert!(err.contains("there is no entity person:nobody"), "{err}");
+}

@@ -77,6 +77,10 @@ pub enum EntityCmd {
         #[command(flatten)]
         #[allow(missing_docs)]
         at: AtArg,
+        /// Also list every passage of the files (as of then) that mentions it: path,
+        /// commit, where in the file (a page, lines, a time range), and the text.
+        #[arg(long)]
+        mentions: bool,
         /// Print JSON (schema lifeos.entity.v1).
         #[arg(long)]
         json: bool,
@@ -231,7 +235,12 @@ pub(crate) fn print_entity_diffs(out: &mut dyn std::io::Write, diffs: &[EntityDi
 /// Runs `lifeos entity ...`.
 pub fn run(repo: &Repo, cmd: EntityCmd, style: Style) -> CliResult<u8> {
     let (id, change) = match cmd {
-        EntityCmd::Show { id, at, json } => {
+        EntityCmd::Show {
+            id,
+            at,
+            mentions,
+            json,
+        } => {
             let view = view_at(repo, &at)?;
             let Some((obj, e)) = repo.entity_in(&view, &id)? else {
                 return Err(CliError::new(match &at.at {
@@ -239,10 +248,36 @@ pub fn run(repo: &Repo, cmd: EntityCmd, style: Style) -> CliResult<u8> {
                     None => format!("no entity {id}"),
                 }));
             };
+            let hits = if mentions {
+                lifeos_ingest::search::search(
+                    repo,
+                    "",
+                    lifeos_ingest::search::Scope::View(&view),
+                    None,
+                    None,
+                    Some(&id),
+                    usize::MAX / 4,
+                )?
+            } else {
+                Vec::new()
+            };
             if json {
-                print_json("lifeos.entity.v1", entity_json(&obj, &e));
+                let mut v = entity_json(&obj, &e);
+                if mentions {
+                    v["mentions"] = hits
+                        .iter()
+                        .map(crate::knowledge::hit_json)
+                        .collect::<Vec<_>>()
+                        .into();
+                }
+                print_json("lifeos.entity.v1", v);
             } else {
                 print_entity(&obj, &e, style);
+                if mentions {
+                    println!("  mentioned in {} passages:", hits.len());
+                    let mut out = std::io::stdout().lock();
+                    crate::knowledge::print_hits(&mut out, &hits, style);
+                }
             }
             return Ok(0);
         }

@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use lifeos_ingest::search::{search as run_search, Scope};
+use lifeos_ingest::search::{search as run_search, Hit, Scope};
 use lifeos_ingest::speech::SpeechStatus;
 use lifeos_speech::models::{Model, Registry};
 use lifeos_vcs::Repo;
@@ -207,32 +207,45 @@ pub fn model(cmd: ModelCmd) -> CliResult<u8> {
 #[allow(clippy::too_many_arguments)]
 pub fn search(
     repo: &Repo,
-    query: &str,
+    query: Option<&str>,
     at: &AtArg,
     all_history: bool,
     file_type: Option<&str>,
     path: Option<&str>,
+    mentions: Option<&str>,
     limit: usize,
     json: bool,
     style: Style,
 ) -> CliResult<u8> {
     let view = view_at(repo, at)?;
+    if let Some(id) = mentions {
+        if repo.entity_in(&repo.head()?.view, id)?.is_none() {
+            return Err(CliError::new(format!(
+                "--mentions {id}: there is no entity {id}"
+            )));
+        }
+    }
+    let query = match (query, mentions) {
+        (Some(q), _) => q,
+        (None, Some(_)) => "",
+        (None, None) => {
+            return Err(CliError::new(
+                "search for what? give words, or --mentions ID",
+            ))
+        }
+    };
     let scope = if all_history {
         Scope::AllHistory
     } else {
         Scope::View(&view)
     };
-    let hits = run_search(repo, query, scope, file_type, path, limit)?;
+    let hits = run_search(repo, query, scope, file_type, path, mentions, limit)?;
     if json {
         print_json(
             "lifeos.search.v1",
             json!({
                 "query": query,
-                "hits": hits.iter().map(|h| json!({
-                    "path": h.path, "commit": h.commit.to_hex(), "file": h.file.to_hex(),
-                    "anchor": h.anchor, "cite": h.cite, "snippet": h.snippet,
-                    "kind": h.kind, "type": h.file_type, "media": h.media, "score": if h.score.is_finite() && h.score < f64::MAX { json!(h.score) } else { json!(null) },
-                })).collect::<Vec<_>>(),
+                "hits": hits.iter().map(hit_json).collect::<Vec<_>>(),
             }),
         );
         return Ok(0);
@@ -241,7 +254,23 @@ pub fn search(
     if hits.is_empty() {
         let _ = writeln!(out, "no matches");
     }
-    for h in &hits {
+    print_hits(&mut out, &hits, style);
+    Ok(0)
+}
+
+/// A hit as `lifeos.search.v1` gives it.
+pub(crate) fn hit_json(h: &Hit) -> serde_json::Value {
+    json!({
+        "path": h.path, "commit": h.commit.to_hex(), "file": h.file.to_hex(),
+        "anchor": h.anchor, "cite": h.cite, "snippet": h.snippet,
+        "kind": h.kind, "type": h.file_type, "media": h.media, "score": if h.score.is_finite() && h.score < f64::MAX { json!(h.score) } else { json!(null) },
+    })
+}
+
+/// Prints hits one per line: where (path, or a video and its subtitles), the commit, the
+/// citation, and the snippet (matched words highlighted in colour).
+pub(crate) fn print_hits(out: &mut dyn Write, hits: &[Hit], style: Style) {
+    for h in hits {
         let snippet = h.snippet.replace('\n', " ");
         let snippet = if style.color {
             snippet.replace('[', "\x1b[1;33m").replace(']', "\x1b[0m")
@@ -260,5 +289,4 @@ pub fn search(
             snippet
         );
     }
-    Ok(0)
 }

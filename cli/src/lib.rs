@@ -264,9 +264,10 @@ pub enum Command {
     },
     /// Search documents, subtitles and images; every hit cites path, revision and place.
     Search {
-        /// Words, "exact phrases", and -exclusions, as one argument: 'budget -draft'.
+        /// Words, "exact phrases", and -exclusions, as one argument: 'budget -draft'
+        /// (optional with --mentions).
         #[arg(allow_hyphen_values = true)]
-        query: String,
+        query: Option<String>,
         #[command(flatten)]
         #[allow(missing_docs)]
         at: AtArg,
@@ -279,6 +280,9 @@ pub enum Command {
         /// Only paths matching this glob.
         #[arg(long, value_name = "GLOB")]
         path: Option<String>,
+        /// Only passages that mention this person, place or project (its id).
+        #[arg(long, value_name = "ID")]
+        mentions: Option<String>,
         /// At most this many hits.
         #[arg(long, default_value_t = 20)]
         limit: usize,

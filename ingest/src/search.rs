@@ -111,12 +111,16 @@ pub fn search(
     scope: Scope<'_>,
     type_filter: Option<&str>,
     path_glob: Option<&str>,
+    mentions: Option<&str>,
     limit: usize,
 ) -> Result<Vec<Hit>> {
     let q = parse(input);
-    let fts = q
-        .fts()
-        .ok_or_else(|| IngestError::Query(format!("{input:?} has no words to search for")))?;
+    let fts = q.fts();
+    if fts.is_none() && mentions.is_none() {
+        return Err(IngestError::Query(format!(
+            "{input:?} has no words to search for"
+        )));
+    }
     let glob = path_glob
         .map(|g| {
             Glob::new(g)
@@ -159,8 +163,10 @@ pub fn search(
     let catalog = repo.catalog()?;
     let mut hits = Vec::new();
     // Subtitles count as their video's (or recording's) type too.
-    let keep = |f: &Id, extractor: &str| {
-        files.contains(f)
+    let mentioned = mentions.map(|eid| catalog.mentions_of(eid)).transpose()?;
+    let keep = |row: i64, f: &Id, extractor: &str| {
+        mentioned.as_ref().is_none_or(|m| m.contains(&row))
+            && files.contains(f)
             && type_filter.is_none_or(|t| {
                 type_matches(t, file_type(extractor))
                     || (matches!(extractor, "subtitles" | "speech" | "media")
@@ -173,7 +179,13 @@ pub fn search(
         .map(|(p, _)| p.as_str())
         .collect();
     let mut seen_hits = HashSet::new();
-    for s in catalog.search_segments(&fts, &keep, limit.saturating_mul(4).max(limit))? {
+    let wanted = limit.saturating_mul(4).max(limit);
+    let segments = match (&fts, mentions) {
+        (Some(fts), _) => catalog.search_segments(fts, &keep, wanted)?,
+        (None, Some(eid)) => catalog.mention_segments(eid, &keep, wanted)?,
+        (None, None) => Vec::new(),
+    };
+    for s in segments {
         let ty = file_type(&s.extractor).to_string();
         // The same segment from two extractors of one file (image and image-ocr both
         // give its metadata) is one hit.
@@ -212,9 +224,10 @@ pub fn search(
             });
         }
     }
-    // Names: every file whose path holds the words (found even when no extractor reads it).
+    // Names: every file whose path holds the words (found even when no extractor reads
+    // it), unless the hits are an entity's mentions.
     let mut names: Vec<Hit> = Vec::new();
-    for (file, vs) in &versions {
+    for (file, vs) in versions.iter().filter(|_| mentions.is_none()) {
         for (path, commit) in vs {
             if q.matches_path(path) {
                 let ty = match lifeos_speech::audio::extension(path).as_str() {

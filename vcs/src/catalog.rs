@@ -20,6 +20,7 @@ pub const MIGRATIONS: &[(u32, &str)] = &[
     (3, include_str!("../../migrations/0003_content.sql")),
     (4, include_str!("../../migrations/0004_git.sql")),
     (5, include_str!("../../migrations/0005_entities.sql")),
+    (6, include_str!("../../migrations/0006_mentions.sql")),
 ];
 
 /// What a git object is to lifeos, as the git map records it.
@@ -237,8 +238,9 @@ impl Catalog {
                 commits.extend(c.parents);
             }
         }
-        index_extracts(&tx, repo, &path, &new_extracts)?;
+        let new_segments = index_extracts(&tx, repo, &path, &new_extracts)?;
         crate::entity_index::sync(&tx, repo, &path)?;
+        crate::mentions::sync(&tx, &path, &new_segments)?;
         tx.execute(
             "INSERT OR REPLACE INTO meta (key, value) VALUES ('op_heads', ?1)",
             [&key],
@@ -412,13 +414,15 @@ pub fn anchor_json(a: &crate::object::Anchor) -> String {
     }
 }
 
-/// Indexes extract objects (newest last wins for a key: a retried failure replaces it).
+/// Indexes extract objects (newest last wins for a key: a retried failure replaces it);
+/// returns the rows of the segments added.
 fn index_extracts(
     tx: &rusqlite::Transaction<'_>,
     repo: &Repo,
     path: &Path,
     ids: &[Id],
-) -> Result<()> {
+) -> Result<Vec<i64>> {
+    let mut added = Vec::new();
     // Operations are walked newest first; apply their extracts oldest first.
     for id in ids.iter().rev() {
         // A missing or damaged extract only loses its search results (fsck names it); the
@@ -440,6 +444,11 @@ fn index_extracts(
         if existing.is_some() {
             tx.execute(
                 "INSERT INTO segments_fts (segments_fts, rowid, text) SELECT 'delete', id, text FROM segments WHERE file_id = ?1 AND extractor = ?2 AND version = ?3",
+                key,
+            )
+            .map_err(|e| db_err(path, e))?;
+            tx.execute(
+                "DELETE FROM mentions WHERE segment IN (SELECT id FROM segments WHERE file_id = ?1 AND extractor = ?2 AND version = ?3)",
                 key,
             )
             .map_err(|e| db_err(path, e))?;
@@ -476,12 +485,14 @@ fn index_extracts(
                     s.meta
                 ])
                 .map_err(|e| db_err(path, e))?;
-                fts.execute(params![tx.last_insert_rowid(), s.text])
+                let row = tx.last_insert_rowid();
+                fts.execute(params![row, s.text])
                     .map_err(|e| db_err(path, e))?;
+                added.push(row);
             }
         }
     }
-    Ok(())
+    Ok(added)
 }
 
 /// Queries matching more segments than this are ranked among the newest this many.
@@ -553,7 +564,8 @@ impl Catalog {
     }
 
     /// Segments matching an FTS5 query, best first (bm25), keeping those for which
-    /// `keep(file, extractor)` holds (the versions in scope, a type filter).
+    /// `keep(row, file, extractor)` holds (the versions in scope, a type filter, the
+    /// segments that mention an entity).
     ///
     /// Ranking uses FTS5's `rank` (bm25) with a limit, so only the best rows are fetched;
     /// snippets are made for those rows alone. A query matching more than
@@ -563,7 +575,7 @@ impl Catalog {
     pub fn search_segments(
         &self,
         fts_query: &str,
-        keep: &dyn Fn(&Id, &str) -> bool,
+        keep: &dyn Fn(i64, &Id, &str) -> bool,
         limit: usize,
     ) -> Result<Vec<SegmentHit>> {
         let err = |e| db_err(&self.path, e);
@@ -610,7 +622,7 @@ impl Catalog {
                 let Some(file) = Id::from_slice(&file) else {
                     continue;
                 };
-                if !keep(&file, &extractor) {
+                if !keep(rowid, &file, &extractor) {
                     continue;
                 }
                 let (kind, anchor, snippet, meta) = detail
@@ -632,6 +644,65 @@ impl Catalog {
                 }
             }
             if out.len() >= limit || exhausted || i == 1 {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    /// The segments that mention entity `eid` (12.9) and pass `keep` (row, file,
+    /// extractor), newest first, at most `limit`: as hits whose snippet is the segment's
+    /// text (its first 160 characters) and whose score is 0.
+    pub fn mention_segments(
+        &self,
+        eid: &str,
+        keep: &dyn Fn(i64, &Id, &str) -> bool,
+        limit: usize,
+    ) -> Result<Vec<SegmentHit>> {
+        let err = |e| db_err(&self.path, e);
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "SELECT s.id, s.file_id, s.extractor, s.kind, s.anchor, s.text, s.meta
+                 FROM mentions m JOIN segments s ON s.id = m.segment WHERE m.eid = ?1 ORDER BY s.id DESC",
+            )
+            .map_err(err)?;
+        let rows = st
+            .query_map([eid], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, Vec<u8>>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, String>(3)?,
+                    r.get::<_, String>(4)?,
+                    r.get::<_, String>(5)?,
+                    r.get::<_, String>(6)?,
+                ))
+            })
+            .map_err(err)?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (rowid, file, extractor, kind, anchor, text, meta) = row.map_err(err)?;
+            let Some(file) = Id::from_slice(&file) else {
+                continue;
+            };
+            if !keep(rowid, &file, &extractor) {
+                continue;
+            }
+            let mut snippet: String = text.chars().take(160).collect();
+            if snippet.len() < text.len() {
+                snippet.push('…');
+            }
+            out.push(SegmentHit {
+                file,
+                extractor,
+                kind,
+                anchor,
+                snippet,
+                score: 0.0,
+                meta,
+            });
+            if out.len() >= limit {
                 break;
             }
         }

@@ -343,13 +343,18 @@ fn rows(schema: &Schema, rule: &FileRule, path: &[u8], text: &str) -> FileEntiti
             .map(|(i, l)| (i as u64 + 1, l))
             .collect();
         let runs: Vec<&[(u64, &str)]> = lines.chunks(4096).collect();
-        let parts = lifeos_store::par::map(&runs, |run| {
+        let read_run = |run: &&[(u64, &str)]| {
             let mut part = FileEntities::default();
             for (n, line) in run.iter() {
                 json_line(*n, line, &push, &mut part);
             }
             part
-        });
+        };
+        let parts = if runs.len() > 1 {
+            lifeos_store::par::map(&runs, read_run)
+        } else {
+            runs.iter().map(read_run).collect()
+        };
         for part in parts {
             out.entities.extend(part.entities);
             out.skipped.extend(part.skipped);

@@ -17,6 +17,7 @@ pub mod entity_map;
 pub mod error;
 pub mod folder;
 pub mod history;
+pub mod mentions;
 pub mod merge;
 pub mod object;
 pub mod path;

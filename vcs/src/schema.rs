@@ -478,7 +478,7 @@ fields.author = { ref = "person" }
         );
         s.check(&good, &mut people).unwrap();
         for (e, says) in [
-            (book(&[title.clone()], &[]), "needs author"),
+            (book(std::slice::from_ref(&title), &[]), "needs author"),
             (
                 book(
                     &[title.clone(), ("pages", Value::Str("many".into()))],
@@ -501,11 +501,11 @@ fields.author = { ref = "person" }
                 "one of paper, ebook",
             ),
             (
-                book(&[title.clone()], &[("author", "task:x")]),
+                book(std::slice::from_ref(&title), &[("author", "task:x")]),
                 "must link to a person; task:x is a task",
             ),
             (
-                book(&[title.clone()], &[("author", "person:zed")]),
+                book(std::slice::from_ref(&title), &[("author", "person:zed")]),
                 "person:zed, which does not exist",
             ),
         ] {

@@ -173,6 +173,51 @@ fn import_json_lines(n: usize) -> f64 {
     rate
 }
 
+/// A repository holding one task edited `versions - 1` times after it was added (one
+/// operation each).
+fn edited(versions: usize) -> (tempfile::TempDir, Repo) {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = Repo::init(dir.path(), lifeos_store::StoreConfig::default()).unwrap();
+    let add = EntityChange::Add {
+        kind: "task".into(),
+        attrs: vec![("title".into(), Value::Str("edited often".into()))],
+    };
+    repo.change_entity(Some("task:often"), add).unwrap();
+    for v in 1..versions {
+        let set = EntityChange::Set(vec![("n".into(), Value::Num(v as f64))]);
+        repo.change_entity(Some("task:often"), set).unwrap();
+    }
+    (dir, repo)
+}
+
+fn history(c: &mut Criterion) {
+    let versions = if count() == 1_000_000 { 10_000 } else { 100 };
+    let start = Instant::now();
+    let (_dir, repo) = edited(versions);
+    println!(
+        "recorded {versions} versions of one entity in {:.1} s",
+        start.elapsed().as_secs_f64()
+    );
+    let start = Instant::now();
+    assert_eq!(repo.entity_history("task:often").unwrap().len(), versions);
+    println!(
+        "first history (the catalog indexes {versions} operations): {:.2} s",
+        start.elapsed().as_secs_f64()
+    );
+    let mut g = c.benchmark_group("entities");
+    g.sample_size(20);
+    let mut f = || repo.entity_history("task:often").unwrap().len();
+    g.bench_function(
+        format!("history of one entity with {versions} versions"),
+        |b| b.iter(|| black_box(f())),
+    );
+    println!(
+        "history of one entity with {versions} versions: p95 {:.3} ms",
+        p95_ms(&mut f)
+    );
+    g.finish();
+}
+
 fn entities(c: &mut Criterion) {
     let n = count();
     println!(
@@ -268,5 +313,5 @@ fn entities(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, entities);
+criterion_group!(benches, history, entities);
 criterion_main!(benches);

@@ -6,10 +6,6 @@ use common::*;
 
 use std::path::Path;
 
-fn succeeded_at(d: &Path, now: &str, args: &[&str]) -> String {
-    succeeded(at_time(d, now, args), args)
-}
-
 /// Commits the folder, which must succeed; returns what it said on stderr.
 fn committed_with_warnings(d: &Path, message: &str) -> String {
     let out = run(d, &["commit", "-m", message]);
@@ -21,7 +17,7 @@ fn committed_with_warnings(d: &Path, message: &str) -> String {
 fn entities_are_recorded_changed_linked_and_shown_as_they_were() {
     let repo = tempfile::tempdir().unwrap();
     let d = repo.path();
-    succeeded_at(d, "2026-10-31T10:00:00Z", &["init"]);
+    ok_at(d, "2026-10-31T10:00:00Z", &["init"]);
     let project = [
         "entity",
         "add",
@@ -30,7 +26,7 @@ fn entities_are_recorded_changed_linked_and_shown_as_they_were() {
         "--id",
         "project:move",
     ];
-    succeeded_at(d, "2026-11-01T10:00:00Z", &project);
+    ok_at(d, "2026-11-01T10:00:00Z", &project);
     let task = [
         "entity",
         "add",
@@ -42,7 +38,7 @@ fn entities_are_recorded_changed_linked_and_shown_as_they_were() {
         "--json",
     ];
     let added: serde_json::Value =
-        serde_json::from_str(&succeeded_at(d, "2026-11-01T11:00:00Z", &task)).unwrap();
+        serde_json::from_str(&ok_at(d, "2026-11-01T11:00:00Z", &task)).unwrap();
     assert_eq!(added["schema"], "lifeos.entity.v1");
     let id = added["id"].as_str().unwrap().to_string();
     assert!(id.starts_with("task:"), "{id}");
@@ -50,17 +46,17 @@ fn entities_are_recorded_changed_linked_and_shown_as_they_were() {
     assert_eq!(added["attrs"]["estimate"], 2.5);
     assert_eq!(added["attrs"]["urgent"], true);
 
-    succeeded_at(
+    ok_at(
         d,
         "2026-11-02T10:00:00Z",
         &["entity", "link", &id, "project", "project:move"],
     );
-    succeeded_at(
+    ok_at(
         d,
         "2026-11-03T10:00:00Z",
         &["entity", "set", &id, "status=done"],
     );
-    succeeded_at(
+    ok_at(
         d,
         "2026-11-04T10:00:00Z",
         &["entity", "unset", &id, "estimate"],
@@ -338,7 +334,7 @@ fn queries_order_limit_and_keep_text_that_is_not_a_number() {
 fn entity_changes_show_in_diff_and_op_show_and_queries_survive_reindex() {
     let repo = tempfile::tempdir().unwrap();
     let d = repo.path();
-    succeeded_at(d, "2026-10-31T10:00:00Z", &["init"]);
+    ok_at(d, "2026-10-31T10:00:00Z", &["init"]);
     let steps: [(&str, &[&str]); 5] = [
         (
             "2026-11-01T10:00:00Z",
@@ -387,7 +383,7 @@ fn entity_changes_show_in_diff_and_op_show_and_queries_survive_reindex() {
         ),
     ];
     for (now, args) in steps {
-        succeeded_at(d, now, args);
+        ok_at(d, now, args);
     }
 
     let diff = json(d, &["diff", "--from-at", "2026-11-02T12:00:00Z"]);
@@ -500,8 +496,8 @@ fn entity_changes_show_in_diff_and_op_show_and_queries_survive_reindex() {
 fn the_same_attribute_set_concurrently_keeps_the_newer_value_and_a_conflict() {
     let repo = tempfile::tempdir().unwrap();
     let d = repo.path();
-    succeeded_at(d, "2026-11-01T10:00:00Z", &["init"]);
-    succeeded_at(
+    ok_at(d, "2026-11-01T10:00:00Z", &["init"]);
+    ok_at(
         d,
         "2026-11-01T11:00:00Z",
         &[
@@ -525,7 +521,7 @@ fn the_same_attribute_set_concurrently_keeps_the_newer_value_and_a_conflict() {
     };
     let base = listing();
     assert_eq!(base.len(), 1);
-    succeeded_at(
+    ok_at(
         d,
         "2026-11-02T10:00:00Z",
         &["entity", "set", "task:pack", "status=waiting"],
@@ -535,7 +531,7 @@ fn the_same_attribute_set_concurrently_keeps_the_newer_value_and_a_conflict() {
     let first = listing();
     std::fs::remove_file(heads.join(&first[0])).unwrap();
     std::fs::File::create(heads.join(&base[0])).unwrap();
-    succeeded_at(
+    ok_at(
         d,
         "2026-11-02T12:00:00Z",
         &["entity", "set", "task:pack", "status=done"],

@@ -6,16 +6,6 @@ use common::*;
 
 use std::path::Path;
 
-fn ok_at(d: &Path, now: &str, args: &[&str]) -> String {
-    let out = at_time(d, now, args);
-    assert!(
-        out.status.success(),
-        "lifeos {args:?} at {now}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
 fn log_messages(d: &Path, args: &[&str]) -> Vec<String> {
     let mut a = vec!["log"];
     a.extend_from_slice(args);

@@ -290,30 +290,34 @@ pub fn run(repo: &Repo, cmd: EntityCmd, style: Style) -> CliResult<u8> {
                 let list: Vec<Value> = versions
                     .iter()
                     .map(|v| {
-                        json!({
-                            "operation": v.op.id.to_hex(),
-                            "time_ms": v.op.op.end_ms,
-                            "description": v.op.op.description,
+                        let entity = match v.object {
+                            Some(o) => entity_json(&o, &repo.entity_object(&o)?),
+                            None => Value::Null,
+                        };
+                        Ok(json!({
+                            "operation": v.op.to_hex(),
+                            "time_ms": v.end_ms,
+                            "description": v.description,
                             "changed": v.changed,
-                            "entity": v.entity.as_ref().map(|(o, e)| entity_json(o, e)),
-                        })
+                            "entity": entity,
+                        }))
                     })
-                    .collect();
+                    .collect::<CliResult<_>>()?;
                 print_json(
                     "lifeos.entity_history.v1",
                     json!({"id": id, "versions": list}),
                 );
             } else {
                 for v in &versions {
-                    let what = match &v.entity {
+                    let what = match &v.object {
                         None => "removed".to_string(),
                         Some(_) => v.changed.join(", "),
                     };
                     println!(
                         "{} {} {}  {}",
-                        style.id(&v.op.id.short(12)),
-                        local_time(v.op.op.end_ms),
-                        v.op.op.description,
+                        style.id(&v.op.short(12)),
+                        local_time(v.end_ms),
+                        v.description,
                         style.dim(&what)
                     );
                 }

@@ -156,6 +156,11 @@ pub fn at_time(d: &Path, now: &str, args: &[&str]) -> std::process::Output {
     cmd(d).env("LIFEOS_NOW", now).args(args).output().unwrap()
 }
 
+/// The same, which must succeed; its stdout.
+pub fn ok_at(d: &Path, now: &str, args: &[&str]) -> String {
+    succeeded(at_time(d, now, args), args)
+}
+
 /// A minimal PDF with one text line per page.
 pub fn pdf(pages: &[&str]) -> Vec<u8> {
     let mut objs: Vec<String> = Vec::new();

@@ -21,6 +21,7 @@ pub const MIGRATIONS: &[(u32, &str)] = &[
     (4, include_str!("../../migrations/0004_git.sql")),
     (5, include_str!("../../migrations/0005_entities.sql")),
     (6, include_str!("../../migrations/0006_mentions.sql")),
+    (7, include_str!("../../migrations/0007_entity_history.sql")),
 ];
 
 /// What a git object is to lifeos, as the git map records it.
@@ -62,6 +63,8 @@ pub struct Catalog {
     pub(crate) path: PathBuf,
     /// A query condition fewer rows than this pass drives an entity query.
     pub(crate) selective: i64,
+    /// From this many entity changes in one operation, the entity index is loaded in bulk.
+    pub(crate) bulk: usize,
 }
 
 pub(crate) fn db_err(path: &Path, e: rusqlite::Error) -> VcsError {
@@ -104,6 +107,7 @@ impl Catalog {
             conn,
             path: path.into(),
             selective: crate::entity_index::SELECTIVE,
+            bulk: crate::entity_index::BULK,
         };
         cat.migrate()?;
         Ok(cat)
@@ -239,7 +243,7 @@ impl Catalog {
             }
         }
         let new_segments = index_extracts(&tx, repo, &path, &new_extracts)?;
-        crate::entity_index::sync(&tx, repo, &path)?;
+        crate::entity_index::sync(&tx, repo, &path, self.bulk)?;
         crate::mentions::sync(&tx, &path, &new_segments)?;
         tx.execute(
             "INSERT OR REPLACE INTO meta (key, value) VALUES ('op_heads', ?1)",

@@ -536,8 +536,19 @@ impl Repo {
                 for (line, why) in read.skipped {
                     out.skipped.push((c.path.clone(), line, why));
                 }
+                // Where these entities came from, the same for all of them.
+                let source = [
+                    ("source_commit", Value::Str(commit.to_hex())),
+                    ("source_file", Value::Str(file.to_hex())),
+                    (
+                        "source_path",
+                        Value::Str(crate::path::display(&c.path).into_owned()),
+                    ),
+                ];
+                let mut seen = std::collections::HashSet::new();
+                let mut pending = Vec::new();
                 for d in read.entities {
-                    if !new_ids.insert(d.id.clone()) {
+                    if !seen.insert(d.id.clone()) {
                         out.skipped.push((
                             c.path.clone(),
                             d.line,
@@ -545,7 +556,11 @@ impl Repo {
                         ));
                         continue;
                     }
-                    let before = current(tx, &d.id)?;
+                    let before = if root.is_some() {
+                        current(tx, &d.id)?
+                    } else {
+                        None
+                    };
                     let unchanged = before.as_ref().is_some_and(|(_, e)| {
                         e.kind == d.kind
                             && e.attrs
@@ -554,22 +569,16 @@ impl Repo {
                                 .eq(d.attrs.iter())
                     });
                     if unchanged {
+                        new_ids.insert(d.id);
                         continue;
                     }
-                    let mut attrs = d.attrs.clone();
-                    attrs.extend([
-                        ("source_commit".to_string(), Value::Str(commit.to_hex())),
-                        ("source_file".to_string(), Value::Str(file.to_hex())),
-                        ("source_line".to_string(), Value::Num(d.line as f64)),
-                        (
-                            "source_path".to_string(),
-                            Value::Str(crate::path::display(&c.path).into_owned()),
-                        ),
-                    ]);
+                    let mut attrs = d.attrs;
+                    attrs.extend(source.iter().map(|(n, v)| (n.to_string(), v.clone())));
+                    attrs.push(("source_line".into(), Value::Num(d.line as f64)));
                     attrs.sort_by(|a, b| a.0.cmp(&b.0));
                     let e = Entity {
-                        kind: d.kind.clone(),
-                        id: d.id.clone(),
+                        kind: d.kind,
+                        id: d.id,
                         attrs,
                         // Links made by hand survive a new version of the file.
                         links: before
@@ -583,23 +592,29 @@ impl Repo {
                     };
                     if let Err(err) = schema.check(&e, &mut type_of) {
                         out.skipped.push((c.path.clone(), d.line, err.to_string()));
-                        new_ids.remove(&d.id);
                         continue;
                     }
+                    new_ids.insert(e.id.clone());
+                    pending.push((crate::entity_map::walk_order(e.id.as_bytes()), e, before));
+                }
+                // Written in the order the map is walked, so that reading them back (the
+                // catalog's indexing, a diff) decodes each block once.
+                pending.sort_by_key(|p| p.0);
+                for (_, e, before) in pending {
                     let (obj, _) = tx.write_grouped(Kind::Entity, &e.encode())?;
                     out.events.push(match before {
                         Some((from, b)) => Event::EntityChanged {
-                            id: d.id.clone(),
+                            id: e.id.clone(),
                             paths: crate::entity::changed_attrs(&b, &e),
                             from,
                             to: obj,
                         },
                         None => Event::EntityCreated {
-                            id: d.id.clone(),
+                            id: e.id.clone(),
                             entity: obj,
                         },
                     });
-                    edits.push((d.id.into_bytes(), Some(obj)));
+                    edits.push((e.id.into_bytes(), Some(obj)));
                 }
             }
             for gone in old_ids.difference(&new_ids) {

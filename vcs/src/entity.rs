@@ -15,7 +15,7 @@ use lifeos_store::{Id, Kind, Transaction};
 use crate::entity_map::{EntityMap, MapConflict};
 use crate::error::{Result, VcsError};
 use crate::object::{Event, View};
-use crate::repo::{now_ms, OpState, Repo};
+use crate::repo::{now_ms, Repo};
 
 /// Format version of an entity's encoding.
 pub const ENTITY_VERSION: u8 = 1;
@@ -356,17 +356,6 @@ pub enum EntityChange {
     /// Make the entity what it was in an earlier version (rollback as checkout: the new
     /// operation names the old object).
     Restore(Entity),
-}
-
-/// One version of an entity in its history.
-#[derive(Debug, Clone)]
-pub struct EntityVersion {
-    /// The operation that made it.
-    pub op: OpState,
-    /// The entity after the operation (`None`: removed by it).
-    pub entity: Option<(Id, Entity)>,
-    /// The attributes whose values differ from the previous version, sorted.
-    pub changed: Vec<String>,
 }
 
 fn invalid(msg: String) -> VcsError {
@@ -876,67 +865,26 @@ impl Repo {
         Ok(out)
     }
 
-    /// Every version of entity `id`, newest first: each operation whose view holds a
-    /// different object for it than its first parent's view did.
-    pub fn entity_history(&self, id: &str) -> Result<Vec<EntityVersion>> {
-        let head = self.head()?;
-        let mut seen = std::collections::HashSet::new();
-        let mut heap = std::collections::BinaryHeap::new();
-        heap.push((head.op.end_ms, head.id));
-        let mut out = Vec::new();
-        // Each operation's object for the id, looked up once (as itself and as a parent).
-        let mut memo: std::collections::HashMap<Id, Option<Id>> = std::collections::HashMap::new();
-        let mut lookup = |op: &Id, view: &View| -> Result<Option<Id>> {
-            if let Some(v) = memo.get(op) {
-                return Ok(*v);
+    /// Every version of entity `id`, newest first: each operation after which the
+    /// entity, as `--at` that operation shows it, differs from the operation before (in
+    /// `--at` order), read from the catalog's index.
+    pub fn entity_history(&self, id: &str) -> Result<Vec<crate::entity_index::IndexedVersion>> {
+        // Concurrent heads are merged first, so their edits are in the history.
+        self.head()?;
+        let mut versions = self.catalog()?.entity_versions(id)?;
+        // A removal changed every attribute the entity had.
+        for i in 1..versions.len() {
+            if let (None, Some(prev)) = (versions[i].object, versions[i - 1].object) {
+                versions[i].changed = self
+                    .entity_object(&prev)?
+                    .attrs
+                    .into_iter()
+                    .map(|(n, _)| n)
+                    .collect();
             }
-            let v = match root_of(view) {
-                Some(r) => r.get(self.store(), id.as_bytes())?,
-                None => None,
-            };
-            memo.insert(*op, v);
-            Ok(v)
-        };
-        while let Some((_, op_id)) = heap.pop() {
-            if !seen.insert(op_id) {
-                continue;
-            }
-            let state = self.op_state(&op_id)?;
-            let now = lookup(&op_id, &state.view)?;
-            let before = match state.op.parents.first() {
-                Some(p) => {
-                    let parent = self.op_state(p)?;
-                    lookup(p, &parent.view)?
-                }
-                None => None,
-            };
-            for p in &state.op.parents {
-                heap.push((self.operation(p)?.end_ms, *p));
-            }
-            if now == before {
-                continue;
-            }
-            let entity = match now {
-                Some(o) => Some((o, self.entity_object(&o)?)),
-                None => None,
-            };
-            let prev = match before {
-                Some(o) => Some(self.entity_object(&o)?),
-                None => None,
-            };
-            let changed = match (&prev, &entity) {
-                (Some(a), Some((_, b))) => changed_attrs(a, b),
-                (None, Some((_, b))) => b.attrs.iter().map(|(n, _)| n.clone()).collect(),
-                (Some(a), None) => a.attrs.iter().map(|(n, _)| n.clone()).collect(),
-                (None, None) => Vec::new(),
-            };
-            out.push(EntityVersion {
-                op: state,
-                entity,
-                changed,
-            });
         }
-        Ok(out)
+        versions.reverse();
+        Ok(versions)
     }
 }
 

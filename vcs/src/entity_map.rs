@@ -67,6 +67,12 @@ fn path(key: &[u8]) -> [u8; 32] {
     *blake3::hash(key).as_bytes()
 }
 
+/// Where `key` sorts in a map's walks ([`EntityMap::entries`], diffs): objects grouped
+/// into blocks should be written in this order, so a walk decodes each block once.
+pub fn walk_order(key: &[u8]) -> [u8; 32] {
+    path(key)
+}
+
 /// The slot of `hash` at `depth` (high nibble first).
 fn nibble(hash: &[u8; 32], depth: usize) -> usize {
     let b = hash[depth / 2];

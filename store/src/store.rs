@@ -28,8 +28,8 @@ pub const CONFIG_FILE: &str = "config";
 
 /// At most this many index layers before they are merged.
 const MAX_LAYERS: usize = 8;
-/// Consolidate once this many layers cover only small packs.
-const SMALL_LAYERS_TRIGGER: usize = 16;
+/// Consolidate once the layers that cover only small packs cover this many packs.
+const SMALL_PACKS_TRIGGER: usize = 16;
 
 /// Random lowercase hex of `bytes` random bytes.
 pub fn random_hex(bytes: usize) -> String {
@@ -970,7 +970,11 @@ impl Store {
                 .map(|l| (l.name.clone(), l.packs.clone()))
                 .collect()
         };
-        if candidates.len() < SMALL_LAYERS_TRIGGER {
+        // Counted in packs, not layers: merging (which runs after this) folds small layers
+        // together, and a count of layers would then never be reached while the packs,
+        // one per operation, pile up.
+        let small_packs: HashSet<&Arc<str>> = candidates.iter().flat_map(|(_, p)| p).collect();
+        if small_packs.len() < SMALL_PACKS_TRIGGER {
             return Ok(());
         }
         let mut tx = self.transaction()?;
@@ -1765,5 +1769,33 @@ mod tests {
             assert_eq!(&fresh.read_object(&Id::hash(t), Kind::Tree).unwrap(), t);
         }
         assert!(fresh.check_packs(&|_| {}).unwrap().problems.is_empty());
+    }
+
+    /// Found timing 10,000 entity edits: maintenance after each small transaction merged
+    /// the layers before 16 of them covered only small packs, so consolidation never ran,
+    /// a pack per operation piled up and every publish stat'ed all of them.
+    #[test]
+    fn small_packs_are_consolidated_even_when_merging_folded_their_layers() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(dir.path(), StoreConfig::default()).unwrap();
+        let mut written = Vec::new();
+        for i in 0..100u32 {
+            let mut tx = store.transaction().unwrap();
+            let raw = format!("object {i}").into_bytes();
+            tx.write_object(Kind::Tree, &raw).unwrap();
+            drop(tx.commit().unwrap());
+            store.maintain().unwrap();
+            written.push(raw);
+            let packs = store.pack_names().unwrap().len();
+            assert!(
+                packs <= SMALL_PACKS_TRIGGER,
+                "{packs} packs after {} transactions",
+                i + 1
+            );
+        }
+        let fresh = Store::open(dir.path()).unwrap();
+        for raw in &written {
+            assert_eq!(&fresh.read_object(&Id::hash(raw), Kind::Tree).unwrap(), raw);
+        }
     }
 }

@@ -399,48 +399,41 @@ pub fn run(repo: &Repo, args: DiffArgs, style: Style) -> CliResult<u8> {
     let view = view_at(repo, &args.at)?;
     let resolve =
         |rev: &str| -> CliResult<End> { Ok(End::Commit(resolve_in(repo, &view, rev)?.0)) };
-    let at_end = |when: &str| -> CliResult<End> {
-        let a = repo.op_at(when)?;
-        Ok(a.state.view.at_commit().map_or(End::NoCommit, End::Commit))
+    // A side given as a moment: its `@` (if any) and its view, whose entities are compared.
+    let at_side = |when: &str| -> CliResult<(End, Option<lifeos_vcs::View>)> {
+        let view = repo.op_at(when)?.state.view;
+        Ok((
+            view.at_commit().map_or(End::NoCommit, End::Commit),
+            Some(view),
+        ))
     };
     if args.revisions.len() > 2 {
         return Err(CliError::new("give at most two revisions (-r FROM -r TO)"));
     }
-    let from = match (&args.from, args.revisions.first(), &args.from_at) {
-        (Some(r), _, _) | (None, Some(r), _) => resolve(r)?,
-        (None, None, Some(w)) => at_end(w)?,
-        (None, None, None) => resolve("@")?,
+    let (from, from_view) = match (&args.from, args.revisions.first(), &args.from_at) {
+        (Some(r), _, _) | (None, Some(r), _) => (resolve(r)?, None),
+        (None, None, Some(w)) => at_side(w)?,
+        (None, None, None) => (resolve("@")?, None),
     };
-    let to = match (&args.to, args.revisions.get(1), &args.to_at) {
-        (Some(r), _, _) | (None, Some(r), _) => resolve(r)?,
-        (None, None, Some(w)) => at_end(w)?,
-        (None, None, None) => End::Folder,
+    let (to, to_view) = match (&args.to, args.revisions.get(1), &args.to_at) {
+        (Some(r), _, _) | (None, Some(r), _) => (resolve(r)?, None),
+        (None, None, Some(w)) => at_side(w)?,
+        (None, None, None) => (End::Folder, None),
     };
     let paths: Vec<BString> = args
         .paths
         .iter()
         .map(|p| lifeos_vcs::path::clean(p))
         .collect::<Result<_, _>>()?;
-    // Between two moments (not revisions: commits hold no entities), and with no paths
-    // asked for, the entities that changed too.
-    let entities = match (
-        &args.from,
-        args.revisions.first(),
-        &args.from_at,
-        paths.is_empty(),
-    ) {
-        (None, None, Some(w), true) => {
-            let old = repo.op_at(w)?.state.view;
-            let new = match (&args.to, args.revisions.get(1), &args.to_at) {
-                (None, None, Some(w)) => Some(repo.op_at(w)?.state.view),
-                (None, None, None) => Some(repo.head()?.view),
-                _ => None,
-            };
-            match new {
-                Some(new) => repo.diff_entities(&old, &new)?,
-                None => Vec::new(),
-            }
-        }
+    // Between two moments (not revisions: commits hold no entities; the folder's side is
+    // the current view), and with no paths asked for, the entities that changed too.
+    let new_view = match (&to_view, &to) {
+        (Some(_), _) => to_view,
+        (None, End::Folder) if from_view.is_some() && paths.is_empty() => Some(repo.head()?.view),
+        _ => None,
+    };
+    let entities = match (&from_view, &new_view, paths.is_empty()) {
+        (Some(old), Some(new), true) => repo.diff_entities(old, new)?,
         _ => Vec::new(),
     };
     let flat = |e: &End, other: &FlatTree| -> CliResult<FlatTree> {

@@ -493,15 +493,7 @@ impl Repo {
         let current = |tx: &Transaction<'_>, id: &str| -> Result<Option<(Id, Entity)>> {
             match &root {
                 Some(r) => match r.get(tx, id.as_bytes())? {
-                    Some(o) => {
-                        let raw = tx.read_object(&o, Kind::Entity)?;
-                        let e = Entity::decode(&raw).map_err(|source| VcsError::Decode {
-                            kind: "entity",
-                            id: o,
-                            source,
-                        })?;
-                        Ok(Some((o, e)))
-                    }
+                    Some(o) => Ok(Some((o, crate::entity::decode_in(tx, &o)?))),
                     None => Ok(None),
                 },
                 None => Ok(None),
@@ -516,11 +508,9 @@ impl Repo {
         for c in &changes {
             let old_ids: BTreeSet<String> = match is_file(&c.old) {
                 Some(id) => {
-                    let bytes = self.derived_bytes(&c.path, &id).or_else(|_| {
-                        let mut b = Vec::new();
-                        self.store().read_file(&id, &mut b)?;
-                        Ok::<_, VcsError>(b)
-                    })?;
+                    // The old version is the parent commit's: in the store.
+                    let mut bytes = Vec::new();
+                    self.store().read_file(&id, &mut bytes)?;
                     read_file(&schema, &c.path, &bytes)
                         .entities
                         .into_iter()

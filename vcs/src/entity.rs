@@ -913,7 +913,7 @@ pub(crate) fn changed_attrs(a: &Entity, b: &Entity) -> Vec<String> {
 }
 
 /// Reads an entity object inside a transaction.
-fn decode_in(tx: &Transaction<'_>, obj: &Id) -> Result<Entity> {
+pub(crate) fn decode_in(tx: &Transaction<'_>, obj: &Id) -> Result<Entity> {
     let raw = tx.read_object(obj, Kind::Entity)?;
     Entity::decode(&raw).map_err(|source| VcsError::Decode {
         kind: "entity",

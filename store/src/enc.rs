@@ -35,9 +35,11 @@ pub struct Writer {
 impl Writer {
     /// A writer whose output starts with an object header: a type tag and a format version.
     pub fn with_header(tag: u8, version: u8) -> Self {
-        Writer {
-            buf: vec![tag, version],
-        }
+        // Most objects (entities, commits, small trees) fit; growing from two bytes
+        // reallocated several times per object.
+        let mut buf = Vec::with_capacity(256);
+        buf.extend_from_slice(&[tag, version]);
+        Writer { buf }
     }
 
     /// Appends a varint.

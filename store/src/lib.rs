@@ -26,7 +26,7 @@ pub mod store;
 
 pub use config::StoreConfig;
 pub use error::{Result, StoreError};
-pub use id::Id;
+pub use id::{Id, IdMap, IdSet};
 pub use manifest::{ChunkRef, Manifest};
 pub use pack::Kind;
 pub use store::{Store, StoreStats, Transaction, Written};

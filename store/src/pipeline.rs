@@ -65,7 +65,7 @@ struct Shared<'a, 't> {
 /// The parts of a transaction the pipeline's threads share.
 pub(crate) struct Claims<'t> {
     pub(crate) store: &'t crate::Store,
-    pub(crate) claimed: &'t Mutex<std::collections::HashSet<Id>>,
+    pub(crate) claimed: &'t Mutex<crate::IdSet>,
 }
 
 impl Claims<'_> {

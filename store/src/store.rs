@@ -10,7 +10,7 @@ use std::thread::JoinHandle;
 use crate::block::{Block, BlockBuilder};
 use crate::config::StoreConfig;
 use crate::error::{IoContext, Result, StoreError};
-use crate::id::Id;
+use crate::id::{Id, IdMap, IdSet};
 use crate::index::{merged_rows, write_layer, Layer, Location};
 use crate::manifest::{ChunkRef, Manifest};
 use crate::pack::{self, EntryHeader, FinishedPack, Kind, PackInfo, PackWriter};
@@ -708,8 +708,8 @@ impl Store {
                 finishing: Vec::new(),
                 seq: 0,
             },
-            claimed: Mutex::new(HashSet::new()),
-            pending: HashMap::new(),
+            claimed: Mutex::new(IdSet::default()),
+            pending: IdMap::default(),
             blocks: Vec::new(),
             compressor: zstd::bulk::Compressor::new(self.config.compression.zstd_level).map_err(
                 |e| StoreError::BadConfig {
@@ -1222,8 +1222,8 @@ pub struct Transaction<'s> {
     lock: Option<File>,
     pub(crate) sink: PackSink,
     /// Ids already present or being written in this transaction.
-    pub(crate) claimed: Mutex<HashSet<Id>>,
-    pending: HashMap<Id, (Kind, Vec<u8>)>,
+    pub(crate) claimed: Mutex<IdSet>,
+    pending: IdMap<(Kind, Vec<u8>)>,
     /// The blocks being filled by [`Transaction::write_grouped`], one per kind.
     blocks: Vec<(Kind, BlockBuilder)>,
     compressor: zstd::bulk::Compressor<'static>,

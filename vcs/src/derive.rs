@@ -7,10 +7,10 @@
 //! event or row starts), `source_commit` (the commit that recorded that version) and
 //! `source_file` (the file's content id). See `docs/FORMAT.md` (7.11).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use bstr::BString;
-use lifeos_store::{Id, Kind, Transaction};
+use lifeos_store::{Id, IdSet, Kind, Transaction};
 
 use crate::entity::{Entity, Value};
 use crate::entity_map::EntityMap;
@@ -279,7 +279,7 @@ fn rows(schema: &Schema, rule: &FileRule, path: &[u8], text: &str) -> FileEntiti
             (None, None) => format!("#{line}"),
         };
         let id = derived_id(&rule.kind, path, &key);
-        let mut attrs = BTreeMap::new();
+        let mut attrs = Vec::with_capacity(fields.len());
         for (name, v) in fields {
             if let Err(e) = crate::entity::check_name("field", &name) {
                 out.skipped.push((line, e.to_string()));
@@ -291,19 +291,21 @@ fn rows(schema: &Schema, rule: &FileRule, path: &[u8], text: &str) -> FileEntiti
                 FieldText::Typed(v) => Ok(v),
             };
             match value {
-                Ok(v) => {
-                    attrs.insert(name, v);
-                }
+                Ok(v) => attrs.push((name, v)),
                 Err(e) => {
                     out.skipped.push((line, e.to_string()));
                     return;
                 }
             }
         }
+        // Sorted by name; of a name given twice (a CSV header), the last value is kept.
+        attrs.reverse();
+        attrs.sort_by(|a, b| a.0.cmp(&b.0));
+        attrs.dedup_by(|a, b| a.0 == b.0);
         out.entities.push(Derived {
             kind: rule.kind.clone(),
             id,
-            attrs: attrs.into_iter().collect(),
+            attrs,
             line,
         });
     };
@@ -504,9 +506,14 @@ impl Repo {
                 .filter(|e| matches!(e.kind, EntryKind::File | EntryKind::Executable))
                 .map(|e| e.id)
         };
+        // Each key at most once: an id is read once from all files (a derived id hashes
+        // its file's path, so two files never share one), and a file's removed ids are
+        // ones its new version does not hold.
         let mut edits: Vec<(Vec<u8>, Option<Id>)> = Vec::new();
+        // The ids read so far, by walk order (the BLAKE3 hash of the id).
+        let mut seen: IdSet<[u8; 32]> = IdSet::default();
         for c in &changes {
-            let old_ids: BTreeSet<String> = match is_file(&c.old) {
+            let mut old_ids: Vec<String> = match is_file(&c.old) {
                 Some(id) => {
                     // The old version is the parent commit's: in the store.
                     let mut bytes = Vec::new();
@@ -517,9 +524,13 @@ impl Repo {
                         .map(|d| d.id)
                         .collect()
                 }
-                None => BTreeSet::new(),
+                None => Vec::new(),
             };
-            let mut new_ids = BTreeSet::new();
+            old_ids.sort_unstable();
+            old_ids.dedup();
+            // The entities the new version holds, by walk order (needed only to find the
+            // old version's that are gone).
+            let mut kept: IdSet<[u8; 32]> = IdSet::default();
             if let Some(file) = is_file(&c.new) {
                 let bytes = self.derived_bytes(&c.path, &file)?;
                 let read = read_file(&schema, &c.path, &bytes);
@@ -535,10 +546,10 @@ impl Repo {
                         Value::Str(crate::path::display(&c.path).into_owned()),
                     ),
                 ];
-                let mut seen = std::collections::HashSet::new();
                 let mut pending = Vec::new();
                 for d in read.entities {
-                    if !seen.insert(d.id.clone()) {
+                    let order = crate::entity_map::walk_order(d.id.as_bytes());
+                    if !seen.insert(order) {
                         out.skipped.push((
                             c.path.clone(),
                             d.line,
@@ -559,7 +570,9 @@ impl Repo {
                                 .eq(d.attrs.iter())
                     });
                     if unchanged {
-                        new_ids.insert(d.id);
+                        if !old_ids.is_empty() {
+                            kept.insert(order);
+                        }
                         continue;
                     }
                     let mut attrs = d.attrs;
@@ -584,12 +597,15 @@ impl Repo {
                         out.skipped.push((c.path.clone(), d.line, err.to_string()));
                         continue;
                     }
-                    new_ids.insert(e.id.clone());
-                    pending.push((crate::entity_map::walk_order(e.id.as_bytes()), e, before));
+                    if !old_ids.is_empty() {
+                        kept.insert(order);
+                    }
+                    pending.push((order, e, before));
                 }
-                // Written in the order the map is walked, so that reading them back (the
+                // Written in the order the map is walked (sorted through their keys, not
+                // by moving the entities), so that reading them back (the
                 // catalog's indexing, a diff) decodes each block once.
-                pending.sort_by_key(|p| p.0);
+                pending.sort_by_cached_key(|p| p.0);
                 for (_, e, before) in pending {
                     let (obj, _) = tx.write_grouped(Kind::Entity, &e.encode())?;
                     out.events.push(match before {
@@ -607,21 +623,22 @@ impl Repo {
                     edits.push((e.id.into_bytes(), Some(obj)));
                 }
             }
-            for gone in old_ids.difference(&new_ids) {
-                if let Some((obj, _)) = current(tx, gone)? {
+            let gone = old_ids
+                .into_iter()
+                .filter(|id| !kept.contains(&crate::entity_map::walk_order(id.as_bytes())));
+            for gone in gone {
+                if let Some((obj, _)) = current(tx, &gone)? {
                     out.events.push(Event::EntityRemoved {
                         id: gone.clone(),
                         entity: obj,
                     });
-                    edits.push((gone.clone().into_bytes(), None));
+                    edits.push((gone.into_bytes(), None));
                 }
             }
         }
         if edits.is_empty() {
             return Ok(out);
         }
-        edits.sort_by(|a, b| a.0.cmp(&b.0));
-        edits.dedup_by(|a, b| a.0 == b.0);
         let new_root = match root {
             Some(r) => r.apply(tx, &edits)?.0,
             None => EntityMap::build(tx, &edits)?,

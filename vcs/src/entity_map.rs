@@ -376,28 +376,36 @@ fn build(
     mut entries: Vec<Entry>,
     written: &mut u64,
 ) -> Result<Sub> {
-    match entries.len() {
-        0 => return Ok(Sub::Empty),
-        1 => {
-            let (_, k, v) = entries.pop().expect("one entry");
-            return Ok(Sub::Leaf(k, v));
-        }
-        _ if depth >= MAX_DEPTH => {
+    entries.sort_unstable_by_key(|e| e.0);
+    build_sorted(store, depth, &entries, written)
+}
+
+/// Builds the subtree at `depth` holding exactly `entries`, sorted by hash: below a
+/// common prefix, each slot's entries are a run of the slice.
+fn build_sorted(
+    store: &mut dyn NodeWrite,
+    depth: usize,
+    entries: &[Entry],
+    written: &mut u64,
+) -> Result<Sub> {
+    match entries {
+        [] => return Ok(Sub::Empty),
+        [(_, k, v)] => return Ok(Sub::Leaf(k.clone(), *v)),
+        [a, b, ..] if depth >= MAX_DEPTH => {
             return Err(VcsError::Refused(format!(
                 "entity ids {:?} and {:?} have the same BLAKE3 hash",
-                String::from_utf8_lossy(&entries[0].1),
-                String::from_utf8_lossy(&entries[1].1)
+                String::from_utf8_lossy(&a.1),
+                String::from_utf8_lossy(&b.1)
             )))
         }
         _ => {}
     }
-    let mut groups: Vec<Vec<Entry>> = vec![Vec::new(); FANOUT];
-    for e in entries {
-        groups[nibble(&e.0, depth)].push(e);
-    }
     let mut slots = Vec::with_capacity(FANOUT);
-    for g in groups {
-        slots.push(build(store, depth + 1, g, written)?);
+    let mut rest = entries;
+    for slot in 0..FANOUT {
+        let (group, after) = rest.split_at(rest.partition_point(|e| nibble(&e.0, depth) <= slot));
+        slots.push(build_sorted(store, depth + 1, group, written)?);
+        rest = after;
     }
     finish(store, slots, written)
 }

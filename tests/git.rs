@@ -7,23 +7,6 @@ use common::*;
 use std::path::Path;
 use std::process::Command;
 
-/// Runs `git args...` in `dir`; returns stdout.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .current_dir(dir)
-        .args(args)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .expect("git is installed (scripts/setup-deps.sh installs it)");
-    assert!(
-        out.status.success(),
-        "git {args:?} failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 /// Every ref with what it names, and every commit, sorted.
 fn identity(repo: &Path) -> (String, Vec<String>) {
     let refs = git(

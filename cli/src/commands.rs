@@ -205,6 +205,14 @@ fn dispatch(cli: Cli, here: PathBuf, style: Style) -> CliResult<u8> {
         }
         Command::Merge { branch } => history::merge(&open(&here)?, &branch, style),
         Command::Op(o) => history::op(&open(&here)?, o, style),
+        Command::Actions(a) => crate::actions::actions(&open(&here)?, a, style),
+        Command::Approve { id, ttl, run } => {
+            crate::actions::approve(&open(&here)?, &id, &ttl, run, style)
+        }
+        Command::Reject { id } => crate::actions::reject(&open(&here)?, &id, style),
+        Command::Receipts { json } => crate::actions::receipts(&open(&here)?, json, style),
+        Command::Receipt(r) => crate::actions::receipt(&open(&here)?, r, style),
+        Command::Rules(r) => crate::actions::rules(&open(&here)?, r, style),
         Command::Entity(e) => crate::entity::run(&open(&here)?, e, style),
         Command::Query { query, at, json } => {
             crate::entity::query(&open(&here)?, &query, &at, json, style)
@@ -301,6 +309,16 @@ fn commit(
         eprintln!(
             "warning: {}:{line}: not recorded as an entity: {why}",
             display(path)
+        );
+    }
+    // The commit is recorded; rules fire after it (a failure to fire is a warning).
+    drop(wc);
+    if let Some(c) = out.commit {
+        crate::actions::fire(
+            repo,
+            &crate::actions::commit_trigger(repo, c)?,
+            out.op,
+            style,
         );
     }
     if json {

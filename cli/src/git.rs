@@ -450,6 +450,38 @@ fn hook(repo: &Repo, name: &str, args: &[String]) {
     match result {
         Ok(Some(n)) if n > 0 => eprintln!("lifeos: imported {n} new commits ({name})"),
         Ok(_) => {}
-        Err(e) => eprintln!("lifeos: warning: the {name} hook could not import into lifeos: {e}"),
+        Err(e) => {
+            eprintln!("lifeos: warning: the {name} hook could not import into lifeos: {e}");
+            return;
+        }
     }
+    fire_hook_rules(repo, name);
+}
+
+/// Fires the rules for git hook `name` (and, after a commit or a merge, for the commit
+/// git made), once what git did is imported. Never fails the git command.
+fn fire_hook_rules(repo: &Repo, name: &str) {
+    let style = crate::output::Style::detect(crate::ColorChoice::Never);
+    let head = match repo.head() {
+        Ok(h) => h,
+        Err(e) => return eprintln!("lifeos: warning: rules did not fire ({name}): {e}"),
+    };
+    let commit = head.view.at_commit();
+    if matches!(name, "post-commit" | "post-merge") {
+        if let Some(c) = commit {
+            match crate::actions::commit_trigger(repo, c) {
+                Ok(t) => crate::actions::fire(repo, &t, Some(head.id), style),
+                Err(e) => eprintln!(
+                    "lifeos: warning: rules did not fire ({name}): {}",
+                    e.message
+                ),
+            }
+        }
+    }
+    let trigger = lifeos_actions::Trigger::Hook {
+        hook: name.to_string(),
+        commit,
+        branch: head.view.current_branch.clone(),
+    };
+    crate::actions::fire(repo, &trigger, Some(head.id), style);
 }

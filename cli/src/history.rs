@@ -502,6 +502,9 @@ fn event_json(e: &Event) -> Value {
         Event::EntityCreated { id, entity } | Event::EntityRemoved { id, entity } => {
             json!({"entity": id, "object": entity.to_hex()})
         }
+        Event::ActionRecorded { action, record } => {
+            json!({"action": action, "record": record.to_hex()})
+        }
         Event::EntityChanged {
             id,
             paths,
@@ -545,8 +548,8 @@ fn event_text(e: &Event) -> String {
             format!("{commits} commits imported from git {}", display(source))
         }
         Event::FilesStored { files } => match files.len() {
-            1 => "1 file stored for git".into(),
-            n => format!("{n} files stored for git"),
+            1 => "1 file stored".into(),
+            n => format!("{n} files stored"),
         },
         Event::EntityCreated { id, .. } => format!("entity {id} created"),
         Event::EntityChanged { id, paths, .. } => {
@@ -563,6 +566,9 @@ fn event_text(e: &Event) -> String {
             if *linked { "linked" } else { "unlinked" }
         ),
         Event::EntityRemoved { id, .. } => format!("entity {id} removed"),
+        Event::ActionRecorded { action, record } => {
+            format!("action {action} record {}", record.short(12))
+        }
     }
 }
 

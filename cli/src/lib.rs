@@ -3,6 +3,7 @@
 
 #![warn(missing_docs)]
 
+mod actions;
 mod commands;
 mod diff;
 mod entity;
@@ -242,6 +243,37 @@ pub enum Command {
     /// The operation log.
     #[command(subcommand)]
     Op(OpCmd),
+    /// Automations: list pending and recent actions, run approved ones, show, edit or
+    /// resolve one.
+    Actions(actions::ActionsArgs),
+    /// Approve an action's payload for a while (the TTL), pinning its BLAKE3 hash.
+    Approve {
+        /// Action id (or a unique prefix).
+        id: String,
+        /// How long the approval holds.
+        #[arg(long, default_value = "24h")]
+        ttl: String,
+        /// Run it now.
+        #[arg(long)]
+        run: bool,
+    },
+    /// Reject an action: it never runs.
+    Reject {
+        /// Action id (or a unique prefix).
+        id: String,
+    },
+    /// Receipts of actions: executed, blocked, failed, noop, uncertain.
+    Receipts {
+        /// Print JSON (schema lifeos.receipt.v1).
+        #[arg(long)]
+        json: bool,
+    },
+    /// One receipt.
+    #[command(subcommand)]
+    Receipt(actions::ReceiptCmd),
+    /// The rules file (lifeos.rules.toml): check it, trust it.
+    #[command(subcommand)]
+    Rules(actions::RulesCmd),
     /// Git: import a git repository's history, export it back with the same ids.
     #[command(subcommand)]
     Git(git::GitCmd),

@@ -1,5 +1,5 @@
 //! Every object decoder: manifests, trees, commits, views, operations, extracts, git tags,
-//! entity map nodes, entities, the stat cache and the folder move journal.
+//! entity map nodes, entities, action records, the stat cache and the folder move journal.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 
@@ -13,6 +13,7 @@ fuzz_target!(|data: &[u8]| {
     let _ = lifeos_vcs::object::GitTag::decode(data);
     let _ = lifeos_vcs::entity_map::check_node(data);
     let _ = lifeos_vcs::entity::Entity::decode(data);
+    let _ = lifeos_vcs::action::ActionRecord::decode(data);
     let _ = lifeos_vcs::working_copy::WcState::decode(data);
     let _ = lifeos_vcs::folder::MoveJournal::decode(data);
 });

@@ -7,7 +7,7 @@
 
 pub mod extract;
 pub mod query;
-pub mod redact;
+pub use lifeos_vcs::redact;
 pub mod run;
 pub mod search;
 pub mod speech;

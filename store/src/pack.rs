@@ -64,6 +64,8 @@ pub enum Kind {
     EntityMap = 10,
     /// An entity: a typed record with attributes and links.
     Entity = 11,
+    /// A record of an automation's action: its proposal, approval, start or receipt.
+    Action = 12,
 }
 
 impl Kind {
@@ -81,6 +83,7 @@ impl Kind {
             9 => Kind::Block,
             10 => Kind::EntityMap,
             11 => Kind::Entity,
+            12 => Kind::Action,
             _ => return None,
         })
     }
@@ -99,6 +102,7 @@ impl Kind {
             Kind::Block => "block",
             Kind::EntityMap => "entity map node",
             Kind::Entity => "entity",
+            Kind::Action => "action",
         }
     }
 }

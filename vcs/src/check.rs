@@ -114,6 +114,15 @@ impl Repo {
                             .map(|f| (*f, format!("file stored by operation {}", op_id.short(12)))),
                     );
                 }
+                if let crate::object::Event::ActionRecorded { record, .. } = e {
+                    if r.ids.insert(*record) && !self.store().contains(record)? {
+                        problems.push(problem(
+                            "missing-object",
+                            *record,
+                            format!("action record named by operation {}", op_id.short(12)),
+                        ));
+                    }
+                }
                 if let crate::object::Event::ContentExtracted { results } = e {
                     for x in results {
                         if r.ids.insert(*x) && !self.store().contains(x)? {
@@ -132,6 +141,22 @@ impl Repo {
             match self.view(&op.view) {
                 Ok(v) => {
                     commits.extend(v.referenced_commits());
+                    // The action root's nodes (its values, the records, are named by
+                    // the operations' events).
+                    if let Some(root) = v.actions {
+                        let walked = crate::entity_map::EntityMap(root).visit(
+                            self.store(),
+                            &mut |n| r.ids.insert(*n),
+                            &mut |_| {},
+                        );
+                        if let Err(e) = walked {
+                            problems.push(store_problem(
+                                &e,
+                                root,
+                                &format!("action map of operation {}", op_id.short(12)),
+                            ));
+                        }
+                    }
                     if let Some(root) = v.entities {
                         let mut values = Vec::new();
                         let walked = crate::entity_map::EntityMap(root).visit(

@@ -12,7 +12,7 @@
 use lifeos_store::enc::{DecodeError, Reader, Writer};
 use lifeos_store::{Id, Kind, Transaction};
 
-use crate::entity_map::{EntityMap, MapConflict};
+use crate::entity_map::EntityMap;
 use crate::error::{Result, VcsError};
 use crate::object::{Event, View};
 use crate::repo::{now_ms, Repo};
@@ -1032,42 +1032,16 @@ pub(crate) fn merge_roots(
     base: Option<Id>,
     sides: &[Option<Id>],
 ) -> Result<Option<Id>> {
-    if sides.iter().all(|s| *s == base) {
-        return Ok(base);
-    }
-    // The empty map stands in for a side that has no entity root yet.
-    let empty = match base.is_none() || sides.iter().any(Option::is_none) {
-        true => Some(EntityMap::empty(tx)?),
-        false => None,
-    };
-    let or_empty = |r: Option<Id>| {
-        r.map(EntityMap)
-            .or(empty)
-            .expect("the empty map is written when a root is missing")
-    };
-    let base_map = or_empty(base);
-    let mut merged = or_empty(sides[0]);
-    for side in &sides[1..] {
-        let mut conflicts: Vec<MapConflict> = Vec::new();
-        let m = EntityMap::merge(tx, &base_map, &merged, &or_empty(*side), &mut |c| {
-            conflicts.push(c.clone());
-            Ok(c.theirs)
-        })?;
-        let mut edits = Vec::with_capacity(conflicts.len());
-        for c in conflicts {
-            let read = |obj: Option<Id>| -> Result<Option<Entity>> {
-                obj.map(|o| decode_in(tx, &o)).transpose()
-            };
-            let (b, o, t) = (read(c.base)?, read(c.ours)?, read(c.theirs)?);
-            let value = match merge_entity(b.as_ref(), o.as_ref(), t.as_ref()) {
-                Some(e) => Some(tx.write_object(Kind::Entity, &e.encode())?),
-                None => None,
-            };
-            edits.push((c.key, value));
+    crate::entity_map::merge_map_roots(tx, base, sides, &mut |tx, c| {
+        let read = |obj: Option<Id>| -> Result<Option<Entity>> {
+            obj.map(|o| decode_in(tx, &o)).transpose()
+        };
+        let (b, o, t) = (read(c.base)?, read(c.ours)?, read(c.theirs)?);
+        match merge_entity(b.as_ref(), o.as_ref(), t.as_ref()) {
+            Some(e) => Ok(Some(tx.write_object(Kind::Entity, &e.encode())?)),
+            None => Ok(None),
         }
-        merged = m.apply(tx, &edits)?.0;
-    }
-    Ok(Some(merged.0))
+    })
 }
 
 #[cfg(test)]

@@ -369,6 +369,46 @@ fn finish(store: &mut dyn NodeWrite, slots: Slots, written: &mut u64) -> Result<
     }
 }
 
+/// Merges the roots of concurrent maps (`None`: no map yet, read as empty) against
+/// their common `base`, one side after another; a key changed differently on two sides
+/// is settled by `decide` (which may write objects into `tx`).
+pub(crate) fn merge_map_roots(
+    tx: &mut Transaction<'_>,
+    base: Option<Id>,
+    sides: &[Option<Id>],
+    decide: &mut dyn FnMut(&mut Transaction<'_>, &MapConflict) -> Result<Option<Id>>,
+) -> Result<Option<Id>> {
+    if sides.iter().all(|s| *s == base) {
+        return Ok(base);
+    }
+    // The empty map stands in for a side that has no root yet.
+    let empty = match base.is_none() || sides.iter().any(Option::is_none) {
+        true => Some(EntityMap::empty(tx)?),
+        false => None,
+    };
+    let or_empty = |r: Option<Id>| {
+        r.map(EntityMap)
+            .or(empty)
+            .expect("the empty map is written when a root is missing")
+    };
+    let base_map = or_empty(base);
+    let mut merged = or_empty(sides[0]);
+    for side in &sides[1..] {
+        let mut conflicts: Vec<MapConflict> = Vec::new();
+        let m = EntityMap::merge(tx, &base_map, &merged, &or_empty(*side), &mut |c| {
+            conflicts.push(c.clone());
+            Ok(c.theirs)
+        })?;
+        let mut edits = Vec::with_capacity(conflicts.len());
+        for c in conflicts {
+            let value = decide(tx, &c)?;
+            edits.push((c.key, value));
+        }
+        merged = m.apply(tx, &edits)?.0;
+    }
+    Ok(Some(merged.0))
+}
+
 /// Builds the subtree at `depth` holding exactly `entries`.
 fn build(
     store: &mut dyn NodeWrite,

@@ -568,7 +568,9 @@ impl Repo {
         let mut top = head.clone();
         while let [p] = top.op.parents.as_slice() {
             let parent = self.op_state(p)?;
-            if parent.op.view != top.op.view || top.op.events.iter().any(|e| !e.records_only()) {
+            if !parent.view.same_but_records(&top.view)
+                || top.op.events.iter().any(|e| !e.records_only())
+            {
                 break;
             }
             top = parent;
@@ -603,6 +605,11 @@ impl Repo {
                 (newest.id, self.merged_view(&sides, &mut tx)?)
             }
         };
+        // Action records are a ledger, not state to step back from: they stay.
+        let view = View {
+            actions: head.view.actions,
+            ..view
+        };
         let (op, _) = self.switch_view(
             wc,
             &head,
@@ -620,7 +627,10 @@ impl Repo {
     /// Restores the whole repository view as it was after operation `target`.
     pub fn op_restore(&self, wc: &WorkingCopyLock, target: &Id, force: bool) -> Result<Id> {
         let head = self.head()?;
-        let view = self.op_state(target)?.view;
+        let view = View {
+            actions: head.view.actions,
+            ..self.op_state(target)?.view
+        };
         let (op, _) = self.switch_view(
             wc,
             &head,

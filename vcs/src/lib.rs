@@ -7,6 +7,7 @@
 
 #![warn(missing_docs)]
 
+pub mod action;
 pub mod catalog;
 pub mod check;
 pub mod commit;
@@ -22,6 +23,7 @@ pub mod merge;
 pub mod object;
 pub mod path;
 pub mod query;
+pub mod redact;
 pub mod repo;
 pub mod restore;
 pub mod rev;

@@ -10,7 +10,7 @@ pub const TREE_VERSION: u8 = 2;
 /// Commit format version: 1, or 2 for a commit with a kept git header.
 pub const COMMIT_VERSION: u8 = 2;
 /// View format version: 1, or 2 for a view with git refs.
-pub const VIEW_VERSION: u8 = 3;
+pub const VIEW_VERSION: u8 = 4;
 /// Git tag format version.
 pub const GIT_TAG_VERSION: u8 = 1;
 /// Operation format version.
@@ -430,6 +430,9 @@ pub struct View {
     /// The entity root: the [`crate::entity_map::EntityMap`] of every entity, once any
     /// was recorded.
     pub entities: Option<Id>,
+    /// The action root: a map from action id to its newest [`crate::action`] record,
+    /// once any was recorded.
+    pub actions: Option<Id>,
 }
 
 /// A git ref kept in a view.
@@ -521,10 +524,12 @@ fn read_refs(r: &mut Reader<'_>, what: &'static str) -> Result<Vec<(String, Id)>
 }
 
 impl View {
-    /// The canonical encoding (version 3 only for a view with an entity root, 2 for one
-    /// with git refs).
+    /// The canonical encoding (version 4 only for a view with an action root, 3 for one
+    /// with an entity root, 2 for one with git refs).
     pub fn encode(&self) -> Vec<u8> {
-        let version = if self.entities.is_some() {
+        let version = if self.actions.is_some() {
+            4
+        } else if self.entities.is_some() {
             3
         } else if !self.git_refs.is_empty() {
             2
@@ -549,7 +554,16 @@ impl View {
                 w.bytes(g.name.as_bytes()).id(&g.target).id(&g.commit);
             }
         }
-        if let Some(root) = &self.entities {
+        match (version, &self.entities) {
+            (4, entities) => {
+                write_opt_id(&mut w, entities);
+            }
+            (_, Some(root)) => {
+                w.id(root);
+            }
+            _ => {}
+        }
+        if let Some(root) = &self.actions {
             w.id(root);
         }
         w.finish()
@@ -594,7 +608,12 @@ impl View {
                 return Err(DecodeError::new(W, "version 2 view with no git refs"));
             }
         }
-        let entities = if version >= 3 { Some(r.id(W)?) } else { None };
+        let entities = match version {
+            3 => Some(r.id(W)?),
+            4 => read_opt_id(&mut r, W)?,
+            _ => None,
+        };
+        let actions = if version >= 4 { Some(r.id(W)?) } else { None };
         r.finish(W)?;
         Ok(View {
             heads,
@@ -604,7 +623,20 @@ impl View {
             wc_commit,
             git_refs,
             entities,
+            actions,
         })
+    }
+
+    /// Whether `self` and `other` differ at most in what operations only record (the
+    /// action root, a ledger that undo and restore keep).
+    pub fn same_but_records(&self, other: &View) -> bool {
+        View {
+            actions: None,
+            ..self.clone()
+        } == View {
+            actions: None,
+            ..other.clone()
+        }
     }
 
     /// The commit a branch points at.
@@ -803,16 +835,26 @@ pub enum Event {
         /// Its last object.
         entity: Id,
     },
+    /// A record of an automation's action was written ([`crate::action`]).
+    ActionRecorded {
+        /// The action's id.
+        action: String,
+        /// The record.
+        record: Id,
+    },
 }
 
-fn write_opt_id(w: &mut Writer, id: &Option<Id>) {
+pub(crate) fn write_opt_id(w: &mut Writer, id: &Option<Id>) {
     match id {
         Some(id) => w.u8(1).id(id),
         None => w.u8(0),
     };
 }
 
-fn read_opt_id(r: &mut Reader<'_>, what: &'static str) -> Result<Option<Id>, DecodeError> {
+pub(crate) fn read_opt_id(
+    r: &mut Reader<'_>,
+    what: &'static str,
+) -> Result<Option<Id>, DecodeError> {
     match r.u8(what)? {
         0 => Ok(None),
         1 => Ok(Some(r.id(what)?)),
@@ -842,6 +884,7 @@ impl Event {
             Event::EntityLinked { linked: true, .. } => "entity.linked",
             Event::EntityLinked { linked: false, .. } => "entity.unlinked",
             Event::EntityRemoved { .. } => "entity.removed",
+            Event::ActionRecorded { .. } => "action.recorded",
         }
     }
 
@@ -850,7 +893,9 @@ impl Event {
     pub fn records_only(&self) -> bool {
         matches!(
             self,
-            Event::ContentExtracted { .. } | Event::FilesStored { .. }
+            Event::ContentExtracted { .. }
+                | Event::FilesStored { .. }
+                | Event::ActionRecorded { .. }
         )
     }
 
@@ -933,6 +978,9 @@ impl Event {
             Event::EntityRemoved { id, entity } => {
                 w.u8(17).bytes(id.as_bytes()).id(entity);
             }
+            Event::ActionRecorded { action, record } => {
+                w.u8(18).bytes(action.as_bytes()).id(record);
+            }
         }
     }
 
@@ -1005,6 +1053,10 @@ impl Event {
             17 => Event::EntityRemoved {
                 id: r.str(W)?.to_string(),
                 entity: r.id(W)?,
+            },
+            18 => Event::ActionRecorded {
+                action: r.str(W)?.to_string(),
+                record: r.id(W)?,
             },
             t => {
                 return Err(DecodeError::new(
@@ -1315,9 +1367,9 @@ mod tests {
         }
 
         #[test]
-        fn view_and_operation_round_trip(heads in proptest::collection::vec(id(), 0..3), branches in proptest::collection::btree_map("[a-z]{1,8}", id(), 0..4), wc in proptest::option::of(id()), desc in ".{0,30}", start in any::<i64>(), end in any::<i64>(), git_refs in proptest::collection::btree_map("refs/[a-z/]{1,12}", (id(), id()), 0..4), entities in proptest::option::of(id())) {
+        fn view_and_operation_round_trip(heads in proptest::collection::vec(id(), 0..3), branches in proptest::collection::btree_map("[a-z]{1,8}", id(), 0..4), wc in proptest::option::of(id()), desc in ".{0,30}", start in any::<i64>(), end in any::<i64>(), git_refs in proptest::collection::btree_map("refs/[a-z/]{1,12}", (id(), id()), 0..4), entities in proptest::option::of(id()), actions in proptest::option::of(id())) {
             let git_refs = git_refs.into_iter().map(|(name, (target, commit))| GitRef { name, target, commit }).collect();
-            let view = View { heads, branches: branches.into_iter().collect(), tags: vec![], current_branch: Some("main".into()), wc_commit: wc, git_refs, entities };
+            let view = View { heads, branches: branches.into_iter().collect(), tags: vec![], current_branch: Some("main".into()), wc_commit: wc, git_refs, entities, actions };
             let mut view = view;
             view.heads.sort();
             view.heads.dedup();
@@ -1354,7 +1406,7 @@ mod tests {
                     conflicts: vec![Conflict { path: "a/b".into(), base: None, ours: Some(Id::hash(b"o")), theirs: None }], git_header: Some(b"author x".to_vec()) }.encode(),
                 2 => View { heads: vec![Id::hash(b"h")], branches: vec![("main".into(), Id::hash(b"m"))], tags: vec![("v1".into(), Id::hash(b"v"))],
                     current_branch: Some("main".into()), wc_commit: Some(Id::hash(b"w")),
-                    git_refs: vec![GitRef { name: "refs/pull/1/head".into(), target: Id::hash(b"g"), commit: Id::hash(b"g") }], entities: Some(Id::hash(b"e")) }.encode(),
+                    git_refs: vec![GitRef { name: "refs/pull/1/head".into(), target: Id::hash(b"g"), commit: Id::hash(b"g") }], entities: Some(Id::hash(b"e")), actions: Some(Id::hash(b"a")) }.encode(),
                 3 => GitTag { target: Id::hash(b"c"), target_is_tag: false, raw: b"object 00\ntype commit\n".to_vec() }.encode(),
                 _ => Operation { parents: vec![Id::hash(b"p")], view: Id::hash(b"v"), start_ms: 1, end_ms: 2, tz_offset_min: 0, user: "u".into(), host: "h".into(),
                     description: "d".into(), events: vec![Event::PathRestored { path: b"x\xff"[..].into(), commit: Id::hash(b"c") }, Event::ContentExtracted { results: vec![Id::hash(b"x")] }, Event::FilesStored { files: vec![Id::hash(b"f")] }] }.encode(),
@@ -1412,6 +1464,7 @@ mod tests {
             wc_commit: None,
             git_refs: vec![],
             entities: None,
+            actions: None,
         }
         .encode();
         let mut v2 = view.clone();

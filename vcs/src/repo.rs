@@ -339,6 +339,8 @@ impl Repo {
         let mut view = merge_views(&base, &sides);
         let roots: Vec<Option<Id>> = sides.iter().map(|s| s.entities).collect();
         view.entities = crate::entity::merge_roots(tx, base.entities, &roots)?;
+        let roots: Vec<Option<Id>> = sides.iter().map(|s| s.actions).collect();
+        view.actions = crate::action::merge_roots(tx, base.actions, &roots)?;
         Ok(view)
     }
 

@@ -1,0 +1,848 @@
+//! lifeos automations: rules in a tracked file map events (a commit touching a glob, a
+//! git hook) to actions (`run` a command, `http` POST, built-in `tag`); an action's
+//! payload is rendered before anyone approves it; an approval pins the payload's BLAKE3
+//! hash for a TTL; running re-checks both under the repository lock and records a start
+//! before the side effect and a receipt after it, so a process killed mid-way leaves an
+//! `uncertain` action that is never run again blindly. Every record is an object in the
+//! operation log ([`lifeos_vcs::action`]).
+//!
+//! The library does no terminal I/O; the CLI prints.
+
+pub mod exec;
+pub mod rules;
+pub mod state;
+
+use std::collections::BTreeMap;
+
+use bstr::BString;
+use serde_json::{json, Value as Json};
+
+use lifeos_store::Id;
+use lifeos_vcs::action::{self, ActionRecord, Outcome, Stage};
+use lifeos_vcs::repo::now_ms;
+use lifeos_vcs::Repo;
+
+pub use rules::{Rules, RULES_FILE};
+pub use state::{Action, State};
+
+/// The approval TTL when none is given: 24 hours.
+pub const DEFAULT_TTL_MS: i64 = 24 * 3_600_000;
+
+/// Where the id of the trusted rules file is kept (inside `.lifeos`; trust is this
+/// machine's decision, not part of the history).
+const TRUST_FILE: &str = "trusted-rules";
+
+/// What went wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum ActionsError {
+    /// The repository failed.
+    #[error(transparent)]
+    Vcs(#[from] lifeos_vcs::error::VcsError),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] lifeos_store::StoreError),
+    /// The rules file is wrong.
+    #[error("{0}")]
+    Rules(rules::RuleError),
+    /// No such action, or a prefix naming several.
+    #[error("{0}")]
+    NotFound(String),
+    /// The action is not in a state that allows this.
+    #[error("{0}")]
+    Refused(String),
+    /// Reading or writing a local file failed.
+    #[error("{what} {path}: {source}")]
+    Io {
+        /// What was being done.
+        what: &'static str,
+        /// The file.
+        path: String,
+        /// Why it failed.
+        source: std::io::Error,
+    },
+}
+
+/// Result of this crate.
+pub type Result<T> = std::result::Result<T, ActionsError>;
+
+/// What happened, for rules to match.
+#[derive(Debug, Clone)]
+pub enum Trigger {
+    /// A commit was recorded (by `lifeos commit`, or imported from git by a hook).
+    Commit {
+        /// The commit.
+        commit: Id,
+        /// The paths it changed and how (`added`, `modified`, `deleted`).
+        changes: Vec<(BString, &'static str)>,
+        /// The branch it is on.
+        branch: Option<String>,
+        /// The first line of its message.
+        message: String,
+    },
+    /// A git hook ran.
+    Hook {
+        /// The hook's name.
+        hook: String,
+        /// The commit it concerns (HEAD), if any.
+        commit: Option<Id>,
+        /// The branch, if any.
+        branch: Option<String>,
+    },
+}
+
+/// What firing the rules did.
+#[derive(Debug, Default)]
+pub struct Fired {
+    /// Actions proposed (ids).
+    pub proposed: Vec<String>,
+    /// Duplicates of actions proposed before (their noop receipts' action ids, and the
+    /// original's).
+    pub duplicates: Vec<(String, String)>,
+    /// The rules file is not trusted (its id): nothing fired.
+    pub untrusted: Option<Id>,
+    /// Actions approved by their rule and run at once.
+    pub ran: Vec<RunReport>,
+}
+
+/// What running one action came to.
+#[derive(Debug, Clone)]
+pub struct RunReport {
+    /// The action.
+    pub action: String,
+    /// Its state after.
+    pub state: State,
+    /// The receipt's reason (or why nothing was done).
+    pub reason: String,
+    /// The receipt written, if one was.
+    pub receipt: Option<Id>,
+}
+
+/// A receipt: how one attempt at an action ended.
+#[derive(Debug, Clone)]
+pub struct Receipt {
+    /// The record.
+    pub id: Id,
+    /// The action.
+    pub action: String,
+    /// The rule, if the action had a proposal.
+    pub rule: Option<String>,
+    /// `executed`, `blocked`, `failed`, `noop` or `uncertain`.
+    pub outcome: &'static str,
+    /// Why.
+    pub reason: String,
+    /// When the attempt started and ended.
+    pub started_ms: i64,
+    /// When it ended (the record's time; for `uncertain`, the start).
+    pub ended_ms: i64,
+    /// Exit status or HTTP status.
+    pub status: Option<i64>,
+    /// Captured output (a stored file).
+    pub output: Option<Id>,
+    /// The payload's hash when it ended.
+    pub payload_hash: Option<Id>,
+    /// The approval it ran under.
+    pub approval: Option<state::Approval>,
+    /// Who recorded it.
+    pub by: String,
+}
+
+/// The current view read under the actions lock, and what publishing after it needs.
+struct Held<'s> {
+    lock: action::ActionsLock,
+    tx: lifeos_store::Transaction<'s>,
+    parents: Vec<Id>,
+    view: lifeos_vcs::View,
+}
+
+impl Held<'_> {
+    /// Publishes `records` (and `files`, their output) in one operation, then releases
+    /// the lock; returns the records' ids.
+    fn publish(
+        self,
+        repo: &Repo,
+        records: &[ActionRecord],
+        files: Vec<Id>,
+        description: &str,
+    ) -> Result<Vec<Id>> {
+        let (_, ids) = repo.publish_action_records(
+            self.tx,
+            &self.parents,
+            self.view,
+            records,
+            files,
+            description,
+        )?;
+        drop(self.lock);
+        Ok(ids)
+    }
+}
+
+/// Automations of one repository.
+pub struct Actions<'r> {
+    repo: &'r Repo,
+    me: String,
+}
+
+fn record(action: &str, prev: Option<Id>, me: &str, stage: Stage) -> ActionRecord {
+    ActionRecord {
+        action: action.to_string(),
+        prev,
+        at_ms: now_ms(),
+        by: me.to_string(),
+        pid: std::process::id(),
+        stage,
+    }
+}
+
+/// The id a record will have.
+fn id_of(r: &ActionRecord) -> Id {
+    Id::hash(&r.encode())
+}
+
+impl<'r> Actions<'r> {
+    /// Automations of `repo`.
+    pub fn new(repo: &'r Repo) -> Actions<'r> {
+        Actions {
+            repo,
+            me: repo.actor_name(),
+        }
+    }
+
+    /// Takes the actions lock and reads the current view.
+    fn hold(&self) -> Result<Held<'r>> {
+        let lock = self.repo.lock_actions()?;
+        let mut tx = self.repo.store().transaction()?;
+        let (parents, view) = action::locked_head(self.repo, &lock, &mut tx)?;
+        Ok(Held {
+            lock,
+            tx,
+            parents,
+            view,
+        })
+    }
+
+    /// Takes the actions lock and reads action `id`: its newest record and what its
+    /// records say.
+    fn hold_action(&self, id: &str) -> Result<(Held<'r>, Id, Action)> {
+        let held = self.hold()?;
+        let newest = action::newest(&held.tx, &held.view, id)?
+            .ok_or_else(|| ActionsError::NotFound(format!("no action {id}")))?;
+        let mut chain = action::chain(self.repo, &newest)?;
+        chain.reverse();
+        let a = Action::from_records(chain).ok_or_else(|| {
+            ActionsError::Refused(format!("{id} is a noop receipt, not an action"))
+        })?;
+        Ok((held, newest, a))
+    }
+
+    /// The rules file at `@` (its id and text), if there is one.
+    pub fn rules_at_head(&self) -> Result<Option<(Id, String)>> {
+        let head = self.repo.head()?;
+        let Some(tree) = self.repo.at_tree(&head.view)? else {
+            return Ok(None);
+        };
+        let Some(entry) = self.repo.lookup_path(&tree, RULES_FILE.as_bytes())? else {
+            return Ok(None);
+        };
+        let mut bytes = Vec::new();
+        self.repo.store().read_file(&entry.id, &mut bytes)?;
+        Ok(Some((
+            entry.id,
+            String::from_utf8_lossy(&bytes).into_owned(),
+        )))
+    }
+
+    /// The trusted rules file's id, if one was trusted.
+    pub fn trusted(&self) -> Result<Option<Id>> {
+        let path = self.repo.dot_dir().join(TRUST_FILE);
+        match std::fs::read_to_string(&path) {
+            Ok(t) => Ok(Id::from_hex(t.trim())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(ActionsError::Io {
+                what: "reading",
+                path: path.display().to_string(),
+                source,
+            }),
+        }
+    }
+
+    /// Trusts the rules file at `@` (checked first): its rules may fire until it changes.
+    pub fn trust(&self) -> Result<(Id, Rules)> {
+        let (id, text) = self.rules_at_head()?.ok_or_else(|| {
+            ActionsError::NotFound(format!(
+                "no {RULES_FILE} at @: write one and commit it, then trust it"
+            ))
+        })?;
+        let rules = Rules::parse(&text).map_err(ActionsError::Rules)?;
+        let path = self.repo.dot_dir().join(TRUST_FILE);
+        lifeos_store::store::write_atomic(&path, format!("{}\n", id.to_hex()).as_bytes())?;
+        Ok((id, rules))
+    }
+
+    /// Fires the rules at `@` for `trigger` (caused by operation `op`): proposes the
+    /// actions of the rules that match (a duplicate of an action proposed before gets a
+    /// noop receipt instead), then runs those their rule approves.
+    pub fn fire(&self, trigger: &Trigger, op: Option<Id>) -> Result<Fired> {
+        let mut fired = Fired::default();
+        let Some((rules_id, text)) = self.rules_at_head()? else {
+            return Ok(fired);
+        };
+        if self.trusted()? != Some(rules_id) {
+            fired.untrusted = Some(rules_id);
+            return Ok(fired);
+        }
+        let rules = Rules::parse(&text).map_err(ActionsError::Rules)?;
+        let mut proposals = Vec::new();
+        for (identity, fields) in instances(trigger, op) {
+            let event = json!(fields);
+            for rule in &rules.rules {
+                if !matches(rule, trigger, &fields) {
+                    continue;
+                }
+                let payload = serde_json::to_vec(&rule.payload(&fields, &event))
+                    .expect("JSON values serialize");
+                proposals.push((rule, identity.clone(), event.to_string(), payload));
+            }
+        }
+        if proposals.is_empty() {
+            return Ok(fired);
+        }
+        let held = self.hold()?;
+        let mut records = Vec::new();
+        let mut auto = Vec::new();
+        let mut names = Vec::new();
+        for (rule, identity, event, payload) in proposals {
+            let mut key = blake3::Hasher::new();
+            key.update(rule.name.as_bytes())
+                .update(b"\0")
+                .update(identity.as_bytes())
+                .update(b"\0")
+                .update(Id::hash(&payload).0.as_slice());
+            let id = key.finalize().to_hex()[..16].to_string();
+            let known = action::newest(&held.tx, &held.view, &id)?.is_some()
+                || records.iter().any(|r: &ActionRecord| r.action == id);
+            if known {
+                key.update(&now_ms().to_le_bytes())
+                    .update(&std::process::id().to_le_bytes());
+                let noop = key.finalize().to_hex()[..16].to_string();
+                records.push(record(
+                    &noop,
+                    None,
+                    &self.me,
+                    Stage::Finished {
+                        outcome: Outcome::Noop,
+                        reason: format!(
+                            "duplicate of action {id} (rule {:?}, the same event and payload)",
+                            rule.name
+                        ),
+                        started_ms: now_ms(),
+                        status: None,
+                        output: None,
+                    },
+                ));
+                fired.duplicates.push((noop, id));
+                continue;
+            }
+            let proposed = record(
+                &id,
+                None,
+                &self.me,
+                Stage::Proposed {
+                    rule: rule.name.clone(),
+                    rules_file: rules_id,
+                    event,
+                    trigger_op: op,
+                    payload: payload.clone(),
+                    compensates: None,
+                },
+            );
+            let prev = id_of(&proposed);
+            records.push(proposed);
+            if rule.approval == rules::Approval::Auto {
+                records.push(record(
+                    &id,
+                    Some(prev),
+                    &format!("rule {:?} (approval = \"auto\")", rule.name),
+                    Stage::Approved {
+                        pinned: Id::hash(&payload),
+                        ttl_ms: DEFAULT_TTL_MS,
+                    },
+                ));
+                auto.push(id.clone());
+            }
+            if !names.contains(&rule.name) {
+                names.push(rule.name.clone());
+            }
+            fired.proposed.push(id);
+        }
+        let what = match names.as_slice() {
+            [] => "record duplicate actions".to_string(),
+            _ => format!("propose actions of rule {}", names.join(", ")),
+        };
+        held.publish(self.repo, &records, Vec::new(), &what)?;
+        for id in auto {
+            fired.ran.push(self.run_one(&id)?);
+        }
+        Ok(fired)
+    }
+
+    /// Every action (those with a proposal), oldest first.
+    pub fn list(&self) -> Result<Vec<Action>> {
+        let head = self.repo.head()?;
+        let mut out = Vec::new();
+        for (_, newest) in action::all(self.repo, &head.view)? {
+            let mut chain = action::chain(self.repo, &newest)?;
+            chain.reverse();
+            if let Some(a) = Action::from_records(chain) {
+                out.push(a);
+            }
+        }
+        out.sort_by_key(|a| (a.proposed_ms, a.id.clone()));
+        Ok(out)
+    }
+
+    /// The state of `a` now, as this process sees it.
+    pub fn state(&self, a: &Action) -> State {
+        a.state(now_ms(), &self.me)
+    }
+
+    /// Every receipt, oldest first: the outcomes recorded, and `uncertain` for a start
+    /// that no receipt followed and whose process is gone.
+    pub fn receipts(&self) -> Result<Vec<Receipt>> {
+        let head = self.repo.head()?;
+        let mut out = Vec::new();
+        for (_, newest) in action::all(self.repo, &head.view)? {
+            let mut chain = action::chain(self.repo, &newest)?;
+            chain.reverse();
+            let parsed = Action::from_records(chain.clone());
+            let rule = parsed.as_ref().map(|a| a.rule.clone());
+            let mut approval: Option<state::Approval> = None;
+            let mut payload: Option<Vec<u8>> = None;
+            let mut started: Option<(Id, &ActionRecord)> = None;
+            for (id, r) in &chain {
+                match &r.stage {
+                    Stage::Proposed { payload: p, .. } | Stage::Edited { payload: p } => {
+                        payload = Some(p.clone())
+                    }
+                    Stage::Approved { pinned, ttl_ms } => {
+                        approval = Some(state::Approval {
+                            by: r.by.clone(),
+                            at_ms: r.at_ms,
+                            ttl_ms: *ttl_ms,
+                            pinned: *pinned,
+                        })
+                    }
+                    Stage::Started => started = Some((*id, r)),
+                    Stage::Finished {
+                        outcome,
+                        reason,
+                        started_ms,
+                        status,
+                        output,
+                    } => {
+                        started = None;
+                        out.push(Receipt {
+                            id: *id,
+                            action: r.action.clone(),
+                            rule: rule.clone(),
+                            outcome: outcome.name(),
+                            reason: reason.clone(),
+                            started_ms: *started_ms,
+                            ended_ms: r.at_ms,
+                            status: *status,
+                            output: *output,
+                            payload_hash: payload.as_deref().map(Id::hash),
+                            approval: approval.clone(),
+                            by: r.by.clone(),
+                        });
+                    }
+                    Stage::Resolved { .. } => started = None,
+                    Stage::Rejected => {}
+                }
+            }
+            let uncertain = parsed.is_some_and(|a| self.state(&a) == State::Uncertain);
+            if let (Some((id, r)), true) = (started, uncertain) {
+                out.push(Receipt {
+                    id,
+                    action: r.action.clone(),
+                    rule: rule.clone(),
+                    outcome: "uncertain",
+                    reason: format!(
+                        "process {} of {} started it and stopped before recording how it ended; \
+                         `lifeos actions resolve {} --ran` or `--did-not-run`",
+                        r.pid, r.by, r.action
+                    ),
+                    started_ms: r.at_ms,
+                    ended_ms: r.at_ms,
+                    status: None,
+                    output: None,
+                    payload_hash: payload.as_deref().map(Id::hash),
+                    approval,
+                    by: r.by.clone(),
+                });
+            }
+        }
+        out.sort_by_key(|r| (r.ended_ms, r.id));
+        Ok(out)
+    }
+
+    /// The full id of the action `prefix` names.
+    pub fn resolve_id(&self, prefix: &str) -> Result<String> {
+        let head = self.repo.head()?;
+        let all = action::all(self.repo, &head.view)?;
+        let found: Vec<&String> = all
+            .iter()
+            .map(|(k, _)| k)
+            .filter(|k| k.starts_with(prefix))
+            .collect();
+        match found.as_slice() {
+            [one] if !prefix.is_empty() => Ok((*one).clone()),
+            [] | [_] => Err(ActionsError::NotFound(format!(
+                "no action {prefix:?}; `lifeos actions` lists them"
+            ))),
+            many => Err(ActionsError::NotFound(format!(
+                "{prefix:?} names {} actions; give more of the id",
+                many.len()
+            ))),
+        }
+    }
+
+    /// Writes one record for action `id` under the lock, after checking its state with
+    /// `allow` (which returns the record to write, or why not).
+    fn advance(
+        &self,
+        id: &str,
+        what: &str,
+        allow: &dyn Fn(&Action, State) -> std::result::Result<Stage, String>,
+    ) -> Result<(Action, Id)> {
+        let (held, newest, a) = self.hold_action(id)?;
+        let stage = allow(&a, self.state(&a)).map_err(ActionsError::Refused)?;
+        let rec = record(id, Some(newest), &self.me, stage);
+        let ids = held.publish(
+            self.repo,
+            std::slice::from_ref(&rec),
+            Vec::new(),
+            &format!("{what} action {id}"),
+        )?;
+        Ok((a, ids[0]))
+    }
+
+    /// Approves action `id`'s payload as it is now, for `ttl_ms`.
+    pub fn approve(&self, id: &str, ttl_ms: i64) -> Result<Id> {
+        let (_, rec) = self.advance(id, "approve", &|a, s| match s {
+            State::Pending
+            | State::Fresh
+            | State::NearingExpiry
+            | State::Expired
+            | State::Tampered
+            | State::Blocked => Ok(Stage::Approved {
+                pinned: a.payload_hash(),
+                ttl_ms,
+            }),
+            other => Err(format!(
+                "action {} is {}: there is nothing to approve",
+                a.id,
+                other.name()
+            )),
+        })?;
+        Ok(rec)
+    }
+
+    /// Rejects action `id`: it never runs.
+    pub fn reject(&self, id: &str) -> Result<Id> {
+        let (_, rec) = self.advance(id, "reject", &|a, s| {
+            if s.is_final() || matches!(s, State::Running | State::Uncertain) {
+                Err(format!(
+                    "action {} is {}: too late to reject",
+                    a.id,
+                    s.name()
+                ))
+            } else {
+                Ok(Stage::Rejected)
+            }
+        })?;
+        Ok(rec)
+    }
+
+    /// Replaces action `id`'s payload (an approval given before then no longer holds).
+    pub fn edit(&self, id: &str, payload: &Json) -> Result<Id> {
+        let bytes = serde_json::to_vec(payload).expect("JSON values serialize");
+        let (_, rec) = self.advance(id, "edit", &|a, s| {
+            let old: Json = serde_json::from_slice(&a.payload).unwrap_or(Json::Null);
+            if s.is_final() || matches!(s, State::Running | State::Uncertain) {
+                Err(format!("action {} is {}: too late to edit", a.id, s.name()))
+            } else if old["kind"] != payload["kind"] {
+                Err(format!(
+                    "the payload of action {} is a {} action; the new one must be too",
+                    a.id, old["kind"]
+                ))
+            } else {
+                Ok(Stage::Edited {
+                    payload: bytes.clone(),
+                })
+            }
+        })?;
+        Ok(rec)
+    }
+
+    /// Says what happened to action `id`, whose outcome was uncertain.
+    pub fn resolve(&self, id: &str, ran: bool) -> Result<Id> {
+        let (_, rec) = self.advance(id, "resolve", &|a, s| match s {
+            State::Uncertain => Ok(Stage::Resolved { ran }),
+            other => Err(format!(
+                "action {} is {}, not uncertain: nothing to resolve",
+                a.id,
+                other.name()
+            )),
+        })?;
+        Ok(rec)
+    }
+
+    /// Runs every approved action (fresh or nearing expiry); those whose approval no
+    /// longer holds (expired, or the payload changed) get a blocked receipt.
+    pub fn run_approved(&self) -> Result<Vec<RunReport>> {
+        let mut out = Vec::new();
+        for a in self.list()? {
+            if matches!(
+                self.state(&a),
+                State::Fresh | State::NearingExpiry | State::Expired | State::Tampered
+            ) {
+                out.push(self.run_one(&a.id)?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Runs action `id` if its approval holds: under the lock, re-checks the pinned
+    /// hash and the TTL (refusing with a blocked receipt) and records the start; then
+    /// causes the side effect; then records the receipt. Another process that got there
+    /// first leaves nothing to do.
+    pub fn run_one(&self, id: &str) -> Result<RunReport> {
+        let started_ms = now_ms();
+        let (held, newest, a) = self.hold_action(id)?;
+        let state = self.state(&a);
+        let blocked = match state {
+            State::Fresh | State::NearingExpiry => None,
+            State::Expired => Some("approval_expired"),
+            State::Tampered => Some("payload_hash_mismatch"),
+            State::Pending => {
+                return Err(ActionsError::Refused(format!(
+                    "action {id} is not approved: `lifeos approve {id}` first"
+                )))
+            }
+            other => {
+                return Ok(RunReport {
+                    action: id.to_string(),
+                    state: other,
+                    reason: format!("nothing to do: it is {}", other.name()),
+                    receipt: None,
+                })
+            }
+        };
+        if let Some(reason) = blocked {
+            let rec = record(
+                id,
+                Some(newest),
+                &self.me,
+                Stage::Finished {
+                    outcome: Outcome::Blocked,
+                    reason: reason.to_string(),
+                    started_ms,
+                    status: None,
+                    output: None,
+                },
+            );
+            let ids = held.publish(
+                self.repo,
+                std::slice::from_ref(&rec),
+                Vec::new(),
+                &format!("block action {id}: {reason}"),
+            )?;
+            return Ok(RunReport {
+                action: id.to_string(),
+                state: State::Blocked,
+                reason: reason.to_string(),
+                receipt: Some(ids[0]),
+            });
+        }
+        let start = record(id, Some(newest), &self.me, Stage::Started);
+        // Once it is published (and the lock released), another process leaves the
+        // action alone, and the side effect runs without holding anyone up.
+        held.publish(
+            self.repo,
+            std::slice::from_ref(&start),
+            Vec::new(),
+            &format!("start action {id}"),
+        )?;
+        let ran = self.carry_out(&a);
+        let output = if ran.output.is_empty() {
+            None
+        } else {
+            let text = String::from_utf8_lossy(&ran.output);
+            let redactor = lifeos_vcs::redact::Redactor::new(&[])
+                .expect("the default redaction patterns are valid");
+            Some(redactor.redact(&text).into_bytes())
+        };
+        let mut held = self.hold()?;
+        let newest = action::newest(&held.tx, &held.view, id)?.unwrap_or(id_of(&start));
+        let output = output.map(|o| held.tx.store_bytes(&o)).transpose()?;
+        let rec = record(
+            id,
+            Some(newest),
+            &self.me,
+            Stage::Finished {
+                outcome: ran.outcome,
+                reason: ran.reason.clone(),
+                started_ms,
+                status: ran.status,
+                output,
+            },
+        );
+        let ids = held.publish(
+            self.repo,
+            std::slice::from_ref(&rec),
+            output.into_iter().collect(),
+            &format!("{} action {id}", ran.outcome.name()),
+        )?;
+        Ok(RunReport {
+            action: id.to_string(),
+            state: if ran.outcome == Outcome::Executed {
+                State::Executed
+            } else {
+                State::Failed
+            },
+            reason: ran.reason,
+            receipt: Some(ids[0]),
+        })
+    }
+
+    /// Causes action `a`'s side effect.
+    fn carry_out(&self, a: &Action) -> exec::Ran {
+        let payload: Json = match serde_json::from_slice(&a.payload) {
+            Ok(p) => p,
+            Err(e) => {
+                return exec::Ran {
+                    outcome: Outcome::Failed,
+                    reason: format!("the payload is not JSON: {e}"),
+                    status: None,
+                    output: Vec::new(),
+                }
+            }
+        };
+        match payload["kind"].as_str() {
+            Some("run") => {
+                let mut env = vec![
+                    ("LIFEOS_ACTION_ID".to_string(), a.id.clone()),
+                    ("LIFEOS_RULE".to_string(), a.rule.clone()),
+                    ("LIFEOS_EVENT".to_string(), a.event.clone()),
+                    (
+                        "LIFEOS_REPO".to_string(),
+                        self.repo.workdir().display().to_string(),
+                    ),
+                ];
+                if let Ok(Json::Object(fields)) = serde_json::from_str::<Json>(&a.event) {
+                    for (k, v) in fields {
+                        if let Some(v) = v.as_str() {
+                            env.push((format!("LIFEOS_{}", k.to_ascii_uppercase()), v.into()));
+                        }
+                    }
+                }
+                exec::run(&payload, self.repo.workdir(), &env)
+            }
+            Some("http") => exec::http(&payload),
+            Some("tag") => {
+                let name = payload["name"].as_str().unwrap_or_default();
+                let commit = payload["commit"].as_str().and_then(Id::from_hex);
+                match commit.map(|c| self.repo.set_tag(name, Some(c), false)) {
+                    Some(Ok(_)) => exec::Ran {
+                        outcome: Outcome::Executed,
+                        reason: format!("tag {name} created"),
+                        status: None,
+                        output: Vec::new(),
+                    },
+                    Some(Err(e)) => exec::Ran {
+                        outcome: Outcome::Failed,
+                        reason: format!("tag {name}: {e}"),
+                        status: None,
+                        output: Vec::new(),
+                    },
+                    None => exec::Ran {
+                        outcome: Outcome::Failed,
+                        reason: "the payload names no commit to tag".into(),
+                        status: None,
+                        output: Vec::new(),
+                    },
+                }
+            }
+            other => exec::Ran {
+                outcome: Outcome::Failed,
+                reason: format!("unknown action kind {other:?}"),
+                status: None,
+                output: Vec::new(),
+            },
+        }
+    }
+}
+
+/// The event instances of a trigger: (identity for idempotency, template fields). A
+/// commit gives one per changed path.
+fn instances(trigger: &Trigger, op: Option<Id>) -> Vec<(String, BTreeMap<String, String>)> {
+    let base = |event: &str, commit: Option<&Id>, branch: &Option<String>| {
+        let mut f = BTreeMap::new();
+        f.insert("event".to_string(), event.to_string());
+        if let Some(c) = commit {
+            f.insert("commit".into(), c.to_hex());
+            f.insert("short".into(), c.short(12));
+        }
+        f.insert("branch".into(), branch.clone().unwrap_or_default());
+        f.insert("op".into(), op.map(|o| o.to_hex()).unwrap_or_default());
+        f
+    };
+    match trigger {
+        Trigger::Commit {
+            commit,
+            changes,
+            branch,
+            message,
+        } => changes
+            .iter()
+            .map(|(path, change)| {
+                let mut f = base("commit", Some(commit), branch);
+                let p = lifeos_vcs::path::display(path).into_owned();
+                f.insert("path".into(), p.clone());
+                f.insert("change".into(), change.to_string());
+                f.insert("message".into(), message.clone());
+                (format!("commit {} {p}", commit.to_hex()), f)
+            })
+            .collect(),
+        Trigger::Hook {
+            hook,
+            commit,
+            branch,
+        } => {
+            let mut f = base("hook", commit.as_ref(), branch);
+            f.insert("hook".into(), hook.clone());
+            let identity = format!(
+                "hook {hook} {}",
+                commit.map(|c| c.to_hex()).unwrap_or_default()
+            );
+            vec![(identity, f)]
+        }
+    }
+}
+
+/// Whether `rule` fires for one instance of `trigger`.
+fn matches(rule: &rules::Rule, trigger: &Trigger, fields: &BTreeMap<String, String>) -> bool {
+    match trigger {
+        Trigger::Commit { .. } => {
+            rule.on == "commit"
+                && fields.get("change").is_some_and(|c| c != "deleted")
+                && rule
+                    .paths
+                    .as_ref()
+                    .zip(fields.get("path"))
+                    .is_some_and(|(g, p)| g.is_match(p))
+        }
+        Trigger::Hook { hook, .. } => rule.on == "hook" && rule.hook.as_deref() == Some(hook),
+    }
+}

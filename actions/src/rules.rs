@@ -1,0 +1,569 @@
+//! The rules file, `lifeos.rules.toml` at the top of the repository: tracked like any
+//! file, read at `@`. Each `[[rule]]` maps an event to one action, rendered from the
+//! event into a payload before anyone approves it. See `docs/FORMAT.md` (7.12).
+//!
+//! ```toml
+//! [[rule]]
+//! name = "file invoices"
+//! on = "commit"                   # or "hook" (with hook = "pre-push", ...)
+//! paths = ["invoices/**/*.pdf"]   # changed paths that fire it, one action each
+//! [rule.http]
+//! url = "https://books.example.org/inbox"
+//! body = { file = "{path}", commit = "{commit}" }
+//! timeout = "10s"
+//! retries = 2
+//! ```
+
+use std::collections::BTreeMap;
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use serde::Deserialize;
+use serde_json::{json, Value as Json};
+
+/// Where the rules are, relative to the top of the repository.
+pub const RULES_FILE: &str = "lifeos.rules.toml";
+
+/// The events a rule can name in `on`.
+pub const EVENTS: &[&str] = &["commit", "hook"];
+
+/// The git hooks a `hook` rule can name: those `lifeos git hooks install` installs.
+pub use lifeos_git::hooks::HOOKS;
+
+/// The fields an event of each kind offers to templates (`{name}`).
+fn fields(event: &str) -> &'static [&'static str] {
+    match event {
+        "commit" => &[
+            "event", "commit", "short", "path", "change", "branch", "message", "op",
+        ],
+        _ => &["event", "hook", "commit", "short", "branch", "op"],
+    }
+}
+
+/// A problem in the rules file, with where it is (line and column from 1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleError {
+    /// Line of the problem.
+    pub line: usize,
+    /// Column of the problem.
+    pub column: usize,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl std::fmt::Display for RuleError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{RULES_FILE}:{}:{}: {}",
+            self.line, self.column, self.message
+        )
+    }
+}
+
+/// Whether an action may run without a person approving it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Approval {
+    /// A person approves each action (the default).
+    Required,
+    /// The rule's actions are approved when proposed (the rules file must be trusted,
+    /// as for any rule to fire).
+    Auto,
+}
+
+/// What a rule does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ActionSpec {
+    /// Runs a command.
+    Run {
+        /// The command and its arguments (templates).
+        argv: Vec<String>,
+        /// Whether `argv` is one line for `sh -c`.
+        shell: bool,
+        /// Working folder, relative to the repository's top (template).
+        cwd: Option<String>,
+        /// How long it may run.
+        timeout_ms: i64,
+        /// How much of its output is kept.
+        output_cap: u64,
+    },
+    /// POSTs JSON to a URL.
+    Http {
+        /// The URL (template).
+        url: String,
+        /// The JSON body (strings are templates).
+        body: Json,
+        /// Time allowed per attempt.
+        timeout_ms: i64,
+        /// Attempts after the first when the server cannot be reached or answers 5xx.
+        retries: u32,
+    },
+    /// Creates a tag on the triggering commit.
+    Tag {
+        /// The tag's name (template).
+        name: String,
+    },
+}
+
+impl ActionSpec {
+    /// The action's kind name (`run`, `http`, `tag`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ActionSpec::Run { .. } => "run",
+            ActionSpec::Http { .. } => "http",
+            ActionSpec::Tag { .. } => "tag",
+        }
+    }
+}
+
+/// One rule.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    /// Its name (unique in the file).
+    pub name: String,
+    /// The event it fires on (one of [`EVENTS`]).
+    pub on: String,
+    /// For `commit`: the paths whose change fires it.
+    pub paths: Option<GlobSet>,
+    /// For `hook`: the hook.
+    pub hook: Option<String>,
+    /// Whether its actions need approval.
+    pub approval: Approval,
+    /// What it does.
+    pub action: ActionSpec,
+    /// Where it starts in the file (line from 1).
+    pub line: usize,
+}
+
+/// The rules of one version of the rules file.
+#[derive(Debug, Clone, Default)]
+pub struct Rules {
+    /// The rules, in file order.
+    pub rules: Vec<Rule>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    #[serde(default)]
+    rule: Vec<toml::Spanned<RawRule>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRule {
+    name: String,
+    on: String,
+    #[serde(default)]
+    paths: Vec<String>,
+    hook: Option<String>,
+    approval: Option<String>,
+    run: Option<RawRun>,
+    http: Option<RawHttp>,
+    tag: Option<RawTag>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRun {
+    argv: Vec<String>,
+    #[serde(default)]
+    shell: bool,
+    cwd: Option<String>,
+    timeout: Option<String>,
+    output_cap: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHttp {
+    url: String,
+    #[serde(default)]
+    body: Option<toml::Value>,
+    timeout: Option<String>,
+    retries: Option<u32>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTag {
+    name: String,
+}
+
+/// Line and column (from 1) of byte `offset` of `text`.
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+    (line, column)
+}
+
+/// Reads a duration such as `500ms`, `10s`, `2m`, `1h` or `1d`.
+pub fn parse_duration(text: &str) -> Option<i64> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit())?;
+    let (n, unit) = t.split_at(split);
+    let n: i64 = n.parse().ok()?;
+    let ms = match unit.trim() {
+        "ms" => 1,
+        "s" => 1_000,
+        "m" | "min" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        _ => return None,
+    };
+    n.checked_mul(ms).filter(|v| *v > 0)
+}
+
+/// Converts a TOML value to JSON (dates become their text).
+fn toml_to_json(v: toml::Value) -> Json {
+    match v {
+        toml::Value::String(s) => Json::String(s),
+        toml::Value::Integer(i) => json!(i),
+        toml::Value::Float(f) => json!(f),
+        toml::Value::Boolean(b) => Json::Bool(b),
+        toml::Value::Datetime(d) => Json::String(d.to_string()),
+        toml::Value::Array(a) => Json::Array(a.into_iter().map(toml_to_json).collect()),
+        toml::Value::Table(t) => {
+            Json::Object(t.into_iter().map(|(k, v)| (k, toml_to_json(v))).collect())
+        }
+    }
+}
+
+/// The placeholders of template `t` (`{name}`; `{{` and `}}` are literal braces).
+fn placeholders(t: &str) -> Result<Vec<&str>, String> {
+    let mut out = Vec::new();
+    let mut rest = t;
+    while let Some(i) = rest.find(['{', '}']) {
+        let (c, after) = (rest.as_bytes()[i], &rest[i + 1..]);
+        if after.starts_with(c as char) {
+            rest = &after[1..];
+            continue;
+        }
+        if c == b'}' {
+            return Err(format!("a lone }} in {t:?} (write }}}} for a brace)"));
+        }
+        let end = after
+            .find('}')
+            .ok_or_else(|| format!("an unclosed {{ in {t:?}"))?;
+        out.push(&after[..end]);
+        rest = &after[end + 1..];
+    }
+    Ok(out)
+}
+
+/// Renders template `t` with `fields`.
+pub fn render(t: &str, fields: &BTreeMap<String, String>) -> String {
+    let mut out = String::with_capacity(t.len());
+    let mut rest = t;
+    while let Some(i) = rest.find(['{', '}']) {
+        out.push_str(&rest[..i]);
+        let (c, after) = (rest.as_bytes()[i], &rest[i + 1..]);
+        if after.starts_with(c as char) {
+            out.push(c as char);
+            rest = &after[1..];
+            continue;
+        }
+        match after.find('}').filter(|_| c == b'{') {
+            Some(end) => {
+                if let Some(v) = fields.get(&after[..end]) {
+                    out.push_str(v);
+                }
+                rest = &after[end + 1..];
+            }
+            None => {
+                out.push(c as char);
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Renders every string inside a JSON value.
+fn render_json(v: &Json, fields: &BTreeMap<String, String>) -> Json {
+    match v {
+        Json::String(s) => Json::String(render(s, fields)),
+        Json::Array(a) => Json::Array(a.iter().map(|x| render_json(x, fields)).collect()),
+        Json::Object(o) => Json::Object(
+            o.iter()
+                .map(|(k, x)| (k.clone(), render_json(x, fields)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// Every string inside a JSON value.
+fn json_strings<'v>(v: &'v Json, out: &mut Vec<&'v str>) {
+    match v {
+        Json::String(s) => out.push(s),
+        Json::Array(a) => a.iter().for_each(|x| json_strings(x, out)),
+        Json::Object(o) => o.values().for_each(|x| json_strings(x, out)),
+        _ => {}
+    }
+}
+
+impl Rules {
+    /// Parses a rules file; every problem names its line and column.
+    pub fn parse(text: &str) -> Result<Rules, RuleError> {
+        let raw: RawFile = toml::from_str(text).map_err(|e| {
+            let (line, column) = e.span().map_or((1, 1), |s| line_col(text, s.start));
+            RuleError {
+                line,
+                column,
+                message: e.message().to_string(),
+            }
+        })?;
+        let mut rules: Vec<Rule> = Vec::new();
+        for spanned in raw.rule {
+            let (line, column) = line_col(text, spanned.span().start);
+            let err = |message: String| RuleError {
+                line,
+                column,
+                message,
+            };
+            let r = spanned.into_inner();
+            let name = r.name.trim().to_string();
+            if name.is_empty() {
+                return Err(err("a rule needs a name".into()));
+            }
+            if rules.iter().any(|x| x.name == name) {
+                return Err(err(format!("a second rule named {name:?}")));
+            }
+            let at = |m: String| err(format!("rule {name:?}: {m}"));
+            if !EVENTS.contains(&r.on.as_str()) {
+                return Err(at(format!(
+                    "unknown event {:?}; events are {}",
+                    r.on,
+                    EVENTS.join(", ")
+                )));
+            }
+            let paths = match (r.on.as_str(), r.paths.is_empty()) {
+                ("commit", true) => {
+                    return Err(at(
+                        "a commit rule needs paths = [\"glob\", ...] (\"**\" for any)".into(),
+                    ))
+                }
+                ("commit", false) => {
+                    let mut b = GlobSetBuilder::new();
+                    for p in &r.paths {
+                        b.add(
+                            Glob::new(p)
+                                .map_err(|e| at(format!("bad glob {p:?}: {}", e.kind())))?,
+                        );
+                    }
+                    Some(b.build().map_err(|e| at(format!("bad globs: {e}")))?)
+                }
+                (_, false) => return Err(at("paths applies to commit rules only".into())),
+                (_, true) => None,
+            };
+            let hook = match (r.on.as_str(), r.hook) {
+                ("hook", Some(h)) if HOOKS.contains(&h.as_str()) => Some(h),
+                ("hook", Some(h)) => {
+                    return Err(at(format!(
+                        "unknown hook {h:?}; hooks are {}",
+                        HOOKS.join(", ")
+                    )))
+                }
+                ("hook", None) => return Err(at("a hook rule needs hook = \"...\"".into())),
+                (_, Some(_)) => return Err(at("hook applies to hook rules only".into())),
+                (_, None) => None,
+            };
+            let approval = match r.approval.as_deref() {
+                None | Some("required") => Approval::Required,
+                Some("auto") => Approval::Auto,
+                Some(other) => {
+                    return Err(at(format!(
+                        "approval is \"required\" or \"auto\", not {other:?}"
+                    )))
+                }
+            };
+            let duration = |t: Option<String>, default: i64| -> Result<i64, RuleError> {
+                match t {
+                    None => Ok(default),
+                    Some(t) => parse_duration(&t).ok_or_else(|| {
+                        at(format!(
+                            "timeout {t:?} is not a duration such as 500ms, 10s, 2m or 1h"
+                        ))
+                    }),
+                }
+            };
+            let action = match (r.run, r.http, r.tag) {
+                (Some(run), None, None) => {
+                    if run.argv.is_empty() || run.argv[0].is_empty() {
+                        return Err(at("run.argv needs a command".into()));
+                    }
+                    if run.shell && run.argv.len() != 1 {
+                        return Err(at(
+                            "with shell = true, argv is one command line for sh -c".into()
+                        ));
+                    }
+                    ActionSpec::Run {
+                        argv: run.argv,
+                        shell: run.shell,
+                        cwd: run.cwd,
+                        timeout_ms: duration(run.timeout, 60_000)?,
+                        output_cap: run.output_cap.unwrap_or(64 << 10),
+                    }
+                }
+                (None, Some(http), None) => {
+                    if !(http.url.starts_with("http://") || http.url.starts_with("https://")) {
+                        return Err(at(format!(
+                            "http.url {:?} must start with http:// or https://",
+                            http.url
+                        )));
+                    }
+                    ActionSpec::Http {
+                        url: http.url,
+                        body: http.body.map(toml_to_json).unwrap_or_else(|| json!({})),
+                        timeout_ms: duration(http.timeout, 10_000)?,
+                        retries: http.retries.unwrap_or(2).min(10),
+                    }
+                }
+                (None, None, Some(tag)) => ActionSpec::Tag { name: tag.name },
+                (None, None, None) => {
+                    return Err(at(
+                        "a rule needs an action: [rule.run], [rule.http] or [rule.tag]".into(),
+                    ))
+                }
+                _ => return Err(at("a rule has one action, not several".into())),
+            };
+            // Every placeholder must be a field the event has.
+            let mut templates: Vec<&str> = Vec::new();
+            match &action {
+                ActionSpec::Run { argv, cwd, .. } => {
+                    templates.extend(argv.iter().map(String::as_str));
+                    templates.extend(cwd.as_deref());
+                }
+                ActionSpec::Http { url, body, .. } => {
+                    templates.push(url);
+                    json_strings(body, &mut templates);
+                }
+                ActionSpec::Tag { name } => templates.push(name),
+            }
+            let known = fields(&r.on);
+            for t in templates {
+                for p in placeholders(t).map_err(at)? {
+                    if !known.contains(&p) {
+                        return Err(at(format!(
+                            "unknown field {{{p}}}; a {} event has {}",
+                            r.on,
+                            known
+                                .iter()
+                                .map(|f| format!("{{{f}}}"))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )));
+                    }
+                }
+            }
+            rules.push(Rule {
+                name,
+                on: r.on,
+                paths,
+                hook,
+                approval,
+                action,
+                line,
+            });
+        }
+        Ok(Rules { rules })
+    }
+}
+
+impl Rule {
+    /// The payload this rule's action has for an event with `fields`: everything that
+    /// will run, as JSON (rendered now, so what is approved is what runs). `event` is the
+    /// event as JSON (a command gets it on stdin).
+    pub fn payload(&self, fields: &BTreeMap<String, String>, event: &Json) -> Json {
+        match &self.action {
+            ActionSpec::Run {
+                argv,
+                shell,
+                cwd,
+                timeout_ms,
+                output_cap,
+            } => {
+                let argv: Vec<String> = argv.iter().map(|a| render(a, fields)).collect();
+                let argv = if *shell {
+                    vec!["sh".to_string(), "-c".to_string(), argv[0].clone()]
+                } else {
+                    argv
+                };
+                json!({
+                    "kind": "run",
+                    "argv": argv,
+                    "cwd": cwd.as_deref().map(|c| render(c, fields)).unwrap_or_else(|| ".".into()),
+                    "timeout_ms": timeout_ms,
+                    "output_cap": output_cap,
+                    "stdin": event,
+                })
+            }
+            ActionSpec::Http {
+                url,
+                body,
+                timeout_ms,
+                retries,
+            } => json!({
+                "kind": "http",
+                "url": render(url, fields),
+                "body": render_json(body, fields),
+                "timeout_ms": timeout_ms,
+                "retries": retries,
+            }),
+            ActionSpec::Tag { name } => json!({
+                "kind": "tag",
+                "name": render(name, fields),
+                "commit": fields.get("commit").cloned().unwrap_or_default(),
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rules_parse_and_errors_name_line_and_column() {
+        let text = "[[rule]]\nname = \"invoices\"\non = \"commit\"\npaths = [\"invoices/*.pdf\"]\n[rule.http]\nurl = \"http://127.0.0.1:9/x\"\nbody = { file = \"{path}\", n = 2 }\n\n[[rule]]\nname = \"tag pushes\"\non = \"hook\"\nhook = \"pre-push\"\napproval = \"auto\"\n[rule.tag]\nname = \"pushed-{short}\"\n";
+        let rules = Rules::parse(text).unwrap();
+        assert_eq!(rules.rules.len(), 2);
+        assert_eq!(rules.rules[1].line, 9);
+        assert!(rules.rules[0]
+            .paths
+            .as_ref()
+            .unwrap()
+            .is_match("invoices/a.pdf"));
+        let fields: BTreeMap<String, String> =
+            [("path".to_string(), "invoices/a.pdf".to_string())].into();
+        let p = rules.rules[0].payload(&fields, &json!({}));
+        assert_eq!(p["body"], json!({"file": "invoices/a.pdf", "n": 2}));
+
+        let bad = |t: &str| Rules::parse(t).unwrap_err();
+        let e = bad("[[rule]]\nname = \"x\"\non = \"commit\"\npaths = [\"*\"]\n[rule.run]\nargv = [\"echo\", \"{nope}\"]\n");
+        assert_eq!((e.line, e.column), (1, 1), "{e}");
+        assert!(e.message.contains("unknown field {nope}"), "{e}");
+        let e = bad("[[rule]]\nname = \"x\"\non = \"sometimes\"\n[rule.tag]\nname = \"t\"\n");
+        assert!(e.message.contains("unknown event \"sometimes\""), "{e}");
+        let e = bad("[[rule]]\nname = \"x\"\non = \"commit\"\npaths = [\"*\"]\ncolour = 1\n");
+        assert_eq!(e.line, 5, "{e}");
+        assert!(e.message.contains("colour"), "{e}");
+        let e = bad("[[rule]]\nname = \"x\"\non = \"commit\"\npaths = [\"*\"]\n[rule.run]\nargv = [\"sleep\"]\ntimeout = \"soon\"\n");
+        assert!(e.message.contains("not a duration"), "{e}");
+        let e = bad("[[rule]]\nname = \"x\"\non = \"hook\"\nhook = \"post-commit\"\n");
+        assert!(e.message.contains("needs an action"), "{e}");
+    }
+
+    #[test]
+    fn templates_render_fields_and_literal_braces() {
+        let f: BTreeMap<String, String> = [("a".to_string(), "1".to_string())].into();
+        assert_eq!(render("x{a}y{{z}}", &f), "x1y{z}");
+        assert_eq!(placeholders("{a}{{b}}{c}").unwrap(), ["a", "c"]);
+        assert!(placeholders("{a").is_err());
+        assert_eq!(parse_duration("2h"), Some(7_200_000));
+        assert_eq!(parse_duration("500ms"), Some(500));
+        assert_eq!(parse_duration("0s"), None);
+    }
+}

@@ -1,0 +1,579 @@
+//! `lifeos actions`, `approve`, `reject`, `receipts`, `receipt show` and `rules`:
+//! automations, their approvals and their receipts.
+
+use std::path::PathBuf;
+
+use clap::Subcommand;
+use serde_json::{json, Value as Json};
+
+use lifeos_actions::{Action, Actions, ActionsError, Fired, Receipt, Rules, RunReport};
+use lifeos_vcs::Repo;
+
+use crate::error::{CliError, CliResult};
+use crate::output::{local_time, print_json, relative_time, Style};
+
+/// `lifeos actions ...`.
+#[derive(Debug, clap::Args)]
+pub struct ActionsArgs {
+    /// What to do (default: list pending and recent actions).
+    #[command(subcommand)]
+    pub cmd: Option<ActionsCmd>,
+    /// List every action, finished ones too.
+    #[arg(long)]
+    pub all: bool,
+    /// Print JSON (schema lifeos.actions.v1).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `lifeos actions` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum ActionsCmd {
+    /// Run approved actions: all of them, or those named. An approval that expired or
+    /// no longer matches the payload is refused with a blocked receipt.
+    Run {
+        /// Action ids (or unique prefixes).
+        ids: Vec<String>,
+        /// Print JSON (schema lifeos.actions.v1).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one action: its payload, hash, approval and records.
+    Show {
+        /// Action id (or a unique prefix).
+        id: String,
+        /// Print JSON (schema lifeos.actions.v1).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Replace a pending action's payload (JSON); it must be approved again.
+    Edit {
+        /// Action id (or a unique prefix).
+        id: String,
+        /// The new payload, as JSON.
+        #[arg(long)]
+        payload: String,
+    },
+    /// Say what happened to an action whose outcome is uncertain (its process died).
+    Resolve {
+        /// Action id (or a unique prefix).
+        id: String,
+        /// It ran: record it as executed.
+        #[arg(
+            long,
+            conflicts_with = "did_not_run",
+            required_unless_present = "did_not_run"
+        )]
+        ran: bool,
+        /// It did not run: it may run again while its approval holds.
+        #[arg(long)]
+        did_not_run: bool,
+    },
+}
+
+/// `lifeos receipt ...`.
+#[derive(Debug, Subcommand)]
+pub enum ReceiptCmd {
+    /// Show one receipt, with the output it captured.
+    Show {
+        /// Receipt id (or a unique prefix).
+        id: String,
+        /// Print JSON (schema lifeos.receipt.v1).
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `lifeos rules ...`.
+#[derive(Debug, Subcommand)]
+pub enum RulesCmd {
+    /// Check a rules file without running anything (default: lifeos.rules.toml in the
+    /// folder).
+    Check {
+        /// The file to check.
+        file: Option<PathBuf>,
+    },
+    /// Trust the rules file at @ so its rules may fire (again after any change).
+    Trust,
+}
+
+impl From<ActionsError> for CliError {
+    fn from(e: ActionsError) -> Self {
+        match e {
+            ActionsError::Vcs(v) => CliError::from(v),
+            ActionsError::Store(s) => CliError::from(s),
+            ActionsError::Rules(r) => CliError::new(r.to_string()).hint(
+                "fix the rules file; `lifeos rules check` checks it without running anything",
+            ),
+            other => CliError::new(other.to_string()),
+        }
+    }
+}
+
+fn hex(id: Option<lifeos_store::Id>) -> Json {
+    id.map_or(Json::Null, |i| json!(i.to_hex()))
+}
+
+fn action_json(actions: &Actions<'_>, a: &Action) -> Json {
+    let payload: Json = serde_json::from_slice(&a.payload).unwrap_or(Json::Null);
+    let event: Json = serde_json::from_str(&a.event).unwrap_or(Json::Null);
+    json!({
+        "id": a.id,
+        "rule": a.rule,
+        "state": actions.state(a).name(),
+        "kind": payload["kind"],
+        "payload": payload,
+        "payload_hash": a.payload_hash().to_hex(),
+        "event": event,
+        "trigger_operation": hex(a.trigger_op),
+        "rules_file": a.rules_file.to_hex(),
+        "proposed": local_time(a.proposed_ms),
+        "approval": a.approval.as_ref().map(|p| json!({
+            "by": p.by,
+            "at": local_time(p.at_ms),
+            "ttl_ms": p.ttl_ms,
+            "expires": local_time(p.expires_ms()),
+            "pinned_hash": p.pinned.to_hex(),
+        })),
+        "records": a.records.iter().map(|(id, r)| json!({
+            "id": id.to_hex(),
+            "stage": r.stage.name(),
+            "at": local_time(r.at_ms),
+            "by": r.by,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn receipt_json(r: &Receipt) -> Json {
+    json!({
+        "id": r.id.to_hex(),
+        "action": r.action,
+        "rule": r.rule,
+        "outcome": r.outcome,
+        "reason": r.reason,
+        "started": local_time(r.started_ms),
+        "ended": local_time(r.ended_ms),
+        "status": r.status,
+        "output": hex(r.output),
+        "payload_hash": hex(r.payload_hash),
+        "approval": r.approval.as_ref().map(|p| json!({
+            "by": p.by, "at": local_time(p.at_ms), "ttl_ms": p.ttl_ms, "pinned_hash": p.pinned.to_hex(),
+        })),
+        "by": r.by,
+    })
+}
+
+fn run_json(r: &RunReport) -> Json {
+    json!({
+        "action": r.action,
+        "state": r.state.name(),
+        "reason": r.reason,
+        "receipt": hex(r.receipt),
+    })
+}
+
+/// One line saying what an action does.
+fn summary(payload: &Json) -> String {
+    match payload["kind"].as_str() {
+        Some("run") => format!(
+            "run {}",
+            payload["argv"]
+                .as_array()
+                .map(|a| a
+                    .iter()
+                    .map(|x| x.as_str().unwrap_or_default().to_string())
+                    .collect::<Vec<_>>()
+                    .join(" "))
+                .unwrap_or_default()
+        ),
+        Some("http") => format!("POST {}", payload["url"].as_str().unwrap_or_default()),
+        Some("tag") => format!("tag {}", payload["name"].as_str().unwrap_or_default()),
+        _ => "unknown action".into(),
+    }
+}
+
+fn print_run(r: &RunReport, style: Style) {
+    let receipt = r
+        .receipt
+        .map(|id| format!(" (receipt {})", style.id(&id.short(12))))
+        .unwrap_or_default();
+    println!(
+        "action {}: {}: {}{receipt}",
+        style.id(&r.action),
+        r.state.name(),
+        r.reason
+    );
+}
+
+/// Tells what firing rules did (after a commit or a git hook), on stderr.
+pub fn report_fired(fired: &Fired, style: Style) {
+    if let Some(id) = fired.untrusted {
+        eprintln!(
+            "rules: {} at @ ({}) is not trusted, so no rule fired; check it with `lifeos rules check` and trust it with `lifeos rules trust`",
+            lifeos_actions::RULES_FILE,
+            id.short(12)
+        );
+    }
+    for id in &fired.proposed {
+        if !fired.ran.iter().any(|r| &r.action == id) {
+            eprintln!(
+                "rules: proposed action {}; see it with `lifeos actions show {id}`, approve it with `lifeos approve {id}`",
+                style.id(id)
+            );
+        }
+    }
+    for (noop, of) in &fired.duplicates {
+        eprintln!(
+            "rules: action {} was proposed before; recorded a noop receipt ({noop})",
+            style.id(of)
+        );
+    }
+    for r in &fired.ran {
+        eprint!("rules: ");
+        eprintln!(
+            "action {}: {}: {}",
+            style.id(&r.action),
+            r.state.name(),
+            r.reason
+        );
+    }
+}
+
+/// Fires the rules for `trigger`; a failure to read them is a warning, not a failed
+/// command (what triggered them is recorded already).
+pub fn fire(
+    repo: &Repo,
+    trigger: &lifeos_actions::Trigger,
+    op: Option<lifeos_store::Id>,
+    style: Style,
+) {
+    match Actions::new(repo).fire(trigger, op) {
+        Ok(f) => report_fired(&f, style),
+        Err(e) => eprintln!("warning: rules did not fire: {}", CliError::from(e).message),
+    }
+}
+
+/// The trigger for commit `commit` (the paths it changed against its first parent).
+pub fn commit_trigger(repo: &Repo, commit: lifeos_store::Id) -> CliResult<lifeos_actions::Trigger> {
+    use lifeos_vcs::treediff::ChangeKind;
+    let c = repo.commit(&commit)?;
+    let parent_tree = match c.parents.first() {
+        Some(p) => Some(repo.commit(p)?.tree),
+        None => None,
+    };
+    let changes = repo
+        .diff_trees(parent_tree.as_ref(), Some(&c.tree))?
+        .into_iter()
+        .map(|ch| {
+            let kind = match ch.kind {
+                ChangeKind::Added => "added",
+                ChangeKind::Modified => "modified",
+                ChangeKind::Deleted => "deleted",
+            };
+            (ch.path, kind)
+        })
+        .collect();
+    Ok(lifeos_actions::Trigger::Commit {
+        commit,
+        changes,
+        branch: repo.head()?.view.current_branch,
+        message: String::from_utf8_lossy(&c.message)
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_string(),
+    })
+}
+
+/// `lifeos actions ...`.
+pub fn actions(repo: &Repo, args: ActionsArgs, style: Style) -> CliResult<u8> {
+    let actions = Actions::new(repo);
+    match args.cmd {
+        None => {
+            let list: Vec<Action> = actions
+                .list()?
+                .into_iter()
+                .filter(|a| args.all || !actions.state(a).is_final())
+                .collect();
+            if args.json {
+                print_json(
+                    "lifeos.actions.v1",
+                    json!({"actions": list.iter().map(|a| action_json(&actions, a)).collect::<Vec<_>>()}),
+                );
+                return Ok(0);
+            }
+            if list.is_empty() {
+                println!(
+                    "No {}actions.",
+                    if args.all { "" } else { "pending or running " }
+                );
+            }
+            for a in &list {
+                let payload: Json = serde_json::from_slice(&a.payload).unwrap_or(Json::Null);
+                println!(
+                    "{}  {:<14} {}  {}  (rule {:?}, {}, payload {})",
+                    style.id(&a.id),
+                    actions.state(a).name(),
+                    summary(&payload),
+                    style.dim(&a.event_summary()),
+                    a.rule,
+                    relative_time(a.proposed_ms),
+                    a.payload_hash().short(12),
+                );
+            }
+            Ok(0)
+        }
+        Some(ActionsCmd::Run { ids, json }) => {
+            let ran = if ids.is_empty() {
+                actions.run_approved()?
+            } else {
+                let mut out = Vec::new();
+                for id in ids {
+                    out.push(actions.run_one(&actions.resolve_id(&id)?)?);
+                }
+                out
+            };
+            if json {
+                print_json(
+                    "lifeos.actions.v1",
+                    json!({"ran": ran.iter().map(run_json).collect::<Vec<_>>()}),
+                );
+            } else if ran.is_empty() {
+                println!("No approved actions to run.");
+            } else {
+                ran.iter().for_each(|r| print_run(r, style));
+            }
+            Ok(
+                if ran
+                    .iter()
+                    .all(|r| r.state == lifeos_actions::State::Executed)
+                {
+                    0
+                } else {
+                    1
+                },
+            )
+        }
+        Some(ActionsCmd::Show { id, json }) => {
+            let id = actions.resolve_id(&id)?;
+            let a = actions
+                .list()?
+                .into_iter()
+                .find(|a| a.id == id)
+                .ok_or_else(|| {
+                    CliError::new(format!("{id} is a noop receipt, not an action"))
+                        .hint("`lifeos receipts` lists it")
+                })?;
+            let j = action_json(&actions, &a);
+            if json {
+                print_json("lifeos.actions.v1", json!({"actions": [j]}));
+                return Ok(0);
+            }
+            println!("action {}  {}", style.id(&a.id), actions.state(&a).name());
+            println!(
+                "rule      {:?} (rules file {})",
+                a.rule,
+                a.rules_file.short(12)
+            );
+            println!("event     {}", a.event);
+            println!("payload   {}", String::from_utf8_lossy(&a.payload));
+            println!("hash      {}", a.payload_hash().to_hex());
+            if let Some(p) = &a.approval {
+                println!(
+                    "approved  by {} at {}, until {} (pins {})",
+                    p.by,
+                    local_time(p.at_ms),
+                    local_time(p.expires_ms()),
+                    p.pinned.short(12)
+                );
+            }
+            for (rid, r) in &a.records {
+                println!(
+                    "  {}  {:<9} {}  {}",
+                    style.dim(&rid.short(12)),
+                    r.stage.name(),
+                    local_time(r.at_ms),
+                    r.by
+                );
+            }
+            Ok(0)
+        }
+        Some(ActionsCmd::Edit { id, payload }) => {
+            let id = actions.resolve_id(&id)?;
+            let value: Json = serde_json::from_str(&payload)
+                .map_err(|e| CliError::new(format!("--payload is not JSON: {e}")))?;
+            let rec = actions.edit(&id, &value)?;
+            println!(
+                "Edited the payload of action {} (record {}); approve it again to run it",
+                style.id(&id),
+                rec.short(12)
+            );
+            Ok(0)
+        }
+        Some(ActionsCmd::Resolve { id, ran, .. }) => {
+            let id = actions.resolve_id(&id)?;
+            actions.resolve(&id, ran)?;
+            println!(
+                "Action {} {}",
+                style.id(&id),
+                if ran {
+                    "recorded as executed"
+                } else {
+                    "recorded as not run; it runs again with `lifeos actions run` while its approval holds"
+                }
+            );
+            Ok(0)
+        }
+    }
+}
+
+/// `lifeos approve ID [--ttl] [--run]`.
+pub fn approve(repo: &Repo, id: &str, ttl: &str, run: bool, style: Style) -> CliResult<u8> {
+    let ttl_ms = lifeos_actions::rules::parse_duration(ttl).ok_or_else(|| {
+        CliError::new(format!("--ttl {ttl:?} is not a duration")).hint("for example 30m, 2h or 1d")
+    })?;
+    let actions = Actions::new(repo);
+    let id = actions.resolve_id(id)?;
+    actions.approve(&id, ttl_ms)?;
+    println!("Approved action {} for {ttl}", style.id(&id));
+    if run {
+        let r = actions.run_one(&id)?;
+        print_run(&r, style);
+        return Ok(u8::from(r.state != lifeos_actions::State::Executed));
+    }
+    Ok(0)
+}
+
+/// `lifeos reject ID`.
+pub fn reject(repo: &Repo, id: &str, style: Style) -> CliResult<u8> {
+    let actions = Actions::new(repo);
+    let id = actions.resolve_id(id)?;
+    actions.reject(&id)?;
+    println!("Rejected action {}", style.id(&id));
+    Ok(0)
+}
+
+/// `lifeos receipts`.
+pub fn receipts(repo: &Repo, json: bool, style: Style) -> CliResult<u8> {
+    let list = Actions::new(repo).receipts()?;
+    if json {
+        print_json(
+            "lifeos.receipt.v1",
+            json!({"receipts": list.iter().map(receipt_json).collect::<Vec<_>>()}),
+        );
+        return Ok(0);
+    }
+    if list.is_empty() {
+        println!("No receipts.");
+    }
+    for r in &list {
+        println!(
+            "{}  {:<9} action {}  {}  {}",
+            style.id(&r.id.short(12)),
+            r.outcome,
+            r.action,
+            relative_time(r.ended_ms),
+            r.reason
+        );
+    }
+    Ok(0)
+}
+
+/// `lifeos receipt show ID`.
+pub fn receipt(repo: &Repo, cmd: ReceiptCmd, style: Style) -> CliResult<u8> {
+    let ReceiptCmd::Show { id, json } = cmd;
+    let list = Actions::new(repo).receipts()?;
+    let found: Vec<&Receipt> = list.iter().filter(|r| r.id.has_hex_prefix(&id)).collect();
+    let r = match found.as_slice() {
+        [one] => *one,
+        [] => {
+            return Err(
+                CliError::new(format!("no receipt {id}")).hint("`lifeos receipts` lists them")
+            )
+        }
+        _ => {
+            return Err(CliError::new(format!(
+                "{id} names several receipts; give more of the id"
+            )))
+        }
+    };
+    let output = match r.output {
+        Some(o) => {
+            let mut bytes = Vec::new();
+            repo.store().read_file(&o, &mut bytes)?;
+            Some(String::from_utf8_lossy(&bytes).into_owned())
+        }
+        None => None,
+    };
+    if json {
+        let mut j = receipt_json(r);
+        j["output_text"] = json!(output);
+        print_json("lifeos.receipt.v1", json!({"receipts": [j]}));
+        return Ok(0);
+    }
+    println!("receipt {}  {}", style.id(&r.id.to_hex()), r.outcome);
+    println!(
+        "action   {} (rule {:?})",
+        r.action,
+        r.rule.as_deref().unwrap_or("-")
+    );
+    println!("reason   {}", r.reason);
+    println!("started  {}", local_time(r.started_ms));
+    println!("ended    {}", local_time(r.ended_ms));
+    if let Some(s) = r.status {
+        println!("status   {s}");
+    }
+    if let Some(h) = r.payload_hash {
+        println!("payload  {}", h.to_hex());
+    }
+    if let Some(p) = &r.approval {
+        println!(
+            "approved by {} at {} for {} ms",
+            p.by,
+            local_time(p.at_ms),
+            p.ttl_ms
+        );
+    }
+    if let Some(text) = output {
+        println!("output:\n{text}");
+    }
+    Ok(0)
+}
+
+/// `lifeos rules ...`.
+pub fn rules(repo: &Repo, cmd: RulesCmd, style: Style) -> CliResult<u8> {
+    match cmd {
+        RulesCmd::Check { file } => {
+            let path = file.unwrap_or_else(|| repo.workdir().join(lifeos_actions::RULES_FILE));
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| CliError::new(format!("cannot read {}: {e}", path.display())))?;
+            let rules = Rules::parse(&text).map_err(ActionsError::Rules)?;
+            println!("{}: {} rules, all valid", path.display(), rules.rules.len());
+            for r in &rules.rules {
+                println!(
+                    "  {:?} (line {}): on {}, {} action{}",
+                    r.name,
+                    r.line,
+                    r.hook.as_deref().unwrap_or(&r.on),
+                    r.action.kind(),
+                    if r.approval == lifeos_actions::rules::Approval::Auto {
+                        ", approved automatically"
+                    } else {
+                        ", needs approval"
+                    }
+                );
+            }
+            Ok(0)
+        }
+        RulesCmd::Trust => {
+            let (id, rules) = Actions::new(repo).trust()?;
+            println!(
+                "Trusted {} {} ({} rules): they fire until the file changes",
+                lifeos_actions::RULES_FILE,
+                style.id(&id.short(12)),
+                rules.rules.len()
+            );
+            Ok(0)
+        }
+    }
+}

@@ -1,0 +1,407 @@
+//! Automations end to end: rules fired by `lifeos commit` and by git's hooks, approvals
+//! pinned by hash with a TTL, a real HTTP server on 127.0.0.1, commands killed mid-way,
+//! two processes racing to run one action, and bad rules.
+
+mod common;
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{cmd, fails, git, json, ok, run, write};
+
+/// An HTTP server on 127.0.0.1 that answers every request with `status` and keeps
+/// what it was sent ("METHOD URL BODY").
+fn server(status: u16) -> (u16, Arc<Mutex<Vec<String>>>) {
+    let server = tiny_http::Server::http("127.0.0.1:0").expect("a local port");
+    let port = server.server_addr().to_ip().expect("an IP address").port();
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let keep = got.clone();
+    std::thread::spawn(move || {
+        for mut req in server.incoming_requests() {
+            let mut body = String::new();
+            let _ = req.as_reader().read_to_string(&mut body);
+            keep.lock()
+                .unwrap()
+                .push(format!("{} {} {body}", req.method(), req.url()));
+            let _ =
+                req.respond(tiny_http::Response::from_string("thanks").with_status_code(status));
+        }
+    });
+    (port, got)
+}
+
+/// The actions as `lifeos actions --all --json` lists them.
+fn actions(dir: &Path) -> Vec<serde_json::Value> {
+    let j = json(dir, &["actions", "--all"]);
+    assert_eq!(j["schema"], "lifeos.actions.v1", "{j}");
+    j["actions"].as_array().unwrap().clone()
+}
+
+/// The receipts as `lifeos receipts --json` lists them.
+fn receipts(dir: &Path) -> Vec<serde_json::Value> {
+    let j = json(dir, &["receipts"]);
+    assert_eq!(j["schema"], "lifeos.receipt.v1", "{j}");
+    j["receipts"].as_array().unwrap().clone()
+}
+
+/// The one action whose event path is `path`.
+fn action_for(dir: &Path, path: &str) -> serde_json::Value {
+    let found: Vec<_> = actions(dir)
+        .into_iter()
+        .filter(|a| a["event"]["path"] == path)
+        .collect();
+    assert_eq!(found.len(), 1, "{found:?}");
+    found[0].clone()
+}
+
+fn id(a: &serde_json::Value) -> String {
+    a["id"].as_str().unwrap().to_string()
+}
+
+fn git_commit(dir: &Path, path: &str, bytes: &[u8]) {
+    write(dir, path, bytes);
+    git(dir, &["add", "-A"]);
+    let msg = format!("add {path}");
+    git(
+        dir,
+        &[
+            "-c",
+            "user.name=G",
+            "-c",
+            "user.email=g@x",
+            "commit",
+            "-q",
+            "-m",
+            &msg,
+        ],
+    );
+}
+
+#[test]
+fn a_git_commit_proposes_an_http_action_that_posts_once_approved() {
+    let tmp = tempfile::tempdir().unwrap();
+    let w = tmp.path().join("work");
+    std::fs::create_dir(&w).unwrap();
+    git(&w, &["init", "-q", "-b", "main"]);
+    ok(&w, &["init", "--git"]);
+    ok(&w, &["git", "hooks", "install"]);
+    let (port, posts) = server(200);
+    let rules = format!(
+        "[[rule]]\nname = \"invoices\"\non = \"commit\"\npaths = [\"invoices/*.pdf\"]\n[rule.http]\nurl = \"http://127.0.0.1:{port}/inbox\"\nbody = {{ file = \"{{path}}\", commit = \"{{commit}}\" }}\ntimeout = \"5s\"\nretries = 0\n"
+    );
+    git_commit(&w, "lifeos.rules.toml", rules.as_bytes());
+    // Rules that came in through git fire only once trusted.
+    git_commit(&w, "invoices/early.pdf", b"%PDF-1.4 early");
+    assert!(actions(&w).is_empty());
+    let trusted = ok(&w, &["rules", "trust"]);
+    assert!(trusted.contains("Trusted lifeos.rules.toml"), "{trusted}");
+
+    git_commit(&w, "invoices/x.pdf", b"%PDF-1.4 x");
+    let a = action_for(&w, "invoices/x.pdf");
+    assert_eq!(a["state"], "pending", "{a}");
+    assert_eq!(a["kind"], "http");
+    assert_eq!(a["payload"]["body"]["file"], "invoices/x.pdf");
+    let canonical = serde_json::to_vec(&a["payload"]).unwrap();
+    assert_eq!(
+        a["payload_hash"],
+        blake3::hash(&canonical).to_hex().as_str(),
+        "the hash pins the payload's canonical JSON"
+    );
+    // Nothing runs before approval.
+    assert!(ok(&w, &["actions", "run"]).contains("No approved actions"));
+    assert!(posts.lock().unwrap().is_empty());
+
+    ok(&w, &["approve", &id(&a)[..6]]);
+    assert_eq!(action_for(&w, "invoices/x.pdf")["state"], "fresh");
+    let ran = json(&w, &["actions", "run"]);
+    assert_eq!(ran["ran"][0]["state"], "executed", "{ran}");
+    {
+        let got = posts.lock().unwrap();
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert!(got[0].starts_with("POST /inbox {"), "{got:?}");
+        assert!(got[0].contains("\"file\":\"invoices/x.pdf\""), "{got:?}");
+    }
+    let r = receipts(&w);
+    let done: Vec<_> = r.iter().filter(|r| r["action"] == a["id"]).collect();
+    assert_eq!(done.len(), 1, "{r:?}");
+    assert_eq!(done[0]["outcome"], "executed");
+    assert_eq!(done[0]["status"], 200);
+    assert_eq!(done[0]["payload_hash"], a["payload_hash"]);
+    let shown = json(
+        &w,
+        &["receipt", "show", &done[0]["id"].as_str().unwrap()[..10]],
+    );
+    assert_eq!(shown["receipts"][0]["output_text"], "thanks");
+
+    // The same hook firing again proposes nothing new: a noop receipt, no second POST.
+    ok(&w, &["git", "hook", "post-commit"]);
+    let noops: Vec<_> = receipts(&w)
+        .into_iter()
+        .filter(|r| r["outcome"] == "noop")
+        .collect();
+    assert_eq!(noops.len(), 1, "{noops:?}");
+    assert!(noops[0]["reason"]
+        .as_str()
+        .unwrap()
+        .contains(a["id"].as_str().unwrap()));
+    ok(&w, &["actions", "run"]);
+    assert_eq!(posts.lock().unwrap().len(), 1);
+
+    // A payload edited after approval is refused: payload_hash_mismatch.
+    git_commit(&w, "invoices/y.pdf", b"%PDF-1.4 y");
+    let y = id(&action_for(&w, "invoices/y.pdf"));
+    ok(&w, &["approve", &y]);
+    let evil = format!(
+        r#"{{"kind":"http","url":"http://127.0.0.1:{port}/elsewhere","body":{{}},"timeout_ms":5000,"retries":0}}"#
+    );
+    ok(&w, &["actions", "edit", &y, "--payload", &evil]);
+    assert_eq!(action_for(&w, "invoices/y.pdf")["state"], "tampered");
+    let ran = json(&w, &["actions", "run", &y]);
+    assert_eq!(ran["ran"][0]["state"], "blocked", "{ran}");
+    assert_eq!(ran["ran"][0]["reason"], "payload_hash_mismatch");
+    assert_eq!(posts.lock().unwrap().len(), 1, "nothing was sent");
+
+    // An approval older than its TTL is refused: approval_expired.
+    git_commit(&w, "invoices/z.pdf", b"%PDF-1.4 z");
+    let z = id(&action_for(&w, "invoices/z.pdf"));
+    ok(&w, &["approve", &z, "--ttl", "1s"]);
+    std::thread::sleep(Duration::from_millis(1100));
+    assert_eq!(action_for(&w, "invoices/z.pdf")["state"], "expired");
+    let out = run(&w, &["actions", "run", &z]);
+    assert!(!out.status.success());
+    let r = receipts(&w);
+    let blocked: Vec<_> = r.iter().filter(|r| r["outcome"] == "blocked").collect();
+    assert_eq!(blocked.len(), 2, "{r:?}");
+    assert_eq!(blocked[1]["reason"], "approval_expired");
+    assert_eq!(posts.lock().unwrap().len(), 1);
+    // Approved again, it runs.
+    ok(&w, &["approve", &z, "--run"]);
+    assert_eq!(posts.lock().unwrap().len(), 2);
+
+    // Every step is an operation: the op log is the audit trail.
+    let log = ok(&w, &["op", "log"]);
+    for what in [
+        "propose actions of rule invoices",
+        "approve action",
+        "start action",
+        "executed action",
+        "block action",
+    ] {
+        assert!(log.contains(what), "{what} missing from:\n{log}");
+    }
+    let fsck = ok(&w, &["fsck"]);
+    assert!(!fsck.contains("missing"), "{fsck}");
+}
+
+#[test]
+fn http_servers_that_refuse_or_hang_give_failed_receipts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    ok(d, &["init"]);
+    // A port nobody listens on, and a server that accepts and never answers.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let closed_port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let hanging = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let hanging_port = hanging.local_addr().unwrap().port();
+    let (err_port, posts) = server(503);
+    let rules = format!(
+        "[[rule]]\nname = \"refused\"\non = \"commit\"\npaths = [\"a/*\"]\n[rule.http]\nurl = \"http://127.0.0.1:{closed_port}/\"\nretries = 0\n\n[[rule]]\nname = \"hangs\"\non = \"commit\"\npaths = [\"b/*\"]\n[rule.http]\nurl = \"http://127.0.0.1:{hanging_port}/\"\ntimeout = \"1s\"\nretries = 0\n\n[[rule]]\nname = \"busy\"\non = \"commit\"\npaths = [\"c/*\"]\n[rule.http]\nurl = \"http://127.0.0.1:{err_port}/\"\ntimeout = \"2s\"\nretries = 1\n"
+    );
+    write(d, "lifeos.rules.toml", rules.as_bytes());
+    ok(d, &["commit", "-m", "rules"]);
+    ok(d, &["rules", "trust"]);
+    for p in ["a/1", "b/1", "c/1"] {
+        write(d, p, b"x");
+    }
+    ok(d, &["commit", "-m", "three"]);
+    for a in actions(d) {
+        ok(d, &["approve", &id(&a)]);
+    }
+    let start = Instant::now();
+    let out = run(d, &["actions", "run"]);
+    assert!(!out.status.success(), "failures make a failed exit");
+    assert!(start.elapsed() < Duration::from_secs(20));
+    let _keep = hanging;
+    let by_path = |p: &str| {
+        let a = action_for(d, p);
+        receipts(d)
+            .into_iter()
+            .find(|r| r["action"] == a["id"])
+            .unwrap()
+    };
+    let refused = by_path("a/1");
+    assert_eq!(refused["outcome"], "failed");
+    assert!(
+        refused["reason"].as_str().unwrap().contains("POST"),
+        "{refused}"
+    );
+    let hung = by_path("b/1");
+    assert_eq!(hung["outcome"], "failed", "{hung}");
+    let busy = by_path("c/1");
+    assert_eq!(busy["outcome"], "failed");
+    assert_eq!(busy["status"], 503);
+    assert_eq!(posts.lock().unwrap().len(), 2, "one retry after a 503");
+}
+
+/// Waits until `cond` holds (at most 30 s).
+fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A new repository in `d` whose trusted rule runs `line` with `sh -c` for each new file
+/// under `in/`, with one such file committed and its action approved; returns its id.
+fn approved_shell_action(d: &Path, line: &str) -> String {
+    ok(d, &["init"]);
+    let rules = format!(
+        "[[rule]]\nname = \"shell\"\non = \"commit\"\npaths = [\"in/*\"]\n[rule.run]\nargv = [{line:?}]\nshell = true\ntimeout = \"60s\"\n"
+    );
+    write(d, "lifeos.rules.toml", rules.as_bytes());
+    ok(d, &["commit", "-m", "rules"]);
+    ok(d, &["rules", "trust"]);
+    write(d, "in/a", b"a");
+    ok(d, &["commit", "-m", "a"]);
+    let a = id(&actions(d)[0]);
+    ok(d, &["approve", &a]);
+    a
+}
+
+#[test]
+fn a_run_killed_mid_way_is_uncertain_and_never_run_again_blindly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let outside = tempfile::tempdir().unwrap();
+    let marks = outside.path().join("marks");
+    let a = approved_shell_action(
+        d,
+        &format!("echo started >> {} && sleep 30", marks.display()),
+    );
+    let mut child = cmd(d).args(["actions", "run"]).spawn().unwrap();
+    wait_for("the command to start", || marks.exists());
+    assert_eq!(action_for(d, "in/a")["state"], "running");
+    // kill -9: no chance to record anything.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(action_for(d, "in/a")["state"], "uncertain");
+    let out = ok(d, &["actions", "run"]);
+    assert!(out.contains("No approved actions"), "{out}");
+    let again = run(d, &["actions", "run", &a]);
+    assert!(String::from_utf8_lossy(&again.stdout).contains("uncertain"));
+    assert_eq!(
+        std::fs::read_to_string(&marks).unwrap(),
+        "started\n",
+        "not run again"
+    );
+    let r = receipts(d);
+    assert_eq!(r.last().unwrap()["outcome"], "uncertain", "{r:?}");
+    // The person says what happened.
+    ok(d, &["actions", "resolve", &a, "--ran"]);
+    assert_eq!(action_for(d, "in/a")["state"], "executed");
+    let e = fails(d, &["actions", "resolve", &a, "--did-not-run"]);
+    assert!(e.contains("not uncertain"), "{e}");
+}
+
+#[test]
+fn two_processes_running_one_action_run_it_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let outside = tempfile::tempdir().unwrap();
+    let marks = outside.path().join("marks");
+    let a = approved_shell_action(d, &format!("echo ran >> {} && sleep 1", marks.display()));
+    let children: Vec<_> = (0..2)
+        .map(|_| cmd(d).args(["actions", "run", &a]).spawn().unwrap())
+        .collect();
+    for mut c in children {
+        c.wait().unwrap();
+    }
+    assert_eq!(std::fs::read_to_string(&marks).unwrap(), "ran\n");
+    let r = receipts(d);
+    assert_eq!(r.len(), 1, "{r:?}");
+    assert_eq!(r[0]["outcome"], "executed");
+    // Receipts are a ledger: undoing the commit that proposed the action keeps them.
+    ok(d, &["undo"]);
+    assert!(!d.join("in/a").exists());
+    assert_eq!(receipts(d).len(), 1);
+}
+
+#[test]
+fn rules_are_checked_trusted_again_after_a_change_and_commands_fail_clearly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    ok(d, &["init"]);
+    // Malformed rules: line and column.
+    write(
+        d,
+        "lifeos.rules.toml",
+        b"[[rule]]\nname = \"x\"\non = \"commit\"\npaths = [\"*\"\n",
+    );
+    let e = fails(d, &["rules", "check"]);
+    // toml finds the unclosed array at the end of the input.
+    assert!(e.contains("lifeos.rules.toml:5:1: invalid array"), "{e}");
+    write(
+        d,
+        "lifeos.rules.toml",
+        b"[[rule]]\nname = \"x\"\non = \"tuesday\"\n[rule.tag]\nname = \"t\"\n",
+    );
+    let e = fails(d, &["rules", "check"]);
+    assert!(
+        e.contains("unknown event \"tuesday\"") && e.contains("commit, hook"),
+        "{e}"
+    );
+
+    let rules = "[[rule]]\nname = \"missing\"\non = \"commit\"\npaths = [\"m/*\"]\napproval = \"auto\"\n[rule.run]\nargv = [\"/nonexistent/tool\"]\n\n[[rule]]\nname = \"hangs\"\non = \"commit\"\npaths = [\"h/*\"]\napproval = \"auto\"\n[rule.run]\nargv = [\"sleep\", \"30\"]\ntimeout = \"500ms\"\n";
+    write(d, "lifeos.rules.toml", rules.as_bytes());
+    assert!(ok(d, &["rules", "check"]).contains("2 rules, all valid"));
+    ok(d, &["commit", "-m", "rules"]);
+    // Untrusted rules do not fire.
+    write(d, "m/1", b"1");
+    let out = cmd(d).args(["commit", "-m", "m1"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not trusted"));
+    assert!(actions(d).is_empty());
+    ok(d, &["rules", "trust"]);
+    write(d, "m/2", b"2");
+    write(d, "h/1", b"1");
+    let start = Instant::now();
+    ok(d, &["commit", "-m", "m2 h1"]);
+    assert!(
+        start.elapsed() < Duration::from_secs(20),
+        "the timeout stopped sleep"
+    );
+    let r = receipts(d);
+    let missing = r.iter().find(|r| r["rule"] == "missing").unwrap();
+    assert_eq!(missing["outcome"], "failed");
+    assert!(
+        missing["reason"].as_str().unwrap().contains("cannot start"),
+        "{missing}"
+    );
+    let hung = r.iter().find(|r| r["rule"] == "hangs").unwrap();
+    assert_eq!(hung["outcome"], "failed");
+    assert!(
+        hung["reason"].as_str().unwrap().contains("timed out"),
+        "{hung}"
+    );
+
+    // A change to the rules needs trust again.
+    write(d, "lifeos.rules.toml", format!("{rules}\n").as_bytes());
+    ok(d, &["commit", "-m", "rules changed"]);
+    write(d, "m/3", b"3");
+    ok(d, &["commit", "-m", "m3"]);
+    assert_eq!(
+        actions(d)
+            .iter()
+            .filter(|a| a["event"]["path"] == "m/3")
+            .count(),
+        0
+    );
+    // Unknown ids are clear errors.
+    let e = fails(d, &["approve", "ffffffff"]);
+    assert!(e.contains("no action"), "{e}");
+}

@@ -1,0 +1,543 @@
+//! Action records: what an automation proposed, who approved or rejected it, when it
+//! started, and what came of it (the receipt). Each record is an immutable object
+//! ([`Kind::Action`]) naming the action's previous record, so an action's history is a
+//! chain from its newest record back to its proposal. A view's action root is a Merkle map
+//! (the same trie as the entity root) from action id to the newest record; every record
+//! is also named by an event of the operation that wrote it, so the operation log is the
+//! audit trail. See `docs/FORMAT.md` (7.12).
+//!
+//! This module holds the format and the repository's part (reading and publishing records
+//! under the lock); what the records mean (rules, states, running) is `lifeos-actions`.
+
+use lifeos_store::enc::{DecodeError, Reader, Writer};
+use lifeos_store::{Id, Kind, Transaction};
+
+use crate::entity_map::{EntityMap, MapConflict};
+use crate::error::{Result, VcsError};
+use crate::object::{read_opt_id, write_opt_id, Event, View};
+use crate::repo::{now_ms, OpState, Repo};
+
+/// Format version of an action record.
+pub const ACTION_VERSION: u8 = 1;
+
+/// How an action ended (a receipt's outcome).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// It ran and succeeded.
+    Executed,
+    /// It was refused before running (the reason names why).
+    Blocked,
+    /// It ran and failed (exit status, HTTP status, timeout).
+    Failed,
+    /// Nothing was done: a duplicate of an action already proposed.
+    Noop,
+}
+
+impl Outcome {
+    /// Its name in receipts and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Executed => "executed",
+            Outcome::Blocked => "blocked",
+            Outcome::Failed => "failed",
+            Outcome::Noop => "noop",
+        }
+    }
+
+    fn code(self) -> u8 {
+        match self {
+            Outcome::Executed => 1,
+            Outcome::Blocked => 2,
+            Outcome::Failed => 3,
+            Outcome::Noop => 4,
+        }
+    }
+
+    fn from_code(c: u8) -> Option<Outcome> {
+        Some(match c {
+            1 => Outcome::Executed,
+            2 => Outcome::Blocked,
+            3 => Outcome::Failed,
+            4 => Outcome::Noop,
+            _ => return None,
+        })
+    }
+}
+
+/// What a record says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stage {
+    /// A rule fired and proposed this action, fully rendered.
+    Proposed {
+        /// The rule's name.
+        rule: String,
+        /// The rules file version the rule was read from.
+        rules_file: Id,
+        /// The triggering event, as JSON.
+        event: String,
+        /// The operation that caused the event, if one did.
+        trigger_op: Option<Id>,
+        /// The payload: what will run, as canonical JSON.
+        payload: Vec<u8>,
+        /// The action this one compensates (a rollback), if any.
+        compensates: Option<String>,
+    },
+    /// The payload was replaced (an approval given before no longer matches it).
+    Edited {
+        /// The new payload.
+        payload: Vec<u8>,
+    },
+    /// A person approved the payload whose hash is `pinned`, for `ttl_ms`.
+    Approved {
+        /// BLAKE3 of the approved payload.
+        pinned: Id,
+        /// How long the approval holds, from the record's time.
+        ttl_ms: i64,
+    },
+    /// A person rejected the action.
+    Rejected,
+    /// A process is about to cause the side effect: until a receipt follows, the outcome
+    /// is uncertain and the action is never run again blindly.
+    Started,
+    /// The receipt: how it ended.
+    Finished {
+        /// The outcome.
+        outcome: Outcome,
+        /// Why (`payload_hash_mismatch`, `approval_expired`, `exit status 2`, ...).
+        reason: String,
+        /// When the side effect started (the record's time is when it ended).
+        started_ms: i64,
+        /// The exit status of a command or the HTTP status of a request.
+        status: Option<i64>,
+        /// Captured output (redacted), as a stored file.
+        output: Option<Id>,
+    },
+    /// A person said what happened to a run whose outcome was uncertain.
+    Resolved {
+        /// Whether the side effect happened.
+        ran: bool,
+    },
+}
+
+impl Stage {
+    /// The stage's name in `--json` and listings.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Stage::Proposed { .. } => "proposed",
+            Stage::Edited { .. } => "edited",
+            Stage::Approved { .. } => "approved",
+            Stage::Rejected => "rejected",
+            Stage::Started => "started",
+            Stage::Finished { .. } => "finished",
+            Stage::Resolved { .. } => "resolved",
+        }
+    }
+}
+
+/// One record of an action's history.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActionRecord {
+    /// The action's id (hexadecimal: the idempotency key's hash, or unique for a
+    /// duplicate's noop receipt).
+    pub action: String,
+    /// The action's previous record (`None` for the first).
+    pub prev: Option<Id>,
+    /// When it was recorded (ms since the epoch).
+    pub at_ms: i64,
+    /// Who recorded it (user@host).
+    pub by: String,
+    /// The process that recorded it.
+    pub pid: u32,
+    /// What it says.
+    pub stage: Stage,
+}
+
+fn write_opt_str(w: &mut Writer, s: &Option<String>) {
+    match s {
+        Some(s) => w.u8(1).bytes(s.as_bytes()),
+        None => w.u8(0),
+    };
+}
+
+fn read_opt_str(
+    r: &mut Reader<'_>,
+    what: &'static str,
+) -> std::result::Result<Option<String>, DecodeError> {
+    match r.u8(what)? {
+        0 => Ok(None),
+        1 => Ok(Some(r.str(what)?.to_string())),
+        x => Err(DecodeError::new(what, format!("bad option flag {x}"))),
+    }
+}
+
+impl ActionRecord {
+    /// The canonical encoding.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::with_header(Kind::Action as u8, ACTION_VERSION);
+        w.bytes(self.action.as_bytes());
+        write_opt_id(&mut w, &self.prev);
+        w.int(self.at_ms)
+            .bytes(self.by.as_bytes())
+            .uint(u64::from(self.pid));
+        match &self.stage {
+            Stage::Proposed {
+                rule,
+                rules_file,
+                event,
+                trigger_op,
+                payload,
+                compensates,
+            } => {
+                w.u8(1)
+                    .bytes(rule.as_bytes())
+                    .id(rules_file)
+                    .bytes(event.as_bytes());
+                write_opt_id(&mut w, trigger_op);
+                w.bytes(payload);
+                write_opt_str(&mut w, compensates);
+            }
+            Stage::Edited { payload } => {
+                w.u8(2).bytes(payload);
+            }
+            Stage::Approved { pinned, ttl_ms } => {
+                w.u8(3).id(pinned).int(*ttl_ms);
+            }
+            Stage::Rejected => {
+                w.u8(4);
+            }
+            Stage::Started => {
+                w.u8(5);
+            }
+            Stage::Finished {
+                outcome,
+                reason,
+                started_ms,
+                status,
+                output,
+            } => {
+                w.u8(6)
+                    .u8(outcome.code())
+                    .bytes(reason.as_bytes())
+                    .int(*started_ms);
+                match status {
+                    Some(s) => w.u8(1).int(*s),
+                    None => w.u8(0),
+                };
+                write_opt_id(&mut w, output);
+            }
+            Stage::Resolved { ran } => {
+                w.u8(7).u8(u8::from(*ran));
+            }
+        }
+        w.finish()
+    }
+
+    /// Decodes a record.
+    pub fn decode(bytes: &[u8]) -> std::result::Result<ActionRecord, DecodeError> {
+        const W: &str = "action record";
+        let mut r = Reader::new(bytes);
+        r.header(W, Kind::Action as u8, ACTION_VERSION)?;
+        let action = r.str(W)?.to_string();
+        let prev = read_opt_id(&mut r, W)?;
+        let at_ms = r.int(W)?;
+        let by = r.str(W)?.to_string();
+        let pid = u32::try_from(r.uint(W)?).map_err(|_| DecodeError::new(W, "pid too large"))?;
+        let stage = match r.u8(W)? {
+            1 => Stage::Proposed {
+                rule: r.str(W)?.to_string(),
+                rules_file: r.id(W)?,
+                event: r.str(W)?.to_string(),
+                trigger_op: read_opt_id(&mut r, W)?,
+                payload: r.bytes(W)?.to_vec(),
+                compensates: read_opt_str(&mut r, W)?,
+            },
+            2 => Stage::Edited {
+                payload: r.bytes(W)?.to_vec(),
+            },
+            3 => Stage::Approved {
+                pinned: r.id(W)?,
+                ttl_ms: r.int(W)?,
+            },
+            4 => Stage::Rejected,
+            5 => Stage::Started,
+            6 => {
+                let code = r.u8(W)?;
+                let outcome = Outcome::from_code(code)
+                    .ok_or_else(|| DecodeError::new(W, format!("unknown outcome {code}")))?;
+                let reason = r.str(W)?.to_string();
+                let started_ms = r.int(W)?;
+                let status = match r.u8(W)? {
+                    0 => None,
+                    1 => Some(r.int(W)?),
+                    x => return Err(DecodeError::new(W, format!("bad option flag {x}"))),
+                };
+                Stage::Finished {
+                    outcome,
+                    reason,
+                    started_ms,
+                    status,
+                    output: read_opt_id(&mut r, W)?,
+                }
+            }
+            7 => Stage::Resolved {
+                ran: match r.u8(W)? {
+                    0 => false,
+                    1 => true,
+                    x => return Err(DecodeError::new(W, format!("bad flag {x}"))),
+                },
+            },
+            x => return Err(DecodeError::new(W, format!("unknown stage {x}"))),
+        };
+        r.finish(W)?;
+        Ok(ActionRecord {
+            action,
+            prev,
+            at_ms,
+            by,
+            pid,
+            stage,
+        })
+    }
+}
+
+/// Reads record `id` (from `tx`'s objects or the store).
+pub fn read_record(tx: &Transaction<'_>, id: &Id) -> Result<ActionRecord> {
+    let raw = tx.read_object(id, Kind::Action)?;
+    ActionRecord::decode(&raw).map_err(|source| VcsError::Decode {
+        kind: "action record",
+        id: *id,
+        source,
+    })
+}
+
+/// How far along an action's chain is, to settle two concurrent records of one action
+/// (an operation merge): a receipt beats a start, a start beats an approval or rejection.
+fn rank(stage: &Stage) -> u8 {
+    match stage {
+        Stage::Proposed { .. } | Stage::Edited { .. } => 0,
+        Stage::Approved { .. } | Stage::Rejected => 1,
+        Stage::Started => 2,
+        Stage::Finished { .. } | Stage::Resolved { .. } => 3,
+    }
+}
+
+/// Merges the action roots of concurrent views: an action changed on one side only takes
+/// that side's record; changed on several, the record further along wins (its chain, and
+/// every record, stays in the operation log).
+pub(crate) fn merge_roots(
+    tx: &mut Transaction<'_>,
+    base: Option<Id>,
+    sides: &[Option<Id>],
+) -> Result<Option<Id>> {
+    crate::entity_map::merge_map_roots(tx, base, sides, &mut |tx, c: &MapConflict| {
+        let pick = |id: Option<Id>| -> Result<Option<(u8, i64, Id)>> {
+            id.map(|i| read_record(tx, &i).map(|r| (rank(&r.stage), r.at_ms, i)))
+                .transpose()
+        };
+        let (o, t) = (pick(c.ours)?, pick(c.theirs)?);
+        Ok(o.max(t).map(|(_, _, id)| id))
+    })
+}
+
+/// The exclusive lock every writer of action records holds from reading the action's
+/// state to publishing what it decided (`.lifeos/actions.lock`). Transactions share the
+/// repository lock (concurrent operations are merged), so this lock is what makes "run
+/// exactly once" hold: a second process sees the first one's start record.
+pub struct ActionsLock {
+    _file: std::fs::File,
+}
+
+impl Repo {
+    /// Takes the actions lock, waiting for another holder to finish.
+    pub fn lock_actions(&self) -> Result<ActionsLock> {
+        let path = self.dot_dir().join("actions.lock");
+        let file = lifeos_store::store::open_lock_file(&path)?;
+        file.lock().map_err(|source| lifeos_store::StoreError::Io {
+            action: "locking",
+            path: path.clone(),
+            source,
+        })?;
+        Ok(ActionsLock { _file: file })
+    }
+}
+
+/// The current state, read while the actions lock is held: the single operation head,
+/// or all heads merged (the merged view's objects written into `tx`). Every action
+/// record published before the lock was taken is in it, and none can be published
+/// until it is released, so a decision made on this view (run an action exactly once)
+/// holds.
+pub fn locked_head(
+    repo: &Repo,
+    _lock: &ActionsLock,
+    tx: &mut Transaction<'_>,
+) -> Result<(Vec<Id>, View)> {
+    let heads = repo.op_heads()?;
+    if let [one] = heads.as_slice() {
+        let OpState { view, .. } = repo.op_state(one)?;
+        return Ok((heads, view));
+    }
+    let view = repo.merged_view(&heads, tx)?;
+    Ok((heads, view))
+}
+
+/// The newest record of action `action` in `view`.
+pub fn newest(tx: &Transaction<'_>, view: &View, action: &str) -> Result<Option<Id>> {
+    match view.actions {
+        Some(root) => EntityMap(root).get(tx, action.as_bytes()),
+        None => Ok(None),
+    }
+}
+
+/// Every action in `view` with its newest record.
+pub fn all(repo: &Repo, view: &View) -> Result<Vec<(String, Id)>> {
+    let Some(root) = view.actions else {
+        return Ok(Vec::new());
+    };
+    let mut out: Vec<(String, Id)> = EntityMap(root)
+        .entries(repo.store())?
+        .into_iter()
+        .map(|(k, v)| (String::from_utf8_lossy(&k).into_owned(), v))
+        .collect();
+    out.sort();
+    Ok(out)
+}
+
+/// An action's records, newest first.
+pub fn chain(repo: &Repo, newest: &Id) -> Result<Vec<(Id, ActionRecord)>> {
+    let mut out = Vec::new();
+    let mut next = Some(*newest);
+    while let Some(id) = next {
+        let raw = repo.store().read_object(&id, Kind::Action)?;
+        let rec = ActionRecord::decode(&raw).map_err(|source| VcsError::Decode {
+            kind: "action record",
+            id,
+            source,
+        })?;
+        next = rec.prev;
+        out.push((id, rec));
+        if out.len() > 100_000 {
+            return Err(VcsError::Inconsistent(format!(
+                "the records of action {} do not end",
+                out[0].1.action
+            )));
+        }
+    }
+    Ok(out)
+}
+
+impl Repo {
+    /// Who records things from this process (`user@host`).
+    pub fn actor_name(&self) -> String {
+        format!("{}@{}", self.actor.name, self.actor.host)
+    }
+
+    /// Writes `records` (each already chained to its action's newest record in `view`)
+    /// into `tx`, points `view`'s action root at them and publishes one operation with
+    /// parents `parents`; `files` are stored files the records name (captured output).
+    pub fn publish_action_records(
+        &self,
+        mut tx: Transaction<'_>,
+        parents: &[Id],
+        mut view: View,
+        records: &[ActionRecord],
+        files: Vec<Id>,
+        description: &str,
+    ) -> Result<(Id, Vec<Id>)> {
+        let start = now_ms();
+        let mut ids = Vec::with_capacity(records.len());
+        let mut edits = Vec::with_capacity(records.len());
+        let mut events = Vec::with_capacity(records.len() + 1);
+        for r in records {
+            let id = tx.write_object(Kind::Action, &r.encode())?;
+            ids.push(id);
+            edits.retain(|(k, _): &(Vec<u8>, Option<Id>)| k != r.action.as_bytes());
+            edits.push((r.action.as_bytes().to_vec(), Some(id)));
+            events.push(Event::ActionRecorded {
+                action: r.action.clone(),
+                record: id,
+            });
+        }
+        if !files.is_empty() {
+            events.push(Event::FilesStored { files });
+        }
+        let root = match view.actions {
+            Some(r) => EntityMap(r).apply(&mut tx, &edits)?.0,
+            None => EntityMap::build(&mut tx, &edits)?,
+        };
+        view.actions = Some(root.0);
+        let op = self.publish(tx, parents, view, description, events, start)?;
+        Ok((op, ids))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn stages() -> Vec<Stage> {
+        vec![
+            Stage::Proposed {
+                rule: "invoices".into(),
+                rules_file: Id::hash(b"rules"),
+                event: "{\"path\":\"a.pdf\"}".into(),
+                trigger_op: Some(Id::hash(b"op")),
+                payload: b"{\"kind\":\"http\"}".to_vec(),
+                compensates: Some("0123456789abcdef".into()),
+            },
+            Stage::Edited {
+                payload: b"{}".to_vec(),
+            },
+            Stage::Approved {
+                pinned: Id::hash(b"p"),
+                ttl_ms: 3_600_000,
+            },
+            Stage::Rejected,
+            Stage::Started,
+            Stage::Finished {
+                outcome: Outcome::Failed,
+                reason: "exit status 2".into(),
+                started_ms: -5,
+                status: Some(2),
+                output: Some(Id::hash(b"out")),
+            },
+            Stage::Finished {
+                outcome: Outcome::Noop,
+                reason: String::new(),
+                started_ms: 0,
+                status: None,
+                output: None,
+            },
+            Stage::Resolved { ran: true },
+        ]
+    }
+
+    #[test]
+    fn records_round_trip_and_refuse_what_they_do_not_know() {
+        for (i, stage) in stages().into_iter().enumerate() {
+            let r = ActionRecord {
+                action: "0123456789abcdef".into(),
+                prev: (i % 2 == 0).then(|| Id::hash(b"prev")),
+                at_ms: 1_765_000_000_000,
+                by: "ann@desk".into(),
+                pid: 4242,
+                stage,
+            };
+            let bytes = r.encode();
+            assert_eq!(ActionRecord::decode(&bytes).unwrap(), r);
+            let mut later = bytes.clone();
+            later[1] = ACTION_VERSION + 1;
+            assert!(ActionRecord::decode(&later).is_err());
+            let mut longer = bytes.clone();
+            longer.push(0);
+            assert!(ActionRecord::decode(&longer).is_err());
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn the_decoder_never_panics(data in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let _ = ActionRecord::decode(&data);
+        }
+    }
+}

@@ -405,3 +405,190 @@ fn rules_are_checked_trusted_again_after_a_change_and_commands_fail_clearly() {
     let e = fails(d, &["approve", "ffffffff"]);
     assert!(e.contains("no action"), "{e}");
 }
+
+#[test]
+fn rollback_undoes_an_internal_action_and_proposes_the_compensation_of_an_external_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    ok(d, &["init"]);
+    write(d, "notes/plan.md", b"v1\n");
+    ok(d, &["commit", "-m", "plan v1"]);
+    let v1_op = json(d, &["op", "log"])["operations"][0]["id"]
+        .as_str()
+        .unwrap()[..12]
+        .to_string();
+    let (port, posts) = server(200);
+    let rules = format!(
+        "[[rule]]\nname = \"reset plan\"\non = \"commit\"\npaths = [\"reset\"]\napproval = \"auto\"\n[rule.restore]\npath = \"notes/plan.md\"\nat = \"{v1_op}\"\n\n[[rule]]\nname = \"announce\"\non = \"commit\"\npaths = [\"news/*\"]\n[rule.http]\nurl = \"http://127.0.0.1:{port}/post\"\nbody = {{ file = \"{{path}}\" }}\n[rule.compensate.http]\nurl = \"http://127.0.0.1:{port}/retract\"\nbody = {{ file = \"{{path}}\" }}\n"
+    );
+    write(d, "lifeos.rules.toml", rules.as_bytes());
+    ok(d, &["commit", "-m", "rules"]);
+    ok(d, &["rules", "trust"]);
+    write(d, "notes/plan.md", b"v2\n");
+    ok(d, &["commit", "-m", "plan v2"]);
+
+    // The rule restores the plan as it was (an internal action, approved by the rule).
+    write(d, "reset", b"");
+    ok(d, &["commit", "-m", "reset"]);
+    assert_eq!(std::fs::read(d.join("notes/plan.md")).unwrap(), b"v1\n");
+    let r = receipts(d);
+    let restored = r.iter().find(|r| r["rule"] == "reset plan").unwrap();
+    assert_eq!(restored["outcome"], "executed", "{restored}");
+
+    // Rollback is checkout: a new operation brings back what was there before.
+    let rid = restored["id"].as_str().unwrap()[..12].to_string();
+    let out = ok(d, &["rollback", &rid]);
+    assert!(out.contains("executed"), "{out}");
+    assert_eq!(std::fs::read(d.join("notes/plan.md")).unwrap(), b"v2\n");
+    let comp = actions(d)
+        .into_iter()
+        .find(|a| a["payload"]["kind"] == "restore" && a["id"] != restored["action"])
+        .unwrap();
+    assert_eq!(comp["state"], "executed");
+    assert_eq!(comp["compensates"], restored["action"], "{comp}");
+    let e = fails(d, &["rollback", &rid]);
+    assert!(e.contains("rolled back already"), "{e}");
+
+    // An external action: its rule's compensate action is proposed, and waits.
+    write(d, "news/a.txt", b"hello");
+    ok(d, &["commit", "-m", "news"]);
+    let a = id(&action_for(d, "news/a.txt"));
+    ok(d, &["approve", &a, "--run"]);
+    let sent = receipts(d)
+        .into_iter()
+        .find(|r| r["action"] == a.as_str())
+        .unwrap();
+    let out = ok(d, &["rollback", sent["id"].as_str().unwrap()]);
+    assert!(out.contains("Proposed action"), "{out}");
+    assert_eq!(
+        posts.lock().unwrap().len(),
+        1,
+        "nothing sent before approval"
+    );
+    let pending: Vec<_> = actions(d)
+        .into_iter()
+        .filter(|x| x["state"] == "pending")
+        .collect();
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    assert_eq!(
+        pending[0]["payload"]["url"],
+        format!("http://127.0.0.1:{port}/retract")
+    );
+    ok(d, &["approve", &id(&pending[0]), "--run"]);
+    let got = posts.lock().unwrap().clone();
+    assert_eq!(got.len(), 2);
+    assert!(
+        got[1].starts_with("POST /retract {\"file\":\"news/a.txt\"}"),
+        "{got:?}"
+    );
+    // A failed or blocked action has nothing to roll back.
+    let e = fails(d, &["rollback", "ffff"]);
+    assert!(e.contains("no receipt"), "{e}");
+}
+
+#[test]
+fn branches_tags_entities_and_extracted_text_fire_rules() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    ok(d, &["init"]);
+    let outside = tempfile::tempdir().unwrap();
+    let marks = outside.path().join("marks");
+    let m = marks.display();
+    let rules = format!(
+        "[[rule]]\nname = \"releases\"\non = \"branch\"\nnames = [\"release/*\"]\napproval = \"auto\"\n[rule.run]\nargv = [\"echo branch {{name}} >> {m}\"]\nshell = true\n\n\
+         [[rule]]\nname = \"tags\"\non = \"tag\"\napproval = \"auto\"\n[rule.run]\nargv = [\"echo tag {{name}} >> {m}\"]\nshell = true\n\n\
+         [[rule]]\nname = \"task status\"\non = \"entity\"\ntypes = [\"task\"]\nattributes = [\"status\"]\napproval = \"auto\"\n[rule.run]\nargv = [\"echo {{type}} {{change}} {{attributes}} >> {m}\"]\nshell = true\n\n\
+         [[rule]]\nname = \"budget talk\"\non = \"ingest\"\npaths = [\"notes/*.md\"]\nphrase = \"budget meeting\"\napproval = \"auto\"\n[rule.run]\nargv = [\"echo said {{path}}: {{match}} >> {m}\"]\nshell = true\n"
+    );
+    write(d, "lifeos.rules.toml", rules.as_bytes());
+    ok(d, &["commit", "-m", "rules"]);
+    ok(d, &["rules", "trust"]);
+    let lines = || {
+        std::fs::read_to_string(&marks)
+            .unwrap_or_default()
+            .lines()
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
+
+    ok(d, &["branch", "create", "release/1"]);
+    ok(d, &["branch", "create", "scratch"]);
+    ok(d, &["tag", "create", "v1"]);
+    assert_eq!(lines(), ["branch release/1", "tag v1"]);
+
+    let task = json(
+        d,
+        &["entity", "add", "task", "title=pay rent", "status=open"],
+    );
+    let tid = task["id"].as_str().unwrap().to_string();
+    ok(d, &["entity", "set", &tid, "status=done"]);
+    ok(d, &["entity", "set", &tid, "title=pay the rent"]);
+    assert_eq!(
+        lines()[2..],
+        ["task created status,title", "task changed status"]
+    );
+
+    write(
+        d,
+        "notes/a.md",
+        b"# Monday\n\nThe Budget Meeting moved to Friday.\n",
+    );
+    write(d, "notes/b.md", b"# Tuesday\n\nNothing about money.\n");
+    ok(d, &["commit", "-m", "notes"]);
+    assert_eq!(lines()[4..], ["said notes/a.md: Budget Meeting"]);
+    // Every one of them left a receipt.
+    assert_eq!(receipts(d).len(), 5);
+}
+
+#[test]
+fn watch_commits_an_edit_fires_rules_and_stops_cleanly_on_sigterm() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    ok(d, &["init"]);
+    let outside = tempfile::tempdir().unwrap();
+    let marks = outside.path().join("marks");
+    let ticks = outside.path().join("ticks");
+    let rules = format!(
+        "[[rule]]\nname = \"notes\"\non = \"commit\"\npaths = [\"notes/*\"]\napproval = \"auto\"\n[rule.run]\nargv = [\"echo committed {{path}} >> {}\"]\nshell = true\n\n\
+         [[rule]]\nname = \"tick\"\non = \"time\"\nevery = \"1s\"\napproval = \"auto\"\n[rule.run]\nargv = [\"echo tick {{time}} >> {}\"]\nshell = true\n",
+        marks.display(),
+        ticks.display()
+    );
+    write(d, "lifeos.rules.toml", rules.as_bytes());
+    ok(d, &["commit", "-m", "rules"]);
+    ok(d, &["rules", "trust"]);
+    let log_path = outside.path().join("watch.log");
+    let mut watcher = cmd(d)
+        .args(["watch", "--quiet", "300ms", "--no-ingest"])
+        .stdout(std::fs::File::create(&log_path).unwrap())
+        .spawn()
+        .unwrap();
+    let log = || std::fs::read_to_string(&log_path).unwrap_or_default();
+    wait_for("the watcher to start", || log().contains("watching"));
+    write(d, "notes/a.md", b"remember the milk\n");
+    wait_for("the edit to be committed and the rule to run", || {
+        std::fs::read_to_string(&marks).is_ok_and(|m| m.contains("committed notes/a.md"))
+    });
+    wait_for("a time rule slot", || ticks.exists());
+    // SIGTERM: it stops between steps and says so.
+    // SAFETY: signals the watcher this test started.
+    unsafe { libc::kill(watcher.id() as libc::pid_t, libc::SIGTERM) };
+    let status = watcher.wait().unwrap();
+    assert!(status.success(), "{status}\n{}", log());
+    let out = log();
+    assert!(out.contains("committed "), "{out}");
+    assert!(out.trim_end().ends_with("stopped"), "{out}");
+    let history = ok(d, &["log"]);
+    assert!(
+        history.contains("changes seen by lifeos watch"),
+        "{history}"
+    );
+    assert_eq!(
+        std::fs::read_dir(d.join(".lifeos/op_heads"))
+            .unwrap()
+            .count(),
+        1,
+        "no half-published operation"
+    );
+    assert!(!ok(d, &["fsck"]).contains("missing"));
+}

@@ -21,6 +21,26 @@ pub struct Ran {
     pub status: Option<i64>,
     /// Captured output (not yet redacted), at most the cap.
     pub output: Vec<u8>,
+    /// The operation an internal action published.
+    pub effect: Option<lifeos_store::Id>,
+}
+
+impl Ran {
+    /// An internal action that published operation `effect`.
+    pub fn done(reason: String, effect: lifeos_store::Id) -> Ran {
+        Ran {
+            outcome: Outcome::Executed,
+            reason,
+            status: None,
+            output: Vec::new(),
+            effect: Some(effect),
+        }
+    }
+
+    /// A failure with nothing to show but the reason.
+    pub fn failure(reason: String) -> Ran {
+        failed(reason, None, Vec::new())
+    }
 }
 
 fn failed(reason: String, status: Option<i64>, output: Vec<u8>) -> Ran {
@@ -29,6 +49,7 @@ fn failed(reason: String, status: Option<i64>, output: Vec<u8>) -> Ran {
         reason,
         status,
         output,
+        effect: None,
     }
 }
 
@@ -128,6 +149,7 @@ pub fn run(payload: &Json, workdir: &Path, env: &[(String, String)]) -> Ran {
                 reason: "exit status 0".into(),
                 status: Some(0),
                 output,
+                effect: None,
             },
             Some(c) => failed(format!("exit status {c}"), Some(i64::from(c)), output),
             None => failed("killed by a signal".into(), None, output),
@@ -173,6 +195,7 @@ pub fn http(payload: &Json) -> Ran {
                 reason: format!("HTTP {status}"),
                 status: Some(i64::from(status)),
                 output: text,
+                effect: None,
             }
         } else {
             failed(format!("HTTP {status}"), Some(i64::from(status)), text)

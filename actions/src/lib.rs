@@ -11,6 +11,7 @@
 pub mod exec;
 pub mod rules;
 pub mod state;
+pub mod watch;
 
 use std::collections::BTreeMap;
 
@@ -88,6 +89,63 @@ pub enum Trigger {
         /// The branch, if any.
         branch: Option<String>,
     },
+    /// A branch or tag was created, moved or deleted.
+    Ref {
+        /// `branch` or `tag`.
+        kind: &'static str,
+        /// Its name.
+        name: String,
+        /// Its target before (absent: created).
+        from: Option<Id>,
+        /// Its target after (absent: deleted).
+        to: Option<Id>,
+    },
+    /// An entity was created, changed, removed, linked or unlinked.
+    Entity {
+        /// Its id (`type:...`).
+        id: String,
+        /// `created`, `changed`, `removed` or `linked`.
+        change: &'static str,
+        /// The attributes set or changed (the relation, for a link).
+        attributes: Vec<String>,
+        /// The entity object after (before, for a removal).
+        object: Id,
+    },
+    /// A time rule's slot came (while `lifeos watch` runs).
+    Time {
+        /// The rule.
+        rule: String,
+        /// The slot (ms since the epoch).
+        slot_ms: i64,
+    },
+    /// Ingest extracted text from a file.
+    Ingest {
+        /// The file's path at `@`.
+        path: String,
+        /// The file's content id.
+        file: Id,
+        /// The extractor.
+        kind: String,
+        /// The text extracted.
+        text: String,
+    },
+}
+
+/// How much extracted text an `ingest` rule's pattern reads.
+const INGEST_TEXT_MAX: usize = 1 << 20;
+
+impl Trigger {
+    /// The rule event (`on = ...`) it is.
+    pub fn event(&self) -> &'static str {
+        match self {
+            Trigger::Commit { .. } => "commit",
+            Trigger::Hook { .. } => "hook",
+            Trigger::Ref { kind, .. } => kind,
+            Trigger::Entity { .. } => "entity",
+            Trigger::Ingest { .. } => "ingest",
+            Trigger::Time { .. } => "time",
+        }
+    }
 }
 
 /// What firing the rules did.
@@ -102,6 +160,8 @@ pub struct Fired {
     pub untrusted: Option<Id>,
     /// Actions approved by their rule and run at once.
     pub ran: Vec<RunReport>,
+    /// Rules that matched but could not propose (why).
+    pub skipped: Vec<String>,
 }
 
 /// What running one action came to.
@@ -115,6 +175,15 @@ pub struct RunReport {
     pub reason: String,
     /// The receipt written, if one was.
     pub receipt: Option<Id>,
+}
+
+/// What `rollback` did.
+#[derive(Debug)]
+pub enum Rolledback {
+    /// The compensating action (of an internal action) ran.
+    Ran(RunReport),
+    /// The compensating action (the rule's `compensate`) was proposed: its id.
+    Proposed(String),
 }
 
 /// A receipt: how one attempt at an action ended.
@@ -138,6 +207,8 @@ pub struct Receipt {
     pub status: Option<i64>,
     /// Captured output (a stored file).
     pub output: Option<Id>,
+    /// The operation an internal action published.
+    pub effect: Option<Id>,
     /// The payload's hash when it ended.
     pub payload_hash: Option<Id>,
     /// The approval it ran under.
@@ -282,7 +353,7 @@ impl<'r> Actions<'r> {
     /// Fires the rules at `@` for `trigger` (caused by operation `op`): proposes the
     /// actions of the rules that match (a duplicate of an action proposed before gets a
     /// noop receipt instead), then runs those their rule approves.
-    pub fn fire(&self, trigger: &Trigger, op: Option<Id>) -> Result<Fired> {
+    pub fn fire(&self, triggers: &[(Trigger, Option<Id>)]) -> Result<Fired> {
         let mut fired = Fired::default();
         let Some((rules_id, text)) = self.rules_at_head()? else {
             return Ok(fired);
@@ -293,15 +364,38 @@ impl<'r> Actions<'r> {
         }
         let rules = Rules::parse(&text).map_err(ActionsError::Rules)?;
         let mut proposals = Vec::new();
-        for (identity, fields) in instances(trigger, op) {
-            let event = json!(fields);
+        let instances = triggers
+            .iter()
+            .filter(|(t, _)| rules.rules.iter().any(|r| r.on == t.event()))
+            .flat_map(|(t, op)| instances(t, *op).into_iter().map(move |i| (t, *op, i)));
+        for (trigger, op, (identity, base)) in instances {
             for rule in &rules.rules {
-                if !matches(rule, trigger, &fields) {
+                let Some(fields) = matches(rule, trigger, &base) else {
                     continue;
+                };
+                let event = json!(fields);
+                let mut payload = rule.payload(&fields, &event);
+                if payload["kind"] == "restore" {
+                    // What is approved names the commit, not a moment read later.
+                    let at = payload["at"].as_str().unwrap_or_default().to_string();
+                    match self.repo.op_at(&at).map(|a| a.state.view.at_commit()) {
+                        Ok(Some(c)) => {
+                            payload = json!({"kind": "restore", "path": payload["path"], "commit": c.to_hex()})
+                        }
+                        Ok(None) => {
+                            fired
+                                .skipped
+                                .push(format!("rule {:?}: no commit at {at:?}", rule.name));
+                            continue;
+                        }
+                        Err(e) => {
+                            fired.skipped.push(format!("rule {:?}: {e}", rule.name));
+                            continue;
+                        }
+                    }
                 }
-                let payload = serde_json::to_vec(&rule.payload(&fields, &event))
-                    .expect("JSON values serialize");
-                proposals.push((rule, identity.clone(), event.to_string(), payload));
+                let payload = serde_json::to_vec(&payload).expect("JSON values serialize");
+                proposals.push((rule, identity.clone(), event.to_string(), payload, op));
             }
         }
         if proposals.is_empty() {
@@ -311,7 +405,7 @@ impl<'r> Actions<'r> {
         let mut records = Vec::new();
         let mut auto = Vec::new();
         let mut names = Vec::new();
-        for (rule, identity, event, payload) in proposals {
+        for (rule, identity, event, payload, op) in proposals {
             let mut key = blake3::Hasher::new();
             key.update(rule.name.as_bytes())
                 .update(b"\0")
@@ -338,36 +432,24 @@ impl<'r> Actions<'r> {
                         started_ms: now_ms(),
                         status: None,
                         output: None,
+                        effect: None,
                     },
                 ));
                 fired.duplicates.push((noop, id));
                 continue;
             }
-            let proposed = record(
-                &id,
-                None,
-                &self.me,
-                Stage::Proposed {
-                    rule: rule.name.clone(),
-                    rules_file: rules_id,
-                    event,
-                    trigger_op: op,
-                    payload: payload.clone(),
-                    compensates: None,
-                },
-            );
-            let prev = id_of(&proposed);
-            records.push(proposed);
-            if rule.approval == rules::Approval::Auto {
-                records.push(record(
-                    &id,
-                    Some(prev),
-                    &format!("rule {:?} (approval = \"auto\")", rule.name),
-                    Stage::Approved {
-                        pinned: Id::hash(&payload),
-                        ttl_ms: DEFAULT_TTL_MS,
-                    },
-                ));
+            let stage = Stage::Proposed {
+                rule: rule.name.clone(),
+                rules_file: rules_id,
+                event,
+                trigger_op: op,
+                payload,
+                compensates: None,
+            };
+            let by_rule = format!("rule {:?} (approval = \"auto\")", rule.name);
+            let auto_by = (rule.approval == rules::Approval::Auto).then_some(by_rule.as_str());
+            records.extend(self.proposal(&id, stage, auto_by));
+            if auto_by.is_some() {
                 auto.push(id.clone());
             }
             if !names.contains(&rule.name) {
@@ -384,6 +466,305 @@ impl<'r> Actions<'r> {
             fired.ran.push(self.run_one(&id)?);
         }
         Ok(fired)
+    }
+
+    /// The triggers in the operations this user and host published since `since_ms`
+    /// (oldest first): branches and tags moved, entities changed, text extracted. Nothing
+    /// is read when no trusted rule listens for those events.
+    pub fn triggers_since(&self, since_ms: i64) -> Result<Vec<(Trigger, Option<Id>)>> {
+        let Some((rules_id, text)) = self.rules_at_head()? else {
+            return Ok(Vec::new());
+        };
+        if self.trusted()? != Some(rules_id) {
+            return Ok(Vec::new());
+        }
+        let Ok(rules) = Rules::parse(&text) else {
+            return Ok(Vec::new());
+        };
+        let wants = |e: &str| rules.rules.iter().any(|r| r.on == e);
+        if !["branch", "tag", "entity", "ingest"]
+            .iter()
+            .any(|e| wants(e))
+        {
+            return Ok(Vec::new());
+        }
+        let actor = &self.repo.actor;
+        let mut ops = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        let mut stack = self.repo.op_heads()?;
+        while let Some(id) = stack.pop() {
+            if !seen.insert(id) {
+                continue;
+            }
+            let op = self.repo.operation(&id)?;
+            if op.end_ms < since_ms {
+                continue;
+            }
+            stack.extend(op.parents.iter().copied());
+            if op.user == actor.name && op.host == actor.host {
+                ops.push((id, op));
+            }
+        }
+        ops.sort_by_key(|(id, op)| (op.end_ms, *id));
+        let mut paths: Option<BTreeMap<Id, Vec<String>>> = None;
+        let mut out = Vec::new();
+        for (op_id, op) in ops {
+            for e in &op.events {
+                use lifeos_vcs::object::Event as E;
+                let t = match e {
+                    E::BranchMoved { name, from, to } | E::TagMoved { name, from, to } => {
+                        Trigger::Ref {
+                            kind: if matches!(e, E::BranchMoved { .. }) {
+                                "branch"
+                            } else {
+                                "tag"
+                            },
+                            name: name.clone(),
+                            from: *from,
+                            to: *to,
+                        }
+                    }
+                    E::EntityCreated { id, entity } if wants("entity") => Trigger::Entity {
+                        id: id.clone(),
+                        change: "created",
+                        attributes: self
+                            .repo
+                            .entity_object(entity)?
+                            .attrs
+                            .into_iter()
+                            .map(|(n, _)| n)
+                            .collect(),
+                        object: *entity,
+                    },
+                    E::EntityChanged { id, paths, to, .. } => Trigger::Entity {
+                        id: id.clone(),
+                        change: "changed",
+                        attributes: paths.clone(),
+                        object: *to,
+                    },
+                    E::EntityRemoved { id, entity } => Trigger::Entity {
+                        id: id.clone(),
+                        change: "removed",
+                        attributes: Vec::new(),
+                        object: *entity,
+                    },
+                    E::EntityLinked {
+                        id, rel, entity, ..
+                    } => Trigger::Entity {
+                        id: id.clone(),
+                        change: "linked",
+                        attributes: vec![rel.clone()],
+                        object: *entity,
+                    },
+                    E::ContentExtracted { results } if wants("ingest") => {
+                        let paths = match &mut paths {
+                            Some(p) => p,
+                            None => paths.insert(self.paths_at_head()?),
+                        };
+                        for x in results {
+                            let raw = self
+                                .repo
+                                .store()
+                                .read_object(x, lifeos_store::Kind::Extract)?;
+                            let Ok(extract) = lifeos_vcs::object::Extract::decode(&raw) else {
+                                continue;
+                            };
+                            let Ok(segments) = &extract.outcome else {
+                                continue;
+                            };
+                            let mut text = String::new();
+                            for seg in segments {
+                                if text.len() >= INGEST_TEXT_MAX {
+                                    break;
+                                }
+                                text.push_str(&seg.text);
+                                text.push('\n');
+                            }
+                            for p in paths.get(&extract.file).into_iter().flatten() {
+                                out.push((
+                                    Trigger::Ingest {
+                                        path: p.clone(),
+                                        file: extract.file,
+                                        kind: extract.extractor.clone(),
+                                        text: text.clone(),
+                                    },
+                                    Some(op_id),
+                                ));
+                            }
+                        }
+                        continue;
+                    }
+                    _ => continue,
+                };
+                if wants(t.event()) {
+                    out.push((t, Some(op_id)));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The paths of each file at `@`.
+    fn paths_at_head(&self) -> Result<BTreeMap<Id, Vec<String>>> {
+        let head = self.repo.head()?;
+        let mut out: BTreeMap<Id, Vec<String>> = BTreeMap::new();
+        if let Some(tree) = self.repo.at_tree(&head.view)? {
+            for (path, entry) in self.repo.flatten(&tree)? {
+                out.entry(entry.id)
+                    .or_default()
+                    .push(lifeos_vcs::path::display(&path).into_owned());
+            }
+        }
+        Ok(out)
+    }
+
+    /// The records proposing action `id` (`stage`, a proposal), approved at once by
+    /// `auto_by` if given.
+    fn proposal(&self, id: &str, stage: Stage, auto_by: Option<&str>) -> Vec<ActionRecord> {
+        let pinned = match &stage {
+            Stage::Proposed { payload, .. } => Id::hash(payload),
+            _ => unreachable!("a proposal starts an action"),
+        };
+        let proposed = record(id, None, &self.me, stage);
+        let prev = id_of(&proposed);
+        let mut out = vec![proposed];
+        if let Some(by) = auto_by {
+            out.push(record(
+                id,
+                Some(prev),
+                by,
+                Stage::Approved {
+                    pinned,
+                    ttl_ms: DEFAULT_TTL_MS,
+                },
+            ));
+        }
+        out
+    }
+
+    /// Undoes what the action of receipt `prefix` did. An internal action (tag, branch,
+    /// restore) is undone at once by a compensating action that puts back what its
+    /// operation changed; an external one (run, http) gets its rule's `compensate` action
+    /// proposed, to be approved like any other. Either way the compensation is an action
+    /// of its own, with a receipt, naming the one it compensates.
+    pub fn rollback(&self, prefix: &str) -> Result<Rolledback> {
+        let receipts = self.receipts()?;
+        let found: Vec<&Receipt> = receipts
+            .iter()
+            .filter(|r| r.id.has_hex_prefix(prefix))
+            .collect();
+        let r = match found.as_slice() {
+            [one] if !prefix.is_empty() => *one,
+            [] | [_] => {
+                return Err(ActionsError::NotFound(format!(
+                    "no receipt {prefix:?}; `lifeos receipts` lists them"
+                )))
+            }
+            _ => {
+                return Err(ActionsError::NotFound(format!(
+                    "{prefix:?} names several receipts; give more of the id"
+                )))
+            }
+        };
+        if r.outcome != "executed" {
+            return Err(ActionsError::Refused(format!(
+                "receipt {} is {}: only what ran can be rolled back",
+                r.id.short(12),
+                r.outcome
+            )));
+        }
+        let a = self
+            .list()?
+            .into_iter()
+            .find(|a| a.id == r.action)
+            .ok_or_else(|| ActionsError::NotFound(format!("no action {}", r.action)))?;
+        let payload: Json = serde_json::from_slice(&a.payload).unwrap_or(Json::Null);
+        let kind = payload["kind"].as_str().unwrap_or_default().to_string();
+        let mut key = blake3::Hasher::new();
+        key.update(b"rollback\0")
+            .update(a.id.as_bytes())
+            .update(&r.id.0);
+        let id = key.finalize().to_hex()[..16].to_string();
+        let (compensation, auto_by) = if matches!(kind.as_str(), "tag" | "branch" | "restore") {
+            let effect = r.effect.ok_or_else(|| {
+                ActionsError::Refused(format!(
+                    "receipt {} names no operation to revert",
+                    r.id.short(12)
+                ))
+            })?;
+            let op = self.repo.operation(&effect)?;
+            let before = match op.parents.first() {
+                Some(p) => self.repo.op_state(p)?.view,
+                None => lifeos_vcs::View::default(),
+            };
+            let name = payload["name"].as_str().unwrap_or_default();
+            let hex = |c: Option<Id>| c.map(|c| c.to_hex()).unwrap_or_default();
+            let back = match kind.as_str() {
+                "tag" => json!({"kind": "tag", "name": name, "commit": hex(before.tag(name))}),
+                "branch" => {
+                    json!({"kind": "branch", "name": name, "commit": hex(before.branch(name))})
+                }
+                _ => {
+                    json!({"kind": "restore", "path": payload["path"], "commit": hex(before.at_commit())})
+                }
+            };
+            (
+                back,
+                Some(format!("rollback of receipt {}", r.id.short(12))),
+            )
+        } else {
+            let mut text = Vec::new();
+            self.repo.store().read_file(&a.rules_file, &mut text)?;
+            let rules =
+                Rules::parse(&String::from_utf8_lossy(&text)).map_err(ActionsError::Rules)?;
+            let comp = rules
+                .rules
+                .iter()
+                .find(|x| x.name == a.rule)
+                .and_then(|x| x.compensate.clone())
+                .ok_or_else(|| {
+                    ActionsError::Refused(format!(
+                        "rule {:?} declares no compensate action, and what a {kind} action did outside the repository cannot be undone by lifeos",
+                        a.rule
+                    ))
+                })?;
+            let event: Json = serde_json::from_str(&a.event).unwrap_or(Json::Null);
+            let fields: BTreeMap<String, String> = event
+                .as_object()
+                .map(|o| {
+                    o.iter()
+                        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                        .collect()
+                })
+                .unwrap_or_default();
+            (comp.payload(&fields, &event), None)
+        };
+        let stage = Stage::Proposed {
+            rule: a.rule.clone(),
+            rules_file: a.rules_file,
+            event: a.event.clone(),
+            trigger_op: None,
+            payload: serde_json::to_vec(&compensation).expect("JSON values serialize"),
+            compensates: Some(a.id.clone()),
+        };
+        let held = self.hold()?;
+        if action::newest(&held.tx, &held.view, &id)?.is_some() {
+            return Err(ActionsError::Refused(format!(
+                "receipt {} was rolled back already (action {id})",
+                r.id.short(12)
+            )));
+        }
+        let records = self.proposal(&id, stage, auto_by.as_deref());
+        held.publish(
+            self.repo,
+            &records,
+            Vec::new(),
+            &format!("roll back action {}", a.id),
+        )?;
+        match auto_by {
+            Some(_) => Ok(Rolledback::Ran(self.run_one(&id)?)),
+            None => Ok(Rolledback::Proposed(id)),
+        }
     }
 
     /// Every action (those with a proposal), oldest first.
@@ -439,9 +820,11 @@ impl<'r> Actions<'r> {
                         started_ms,
                         status,
                         output,
+                        effect,
                     } => {
                         started = None;
                         out.push(Receipt {
+                            effect: *effect,
                             id: *id,
                             action: r.action.clone(),
                             rule: rule.clone(),
@@ -476,6 +859,7 @@ impl<'r> Actions<'r> {
                     ended_ms: r.at_ms,
                     status: None,
                     output: None,
+                    effect: None,
                     payload_hash: payload.as_deref().map(Id::hash),
                     approval,
                     by: r.by.clone(),
@@ -650,6 +1034,7 @@ impl<'r> Actions<'r> {
                     started_ms,
                     status: None,
                     output: None,
+                    effect: None,
                 },
             );
             let ids = held.publish(
@@ -696,6 +1081,7 @@ impl<'r> Actions<'r> {
                 started_ms,
                 status: ran.status,
                 output,
+                effect: ran.effect,
             },
         );
         let ids = held.publish(
@@ -720,14 +1106,21 @@ impl<'r> Actions<'r> {
     fn carry_out(&self, a: &Action) -> exec::Ran {
         let payload: Json = match serde_json::from_slice(&a.payload) {
             Ok(p) => p,
-            Err(e) => {
-                return exec::Ran {
-                    outcome: Outcome::Failed,
-                    reason: format!("the payload is not JSON: {e}"),
-                    status: None,
-                    output: Vec::new(),
-                }
+            Err(e) => return exec::Ran::failure(format!("the payload is not JSON: {e}")),
+        };
+        let text = |k: &str| payload[k].as_str().unwrap_or_default().to_string();
+        // A ref action names its commit; an empty one deletes the ref (a rollback).
+        let target = || -> std::result::Result<Option<Id>, String> {
+            match text("commit").as_str() {
+                "" => Ok(None),
+                hex => Id::from_hex(hex)
+                    .map(Some)
+                    .ok_or_else(|| format!("the payload's commit {hex:?} is not an id")),
             }
+        };
+        let internal = |r: std::result::Result<(Id, String), String>| match r {
+            Ok((op, what)) => exec::Ran::done(what, op),
+            Err(e) => exec::Ran::failure(e),
         };
         match payload["kind"].as_str() {
             Some("run") => {
@@ -750,36 +1143,30 @@ impl<'r> Actions<'r> {
                 exec::run(&payload, self.repo.workdir(), &env)
             }
             Some("http") => exec::http(&payload),
-            Some("tag") => {
-                let name = payload["name"].as_str().unwrap_or_default();
-                let commit = payload["commit"].as_str().and_then(Id::from_hex);
-                match commit.map(|c| self.repo.set_tag(name, Some(c), false)) {
-                    Some(Ok(_)) => exec::Ran {
-                        outcome: Outcome::Executed,
-                        reason: format!("tag {name} created"),
-                        status: None,
-                        output: Vec::new(),
-                    },
-                    Some(Err(e)) => exec::Ran {
-                        outcome: Outcome::Failed,
-                        reason: format!("tag {name}: {e}"),
-                        status: None,
-                        output: Vec::new(),
-                    },
-                    None => exec::Ran {
-                        outcome: Outcome::Failed,
-                        reason: "the payload names no commit to tag".into(),
-                        status: None,
-                        output: Vec::new(),
-                    },
-                }
-            }
-            other => exec::Ran {
-                outcome: Outcome::Failed,
-                reason: format!("unknown action kind {other:?}"),
-                status: None,
-                output: Vec::new(),
-            },
+            Some(kind @ ("tag" | "branch")) => internal(target().and_then(|commit| {
+                let name = text("name");
+                let set = if kind == "tag" {
+                    self.repo.set_tag(&name, commit, true)
+                } else {
+                    self.repo.set_branch(&name, commit, true)
+                };
+                let what = match commit {
+                    Some(c) => format!("{kind} {name} set to {}", c.short(12)),
+                    None => format!("{kind} {name} deleted"),
+                };
+                set.map(|op| (op, what))
+                    .map_err(|e| format!("{kind} {name}: {e}"))
+            })),
+            Some("restore") => internal(target().and_then(|commit| {
+                let path = text("path");
+                let commit = commit.ok_or("the payload names no commit to restore from")?;
+                let wc = self.repo.lock_working_copy().map_err(|e| e.to_string())?;
+                self.repo
+                    .restore_path(&wc, path.as_bytes(), &commit, false)
+                    .map(|(_, op, _)| (op, format!("{path} restored from {}", commit.short(12))))
+                    .map_err(|e| format!("restore {path}: {e}"))
+            })),
+            other => exec::Ran::failure(format!("unknown action kind {other:?}")),
         }
     }
 }
@@ -828,21 +1215,110 @@ fn instances(trigger: &Trigger, op: Option<Id>) -> Vec<(String, BTreeMap<String,
             );
             vec![(identity, f)]
         }
+        Trigger::Ref {
+            kind,
+            name,
+            from,
+            to,
+        } => {
+            let hex = |c: &Option<Id>| c.map(|c| c.to_hex()).unwrap_or_default();
+            let mut f = base(kind, None, &None);
+            f.remove("branch");
+            f.insert("name".into(), name.clone());
+            f.insert("from".into(), hex(from));
+            f.insert("to".into(), hex(to));
+            f.insert("short".into(), to.map(|c| c.short(12)).unwrap_or_default());
+            vec![(format!("{kind} {name} {} {}", hex(from), hex(to)), f)]
+        }
+        Trigger::Entity {
+            id,
+            change,
+            attributes,
+            object,
+        } => {
+            let mut f = base("entity", None, &None);
+            f.remove("branch");
+            f.insert("entity".into(), id.clone());
+            f.insert(
+                "type".into(),
+                id.split(':').next().unwrap_or_default().to_string(),
+            );
+            f.insert("change".into(), change.to_string());
+            f.insert("attributes".into(), attributes.join(","));
+            vec![(format!("entity {id} {change} {}", object.to_hex()), f)]
+        }
+        Trigger::Time { rule, slot_ms } => {
+            let mut f = base("time", None, &None);
+            f.remove("branch");
+            let time = jiff::Timestamp::from_millisecond(*slot_ms)
+                .map(|t| {
+                    t.to_zoned(jiff::tz::TimeZone::system())
+                        .strftime("%Y-%m-%dT%H:%M:%S%:z")
+                        .to_string()
+                })
+                .unwrap_or_default();
+            f.insert("time".into(), time);
+            vec![(format!("time {rule} {slot_ms}"), f)]
+        }
+        Trigger::Ingest {
+            path, file, kind, ..
+        } => {
+            let mut f = base("ingest", None, &None);
+            f.remove("branch");
+            f.insert("path".into(), path.clone());
+            f.insert("file".into(), file.to_hex());
+            f.insert("kind".into(), kind.clone());
+            vec![(format!("ingest {path} {} {kind}", file.to_hex()), f)]
+        }
     }
 }
 
-/// Whether `rule` fires for one instance of `trigger`.
-fn matches(rule: &rules::Rule, trigger: &Trigger, fields: &BTreeMap<String, String>) -> bool {
-    match trigger {
-        Trigger::Commit { .. } => {
-            rule.on == "commit"
-                && fields.get("change").is_some_and(|c| c != "deleted")
-                && rule
-                    .paths
-                    .as_ref()
-                    .zip(fields.get("path"))
-                    .is_some_and(|(g, p)| g.is_match(p))
-        }
-        Trigger::Hook { hook, .. } => rule.on == "hook" && rule.hook.as_deref() == Some(hook),
+/// The fields of one instance of `trigger` (`fields`) if `rule` fires for it (an
+/// `ingest` rule's pattern adds the text it matched as `match`).
+fn matches(
+    rule: &rules::Rule,
+    trigger: &Trigger,
+    fields: &BTreeMap<String, String>,
+) -> Option<BTreeMap<String, String>> {
+    if rule.on != trigger.event() {
+        return None;
     }
+    let path_ok = |p: &str| rule.paths.as_ref().is_none_or(|g| g.is_match(p));
+    let fires = match trigger {
+        Trigger::Commit { .. } => {
+            fields.get("change").is_some_and(|c| c != "deleted")
+                && rule.paths.is_some()
+                && fields.get("path").is_some_and(|p| path_ok(p))
+        }
+        Trigger::Hook { hook, .. } => rule.hook.as_deref() == Some(hook),
+        Trigger::Time { rule: name, .. } => rule.name == *name,
+        Trigger::Ref { name, .. } => rule.names.as_ref().is_none_or(|g| g.is_match(name)),
+        Trigger::Entity {
+            id,
+            change,
+            attributes,
+            ..
+        } => {
+            let kind = id.split(':').next().unwrap_or_default();
+            (rule.types.is_empty() || rule.types.iter().any(|t| t == kind))
+                && (rule.changes.is_empty() || rule.changes.iter().any(|c| c == change))
+                && (rule.attributes.is_empty()
+                    || attributes.iter().any(|a| rule.attributes.contains(a)))
+        }
+        Trigger::Ingest {
+            path, kind, text, ..
+        } => {
+            if !(path_ok(path) && (rule.kinds.is_empty() || rule.kinds.contains(kind))) {
+                return None;
+            }
+            if let Some(re) = &rule.text {
+                let m = re.find(text)?;
+                let mut f = fields.clone();
+                f.insert("match".into(), m.as_str().chars().take(200).collect());
+                return Some(f);
+            }
+            true
+        }
+    };
+    fires.then(|| fields.clone())
 }

@@ -24,7 +24,9 @@ use serde_json::{json, Value as Json};
 pub const RULES_FILE: &str = "lifeos.rules.toml";
 
 /// The events a rule can name in `on`.
-pub const EVENTS: &[&str] = &["commit", "hook"];
+pub const EVENTS: &[&str] = &[
+    "commit", "hook", "branch", "tag", "entity", "ingest", "time",
+];
 
 /// The git hooks a `hook` rule can name: those `lifeos git hooks install` installs.
 pub use lifeos_git::hooks::HOOKS;
@@ -35,6 +37,10 @@ fn fields(event: &str) -> &'static [&'static str] {
         "commit" => &[
             "event", "commit", "short", "path", "change", "branch", "message", "op",
         ],
+        "branch" | "tag" => &["event", "name", "from", "to", "short", "op"],
+        "entity" => &["event", "entity", "type", "change", "attributes", "op"],
+        "ingest" => &["event", "path", "file", "kind", "match", "op"],
+        "time" => &["event", "time", "op"],
         _ => &["event", "hook", "commit", "short", "branch", "op"],
     }
 }
@@ -102,6 +108,19 @@ pub enum ActionSpec {
         /// The tag's name (template).
         name: String,
     },
+    /// Creates or moves a branch to the triggering commit.
+    Branch {
+        /// The branch's name (template).
+        name: String,
+    },
+    /// Brings a path back as it was at a moment (a new commit, as `lifeos restore`).
+    Restore {
+        /// The path (template).
+        path: String,
+        /// When (as `--at` reads it: `yesterday`, `2026-11-01`, `2 hours ago`), resolved to
+        /// a commit when the action is proposed.
+        at: String,
+    },
 }
 
 impl ActionSpec {
@@ -111,7 +130,36 @@ impl ActionSpec {
             ActionSpec::Run { .. } => "run",
             ActionSpec::Http { .. } => "http",
             ActionSpec::Tag { .. } => "tag",
+            ActionSpec::Branch { .. } => "branch",
+            ActionSpec::Restore { .. } => "restore",
         }
+    }
+
+    /// Whether it only writes new operations (which `undo` and `rollback` revert), so a
+    /// rule may approve it automatically.
+    pub fn is_internal(&self) -> bool {
+        !matches!(self, ActionSpec::Run { .. } | ActionSpec::Http { .. })
+    }
+
+    /// Its templates.
+    fn templates(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        match self {
+            ActionSpec::Run { argv, cwd, .. } => {
+                out.extend(argv.iter().map(String::as_str));
+                out.extend(cwd.as_deref());
+            }
+            ActionSpec::Http { url, body, .. } => {
+                out.push(url);
+                json_strings(body, &mut out);
+            }
+            ActionSpec::Tag { name } | ActionSpec::Branch { name } => out.push(name),
+            ActionSpec::Restore { path, at } => {
+                out.push(path);
+                out.push(at);
+            }
+        }
+        out
     }
 }
 
@@ -126,10 +174,26 @@ pub struct Rule {
     pub paths: Option<GlobSet>,
     /// For `hook`: the hook.
     pub hook: Option<String>,
+    /// For `branch` and `tag`: the names that fire it (all when absent).
+    pub names: Option<GlobSet>,
+    /// For `entity`: the types that fire it (all when empty).
+    pub types: Vec<String>,
+    /// For `entity`: the attributes whose change fires it (any when empty).
+    pub attributes: Vec<String>,
+    /// For `entity`: `created`, `changed`, `removed`, `linked` (all when empty).
+    pub changes: Vec<String>,
+    /// For `ingest`: the extractors whose results fire it (all when empty).
+    pub kinds: Vec<String>,
+    /// For `ingest`: a pattern the extracted text must match (`phrase` is a literal one).
+    pub text: Option<regex::Regex>,
+    /// For `time`: when it fires (while `lifeos watch` runs).
+    pub schedule: Option<crate::watch::Schedule>,
     /// Whether its actions need approval.
     pub approval: Approval,
     /// What it does.
     pub action: ActionSpec,
+    /// What undoes it, for `lifeos rollback` of an action outside the repository.
+    pub compensate: Option<ActionSpec>,
     /// Where it starts in the file (line from 1).
     pub line: usize,
 }
@@ -156,10 +220,37 @@ struct RawRule {
     #[serde(default)]
     paths: Vec<String>,
     hook: Option<String>,
+    names: Option<Vec<String>>,
+    #[serde(default)]
+    types: Vec<String>,
+    #[serde(default)]
+    attributes: Vec<String>,
+    #[serde(default)]
+    changes: Vec<String>,
+    #[serde(default)]
+    kinds: Vec<String>,
+    #[serde(rename = "match")]
+    pattern: Option<String>,
+    phrase: Option<String>,
+    every: Option<String>,
+    at: Option<String>,
     approval: Option<String>,
     run: Option<RawRun>,
     http: Option<RawHttp>,
-    tag: Option<RawTag>,
+    tag: Option<RawName>,
+    branch: Option<RawName>,
+    restore: Option<RawRestore>,
+    compensate: Option<RawAction>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAction {
+    run: Option<RawRun>,
+    http: Option<RawHttp>,
+    tag: Option<RawName>,
+    branch: Option<RawName>,
+    restore: Option<RawRestore>,
 }
 
 #[derive(Deserialize)]
@@ -185,8 +276,15 @@ struct RawHttp {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawTag {
+struct RawName {
     name: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRestore {
+    path: String,
+    at: String,
 }
 
 /// Line and column (from 1) of byte `offset` of `text`.
@@ -304,6 +402,72 @@ fn json_strings<'v>(v: &'v Json, out: &mut Vec<&'v str>) {
     }
 }
 
+/// Reads a duration option (`None`: the default).
+fn duration(t: Option<String>, default: i64) -> Result<i64, String> {
+    match t {
+        None => Ok(default),
+        Some(t) => parse_duration(&t)
+            .ok_or_else(|| format!("timeout {t:?} is not a duration such as 500ms, 10s, 2m or 1h")),
+    }
+}
+
+/// The one action a table names (`None`: none).
+fn action_of(raw: RawAction) -> Result<Option<ActionSpec>, String> {
+    let RawAction {
+        run,
+        http,
+        tag,
+        branch,
+        restore,
+    } = raw;
+    let given = [
+        run.is_some(),
+        http.is_some(),
+        tag.is_some(),
+        branch.is_some(),
+        restore.is_some(),
+    ];
+    if given.iter().filter(|g| **g).count() > 1 {
+        return Err("a rule has one action, not several".into());
+    }
+    if let Some(run) = run {
+        if run.argv.is_empty() || run.argv[0].is_empty() {
+            return Err("run.argv needs a command".into());
+        }
+        if run.shell && run.argv.len() != 1 {
+            return Err("with shell = true, argv is one command line for sh -c".into());
+        }
+        return Ok(Some(ActionSpec::Run {
+            argv: run.argv,
+            shell: run.shell,
+            cwd: run.cwd,
+            timeout_ms: duration(run.timeout, 60_000)?,
+            output_cap: run.output_cap.unwrap_or(64 << 10),
+        }));
+    }
+    if let Some(http) = http {
+        if !(http.url.starts_with("http://") || http.url.starts_with("https://")) {
+            return Err(format!(
+                "http.url {:?} must start with http:// or https://",
+                http.url
+            ));
+        }
+        return Ok(Some(ActionSpec::Http {
+            url: http.url,
+            body: http.body.map(toml_to_json).unwrap_or_else(|| json!({})),
+            timeout_ms: duration(http.timeout, 10_000)?,
+            retries: http.retries.unwrap_or(2).min(10),
+        }));
+    }
+    Ok(tag
+        .map(|t| ActionSpec::Tag { name: t.name })
+        .or(branch.map(|b| ActionSpec::Branch { name: b.name }))
+        .or(restore.map(|r| ActionSpec::Restore {
+            path: r.path,
+            at: r.at,
+        })))
+}
+
 impl Rules {
     /// Parses a rules file; every problem names its line and column.
     pub fn parse(text: &str) -> Result<Rules, RuleError> {
@@ -339,24 +503,106 @@ impl Rules {
                     EVENTS.join(", ")
                 )));
             }
-            let paths = match (r.on.as_str(), r.paths.is_empty()) {
+            let globs = |list: &[String]| -> Result<GlobSet, RuleError> {
+                let mut b = GlobSetBuilder::new();
+                for p in list {
+                    b.add(Glob::new(p).map_err(|e| at(format!("bad glob {p:?}: {}", e.kind())))?);
+                }
+                b.build().map_err(|e| at(format!("bad globs: {e}")))
+            };
+            let on = r.on.as_str();
+            let paths = match (on, r.paths.is_empty()) {
                 ("commit", true) => {
                     return Err(at(
                         "a commit rule needs paths = [\"glob\", ...] (\"**\" for any)".into(),
                     ))
                 }
-                ("commit", false) => {
-                    let mut b = GlobSetBuilder::new();
-                    for p in &r.paths {
-                        b.add(
-                            Glob::new(p)
-                                .map_err(|e| at(format!("bad glob {p:?}: {}", e.kind())))?,
-                        );
-                    }
-                    Some(b.build().map_err(|e| at(format!("bad globs: {e}")))?)
+                ("commit" | "ingest", false) => Some(globs(&r.paths)?),
+                (_, false) => {
+                    return Err(at("paths applies to commit and ingest rules only".into()))
                 }
-                (_, false) => return Err(at("paths applies to commit rules only".into())),
                 (_, true) => None,
+            };
+            let only = |key: &str, given: bool, events: &[&str]| {
+                if given && !events.contains(&on) {
+                    Err(at(format!(
+                        "{key} applies to {} rules only",
+                        events.join(" and ")
+                    )))
+                } else {
+                    Ok(())
+                }
+            };
+            only("names", r.names.is_some(), &["branch", "tag"])?;
+            only("types", !r.types.is_empty(), &["entity"])?;
+            only("attributes", !r.attributes.is_empty(), &["entity"])?;
+            only("changes", !r.changes.is_empty(), &["entity"])?;
+            only("kinds", !r.kinds.is_empty(), &["ingest"])?;
+            only("match", r.pattern.is_some(), &["ingest"])?;
+            only("phrase", r.phrase.is_some(), &["ingest"])?;
+            only("every", r.every.is_some(), &["time"])?;
+            only("at", r.at.is_some(), &["time"])?;
+            let schedule = match (on, &r.every) {
+                ("time", None) => {
+                    return Err(at(
+                        "a time rule needs every = \"1d\" (and at = \"09:00\" if you like)".into(),
+                    ))
+                }
+                ("time", Some(every)) => {
+                    let every_ms = parse_duration(every).ok_or_else(|| {
+                        at(format!(
+                            "every {every:?} is not a duration such as 30m, 1h or 1d"
+                        ))
+                    })?;
+                    let at_min = match &r.at {
+                        None => None,
+                        Some(t) => {
+                            let hm = t
+                                .split_once(':')
+                                .and_then(|(h, m)| {
+                                    Some((h.parse::<i64>().ok()?, m.parse::<i64>().ok()?))
+                                })
+                                .filter(|(h, m)| (0..24).contains(h) && (0..60).contains(m))
+                                .ok_or_else(|| {
+                                    at(format!("at {t:?} is not a time of day such as 09:00"))
+                                })?;
+                            if every_ms % 86_400_000 != 0 {
+                                return Err(at(format!(
+                                    "with at, every is whole days (1d, 7d), not {every:?}"
+                                )));
+                            }
+                            Some(hm.0 * 60 + hm.1)
+                        }
+                    };
+                    Some(crate::watch::Schedule { every_ms, at_min })
+                }
+                _ => None,
+            };
+            let names = r.names.as_deref().map(globs).transpose()?;
+            if let Some(c) = r
+                .changes
+                .iter()
+                .find(|c| !["created", "changed", "removed", "linked"].contains(&c.as_str()))
+            {
+                return Err(at(format!(
+                    "unknown change {c:?}; changes are created, changed, removed, linked"
+                )));
+            }
+            let text = match (r.pattern, r.phrase) {
+                (Some(_), Some(_)) => return Err(at("give match or phrase, not both".into())),
+                (Some(p), None) => Some(
+                    regex::RegexBuilder::new(&p)
+                        .size_limit(1 << 20)
+                        .build()
+                        .map_err(|e| at(format!("match {p:?} is not a valid pattern: {e}")))?,
+                ),
+                (None, Some(p)) => Some(
+                    regex::RegexBuilder::new(&regex::escape(&p))
+                        .case_insensitive(true)
+                        .build()
+                        .map_err(|e| at(format!("phrase {p:?}: {e}")))?,
+                ),
+                (None, None) => None,
             };
             let hook = match (r.on.as_str(), r.hook) {
                 ("hook", Some(h)) if HOOKS.contains(&h.as_str()) => Some(h),
@@ -379,70 +625,40 @@ impl Rules {
                     )))
                 }
             };
-            let duration = |t: Option<String>, default: i64| -> Result<i64, RuleError> {
-                match t {
-                    None => Ok(default),
-                    Some(t) => parse_duration(&t).ok_or_else(|| {
-                        at(format!(
-                            "timeout {t:?} is not a duration such as 500ms, 10s, 2m or 1h"
-                        ))
-                    }),
+            let action = RawAction {
+                run: r.run,
+                http: r.http,
+                tag: r.tag,
+                branch: r.branch,
+                restore: r.restore,
+            };
+            let action = action_of(action).map_err(at)?.ok_or_else(|| {
+                at("a rule needs an action: [rule.run], [rule.http], [rule.tag], [rule.branch] or [rule.restore]".into())
+            })?;
+            let compensate = match r.compensate {
+                None => None,
+                Some(c) => {
+                    let c = action_of(c).map_err(|m| at(format!("compensate: {m}")))?;
+                    match c {
+                        Some(c) if !c.is_internal() => Some(c),
+                        Some(_) => {
+                            return Err(at("compensate is a run or http action (what an internal action did, rollback undoes by itself)".into()))
+                        }
+                        None => return Err(at("compensate needs [rule.compensate.run] or [rule.compensate.http]".into())),
+                    }
                 }
             };
-            let action = match (r.run, r.http, r.tag) {
-                (Some(run), None, None) => {
-                    if run.argv.is_empty() || run.argv[0].is_empty() {
-                        return Err(at("run.argv needs a command".into()));
-                    }
-                    if run.shell && run.argv.len() != 1 {
-                        return Err(at(
-                            "with shell = true, argv is one command line for sh -c".into()
-                        ));
-                    }
-                    ActionSpec::Run {
-                        argv: run.argv,
-                        shell: run.shell,
-                        cwd: run.cwd,
-                        timeout_ms: duration(run.timeout, 60_000)?,
-                        output_cap: run.output_cap.unwrap_or(64 << 10),
-                    }
-                }
-                (None, Some(http), None) => {
-                    if !(http.url.starts_with("http://") || http.url.starts_with("https://")) {
-                        return Err(at(format!(
-                            "http.url {:?} must start with http:// or https://",
-                            http.url
-                        )));
-                    }
-                    ActionSpec::Http {
-                        url: http.url,
-                        body: http.body.map(toml_to_json).unwrap_or_else(|| json!({})),
-                        timeout_ms: duration(http.timeout, 10_000)?,
-                        retries: http.retries.unwrap_or(2).min(10),
-                    }
-                }
-                (None, None, Some(tag)) => ActionSpec::Tag { name: tag.name },
-                (None, None, None) => {
-                    return Err(at(
-                        "a rule needs an action: [rule.run], [rule.http] or [rule.tag]".into(),
-                    ))
-                }
-                _ => return Err(at("a rule has one action, not several".into())),
-            };
-            // Every placeholder must be a field the event has.
-            let mut templates: Vec<&str> = Vec::new();
-            match &action {
-                ActionSpec::Run { argv, cwd, .. } => {
-                    templates.extend(argv.iter().map(String::as_str));
-                    templates.extend(cwd.as_deref());
-                }
-                ActionSpec::Http { url, body, .. } => {
-                    templates.push(url);
-                    json_strings(body, &mut templates);
-                }
-                ActionSpec::Tag { name } => templates.push(name),
+            if compensate.is_some() && action.is_internal() {
+                return Err(at(
+                    "compensate is for run and http actions; rollback undoes an internal one by itself".into(),
+                ));
             }
+            // Every placeholder must be a field the event has.
             let known = fields(&r.on);
+            let mut templates = action.templates();
+            if let Some(c) = &compensate {
+                templates.extend(c.templates());
+            }
             for t in templates {
                 for p in placeholders(t).map_err(at)? {
                     if !known.contains(&p) {
@@ -463,8 +679,16 @@ impl Rules {
                 on: r.on,
                 paths,
                 hook,
+                names,
+                types: r.types,
+                attributes: r.attributes,
+                changes: r.changes,
+                kinds: r.kinds,
+                text,
+                schedule,
                 approval,
                 action,
+                compensate,
                 line,
             });
         }
@@ -477,7 +701,15 @@ impl Rule {
     /// will run, as JSON (rendered now, so what is approved is what runs). `event` is the
     /// event as JSON (a command gets it on stdin).
     pub fn payload(&self, fields: &BTreeMap<String, String>, event: &Json) -> Json {
-        match &self.action {
+        self.action.payload(fields, event)
+    }
+}
+
+impl ActionSpec {
+    /// The payload of this action for an event with `fields` (see [`Rule::payload`]); a
+    /// `restore` names its moment as text here, resolved to a commit by the caller.
+    pub fn payload(&self, fields: &BTreeMap<String, String>, event: &Json) -> Json {
+        match self {
             ActionSpec::Run {
                 argv,
                 shell,
@@ -512,10 +744,15 @@ impl Rule {
                 "timeout_ms": timeout_ms,
                 "retries": retries,
             }),
-            ActionSpec::Tag { name } => json!({
-                "kind": "tag",
+            ActionSpec::Tag { name } | ActionSpec::Branch { name } => json!({
+                "kind": self.kind(),
                 "name": render(name, fields),
                 "commit": fields.get("commit").cloned().unwrap_or_default(),
+            }),
+            ActionSpec::Restore { path, at } => json!({
+                "kind": "restore",
+                "path": render(path, fields),
+                "at": render(at, fields),
             }),
         }
     }

@@ -60,6 +60,8 @@ pub struct Action {
     pub payload: Vec<u8>,
     /// When it was proposed.
     pub proposed_ms: i64,
+    /// The action it compensates (a rollback), if any.
+    pub compensates: Option<String>,
     /// The newest approval, if any.
     pub approval: Option<Approval>,
     /// Where it stands.
@@ -146,7 +148,7 @@ impl Action {
             event,
             trigger_op,
             payload,
-            ..
+            compensates,
         } = &first.stage
         else {
             return None;
@@ -159,6 +161,7 @@ impl Action {
             trigger_op: *trigger_op,
             payload: payload.clone(),
             proposed_ms: first.at_ms,
+            compensates: compensates.clone(),
             approval: None,
             phase: Phase::Waiting,
             records: Vec::new(),

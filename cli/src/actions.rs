@@ -128,6 +128,7 @@ fn action_json(actions: &Actions<'_>, a: &Action) -> Json {
         "trigger_operation": hex(a.trigger_op),
         "rules_file": a.rules_file.to_hex(),
         "proposed": local_time(a.proposed_ms),
+        "compensates": a.compensates,
         "approval": a.approval.as_ref().map(|p| json!({
             "by": p.by,
             "at": local_time(p.at_ms),
@@ -228,6 +229,9 @@ pub fn report_fired(fired: &Fired, style: Style) {
             style.id(of)
         );
     }
+    for why in &fired.skipped {
+        eprintln!("rules: warning: {why}");
+    }
     for r in &fired.ran {
         eprint!("rules: ");
         eprintln!(
@@ -239,16 +243,25 @@ pub fn report_fired(fired: &Fired, style: Style) {
     }
 }
 
-/// Fires the rules for `trigger`; a failure to read them is a warning, not a failed
-/// command (what triggered them is recorded already).
+/// Fires the rules for `triggers` (each with the operation that caused it); a failure to
+/// read them is a warning, not a failed command (what triggered them is recorded already).
 pub fn fire(
     repo: &Repo,
-    trigger: &lifeos_actions::Trigger,
-    op: Option<lifeos_store::Id>,
+    triggers: &[(lifeos_actions::Trigger, Option<lifeos_store::Id>)],
     style: Style,
 ) {
-    match Actions::new(repo).fire(trigger, op) {
+    match Actions::new(repo).fire(triggers) {
         Ok(f) => report_fired(&f, style),
+        Err(e) => eprintln!("warning: rules did not fire: {}", CliError::from(e).message),
+    }
+}
+
+/// Fires the rules for what the operations published since `since_ms` did (branches and
+/// tags moved, entities changed, text extracted).
+pub fn fire_since(repo: &Repo, since_ms: i64, style: Style) {
+    match Actions::new(repo).triggers_since(since_ms) {
+        Ok(t) if t.is_empty() => {}
+        Ok(t) => fire(repo, &t, style),
         Err(e) => eprintln!("warning: rules did not fire: {}", CliError::from(e).message),
     }
 }
@@ -442,6 +455,23 @@ pub fn approve(repo: &Repo, id: &str, ttl: &str, run: bool, style: Style) -> Cli
         return Ok(u8::from(r.state != lifeos_actions::State::Executed));
     }
     Ok(0)
+}
+
+/// `lifeos rollback RECEIPT`.
+pub fn rollback(repo: &Repo, receipt: &str, style: Style) -> CliResult<u8> {
+    match Actions::new(repo).rollback(receipt)? {
+        lifeos_actions::Rolledback::Ran(r) => {
+            print_run(&r, style);
+            Ok(u8::from(r.state != lifeos_actions::State::Executed))
+        }
+        lifeos_actions::Rolledback::Proposed(id) => {
+            println!(
+                "Proposed action {} to compensate; see it with `lifeos actions show {id}`, approve it with `lifeos approve {id}`",
+                style.id(&id)
+            );
+            Ok(0)
+        }
+    }
 }
 
 /// `lifeos reject ID`.

@@ -81,7 +81,31 @@ pub fn run(cli: Cli, style: Style) -> CliResult<u8> {
     if let Some(repo) = &colocated {
         crate::git::sync_in(repo)?;
     }
+    // Commands that record operations fire the rules for the branches, tags, entities
+    // and extracts they changed (commits fire their own, as git's hooks do).
+    let fires = matches!(
+        &cli.command,
+        Command::Commit { .. }
+            | Command::Restore { .. }
+            | Command::Checkout { .. }
+            | Command::Branch(_)
+            | Command::Tag(_)
+            | Command::Describe { .. }
+            | Command::Merge { .. }
+            | Command::Entity(_)
+            | Command::Undo { .. }
+            | Command::Op(_)
+            | Command::Ingest { .. }
+            | Command::Git(crate::git::GitCmd::Import { .. })
+    );
+    let start = lifeos_vcs::repo::now_ms();
+    let dir = here.clone();
     let code = dispatch(cli, here, style);
+    if fires && code.is_ok() {
+        if let Ok(repo) = Repo::discover(&dir) {
+            crate::actions::fire_since(&repo, start, style);
+        }
+    }
     if let Some(repo) = &colocated {
         crate::git::sync_out(repo)?;
     }
@@ -210,6 +234,12 @@ fn dispatch(cli: Cli, here: PathBuf, style: Style) -> CliResult<u8> {
             crate::actions::approve(&open(&here)?, &id, &ttl, run, style)
         }
         Command::Reject { id } => crate::actions::reject(&open(&here)?, &id, style),
+        Command::Watch {
+            quiet,
+            rescan,
+            no_ingest,
+        } => crate::watch::watch(&open(&here)?, &quiet, &rescan, !no_ingest, style),
+        Command::Rollback { receipt } => crate::actions::rollback(&open(&here)?, &receipt, style),
         Command::Receipts { json } => crate::actions::receipts(&open(&here)?, json, style),
         Command::Receipt(r) => crate::actions::receipt(&open(&here)?, r, style),
         Command::Rules(r) => crate::actions::rules(&open(&here)?, r, style),
@@ -273,54 +303,11 @@ fn commit(
     json: bool,
     style: Style,
 ) -> CliResult<u8> {
-    let wc = lock_folder(repo, style)?;
     let pb = BarProgress(bar(0, "reading"));
-    // Small changes are indexed for search as part of the commit (`[ingest] after_commit`).
-    let settings = lifeos_ingest::run::Settings::load(repo)?;
-    let hook = |tx: &mut lifeos_store::Transaction<'_>,
-                files: &[(BString, lifeos_store::Id, u64)]| {
-        lifeos_ingest::run::extract_small_change(repo, &settings, tx, files)
-    };
-    let opts = CommitOptions {
-        message: message.as_bytes(),
-        allow_empty,
-        allow_unreadable,
-        hook: Some(&hook),
-    };
-    let out = repo.commit_working_copy(&wc, &opts, &pb);
+    let out = record_folder(repo, message, allow_empty, allow_unreadable, &pb, style);
     pb.0.finish_and_clear();
     let out = out?;
     let s = &out.snapshot;
-    for sk in &s.skipped {
-        eprintln!(
-            "warning: not recorded: {}: {}",
-            display(&sk.path),
-            sk.reason
-        );
-    }
-    for sk in &s.unreadable {
-        eprintln!(
-            "warning: cannot read {}: {}; its last recorded version was kept",
-            display(&sk.path),
-            sk.reason
-        );
-    }
-    for (path, line, why) in &out.skipped_entities {
-        eprintln!(
-            "warning: {}:{line}: not recorded as an entity: {why}",
-            display(path)
-        );
-    }
-    // The commit is recorded; rules fire after it (a failure to fire is a warning).
-    drop(wc);
-    if let Some(c) = out.commit {
-        crate::actions::fire(
-            repo,
-            &crate::actions::commit_trigger(repo, c)?,
-            out.op,
-            style,
-        );
-    }
     if json {
         print_json(
             "lifeos.commit.v1",
@@ -368,6 +355,60 @@ fn commit(
         human_bytes(s.bytes_read)
     );
     Ok(0)
+}
+
+/// Records the folder as a commit (small changes indexed for search in the same
+/// operation), says on stderr what was not recorded, then fires the rules for the commit.
+pub(crate) fn record_folder(
+    repo: &Repo,
+    message: &str,
+    allow_empty: bool,
+    allow_unreadable: bool,
+    progress: &dyn lifeos_vcs::working_copy::SnapshotProgress,
+    style: Style,
+) -> CliResult<lifeos_vcs::commit::CommitOutcome> {
+    let wc = lock_folder(repo, style)?;
+    // Small changes are indexed for search as part of the commit (`[ingest] after_commit`).
+    let settings = lifeos_ingest::run::Settings::load(repo)?;
+    let hook = |tx: &mut lifeos_store::Transaction<'_>,
+                files: &[(BString, lifeos_store::Id, u64)]| {
+        lifeos_ingest::run::extract_small_change(repo, &settings, tx, files)
+    };
+    let opts = CommitOptions {
+        message: message.as_bytes(),
+        allow_empty,
+        allow_unreadable,
+        hook: Some(&hook),
+    };
+    let out = repo.commit_working_copy(&wc, &opts, progress)?;
+    let s = &out.snapshot;
+    for sk in &s.skipped {
+        eprintln!(
+            "warning: not recorded: {}: {}",
+            display(&sk.path),
+            sk.reason
+        );
+    }
+    for sk in &s.unreadable {
+        eprintln!(
+            "warning: cannot read {}: {}; its last recorded version was kept",
+            display(&sk.path),
+            sk.reason
+        );
+    }
+    for (path, line, why) in &out.skipped_entities {
+        eprintln!(
+            "warning: {}:{line}: not recorded as an entity: {why}",
+            display(path)
+        );
+    }
+    // The commit is recorded; rules fire after it (a failure to fire is a warning).
+    drop(wc);
+    if let Some(c) = out.commit {
+        let trigger = crate::actions::commit_trigger(repo, c)?;
+        crate::actions::fire(repo, &[(trigger, out.op)], style);
+    }
+    Ok(out)
 }
 
 /// The view to read: the current one, or the one `--at` names (said on stderr).

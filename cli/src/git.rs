@@ -467,10 +467,11 @@ fn fire_hook_rules(repo: &Repo, name: &str) {
         Err(e) => return eprintln!("lifeos: warning: rules did not fire ({name}): {e}"),
     };
     let commit = head.view.at_commit();
+    let mut triggers = Vec::new();
     if matches!(name, "post-commit" | "post-merge") {
         if let Some(c) = commit {
             match crate::actions::commit_trigger(repo, c) {
-                Ok(t) => crate::actions::fire(repo, &t, Some(head.id), style),
+                Ok(t) => triggers.push((t, Some(head.id))),
                 Err(e) => eprintln!(
                     "lifeos: warning: rules did not fire ({name}): {}",
                     e.message
@@ -478,10 +479,13 @@ fn fire_hook_rules(repo: &Repo, name: &str) {
             }
         }
     }
-    let trigger = lifeos_actions::Trigger::Hook {
-        hook: name.to_string(),
-        commit,
-        branch: head.view.current_branch.clone(),
-    };
-    crate::actions::fire(repo, &trigger, Some(head.id), style);
+    triggers.push((
+        lifeos_actions::Trigger::Hook {
+            hook: name.to_string(),
+            commit,
+            branch: head.view.current_branch.clone(),
+        },
+        Some(head.id),
+    ));
+    crate::actions::fire(repo, &triggers, style);
 }

@@ -13,6 +13,7 @@ mod history;
 mod knowledge;
 mod output;
 mod signals;
+mod watch;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -261,6 +262,26 @@ pub enum Command {
     Reject {
         /// Action id (or a unique prefix).
         id: String,
+    },
+    /// Undo what an action did: an internal one (tag, branch, restore) at once, an
+    /// external one by proposing its rule's compensate action.
+    Rollback {
+        /// Receipt id (or a unique prefix) of the action to undo.
+        receipt: String,
+    },
+    /// Watch the folder: commit it once changes have been quiet for a while, index what
+    /// changed, fire the rules (time rules too), until SIGINT or SIGTERM.
+    Watch {
+        /// How long the folder must be quiet before a commit.
+        #[arg(long, default_value = "2s")]
+        quiet: String,
+        /// How often to look at the whole folder anyway (events can be lost).
+        #[arg(long, default_value = "10m")]
+        rescan: String,
+        /// Do not extract text after a commit (small changes are still indexed by the
+        /// commit itself).
+        #[arg(long)]
+        no_ingest: bool,
     },
     /// Receipts of actions: executed, blocked, failed, noop, uncertain.
     Receipts {

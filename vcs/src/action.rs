@@ -111,6 +111,8 @@ pub enum Stage {
         status: Option<i64>,
         /// Captured output (redacted), as a stored file.
         output: Option<Id>,
+        /// The operation an internal action published (what `rollback` reverts).
+        effect: Option<Id>,
     },
     /// A person said what happened to a run whose outcome was uncertain.
     Resolved {
@@ -214,6 +216,7 @@ impl ActionRecord {
                 started_ms,
                 status,
                 output,
+                effect,
             } => {
                 w.u8(6)
                     .u8(outcome.code())
@@ -224,6 +227,7 @@ impl ActionRecord {
                     None => w.u8(0),
                 };
                 write_opt_id(&mut w, output);
+                write_opt_id(&mut w, effect);
             }
             Stage::Resolved { ran } => {
                 w.u8(7).u8(u8::from(*ran));
@@ -277,6 +281,7 @@ impl ActionRecord {
                     started_ms,
                     status,
                     output: read_opt_id(&mut r, W)?,
+                    effect: read_opt_id(&mut r, W)?,
                 }
             }
             7 => Stage::Resolved {
@@ -500,6 +505,7 @@ mod tests {
                 started_ms: -5,
                 status: Some(2),
                 output: Some(Id::hash(b"out")),
+                effect: None,
             },
             Stage::Finished {
                 outcome: Outcome::Noop,
@@ -507,6 +513,7 @@ mod tests {
                 started_ms: 0,
                 status: None,
                 output: None,
+                effect: Some(Id::hash(b"op")),
             },
             Stage::Resolved { ran: true },
         ]

@@ -1,0 +1,153 @@
+//! `lifeos watch`: commits the folder once it has been quiet for a while, indexes what
+//! changed, fires the rules (time rules too), and logs what it does, until SIGINT or
+//! SIGTERM. It stops between two steps, never in the middle of one.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use lifeos_actions::rules::parse_duration;
+use lifeos_actions::watch::{FolderWatch, Schedule, Wake};
+use lifeos_actions::{Actions, Rules, Trigger};
+use lifeos_vcs::repo::now_ms;
+use lifeos_vcs::Repo;
+
+use crate::error::{CliError, CliResult};
+use crate::output::{local_time, Style};
+
+/// Says what the watcher did, with the time.
+fn log(what: &str) {
+    println!("{} {what}", local_time(now_ms()));
+}
+
+/// The time rules of the trusted rules at `@`, each with its next slot after `now`.
+fn time_rules(repo: &Repo, now: i64, tz: &jiff::tz::TimeZone) -> Vec<(String, Schedule, i64)> {
+    let actions = Actions::new(repo);
+    let rules = match (actions.rules_at_head(), actions.trusted()) {
+        (Ok(Some((id, text))), Ok(Some(t))) if id == t => Rules::parse(&text).ok(),
+        _ => None,
+    };
+    rules
+        .map(|r| r.rules)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|r| {
+            let s = r.schedule?;
+            Some((r.name, s, s.next_after(now, tz)))
+        })
+        .collect()
+}
+
+/// `lifeos watch`.
+pub fn watch(repo: &Repo, quiet: &str, rescan: &str, ingest: bool, style: Style) -> CliResult<u8> {
+    let duration = |flag: &str, t: &str| {
+        parse_duration(t)
+            .map(|ms| Duration::from_millis(ms as u64))
+            .ok_or_else(|| {
+                CliError::new(format!("{flag} {t:?} is not a duration"))
+                    .hint("for example 500ms, 2s or 10m")
+            })
+    };
+    let quiet = duration("--quiet", quiet)?;
+    let rescan = duration("--rescan", rescan)?;
+    let folder = FolderWatch::start(repo.workdir()).map_err(CliError::new)?;
+    let interrupt = crate::signals::interrupt();
+    let (requested, default_allowed) =
+        (interrupt.requested_flag(), interrupt.default_allowed_flag());
+    let tz = jiff::tz::TimeZone::system();
+    let mut schedule = time_rules(repo, now_ms(), &tz);
+    log(&format!(
+        "watching {} (commit {} ms after the last change, {} time rules; SIGINT or SIGTERM stops)",
+        repo.workdir().display(),
+        quiet.as_millis(),
+        schedule.len()
+    ));
+    // A first look for what changed while nothing watched.
+    let mut changed_at: Option<Instant> = Some(Instant::now() - quiet);
+    let mut next_rescan = Instant::now() + rescan;
+    loop {
+        // Signals only ask: the loop stops between two steps.
+        default_allowed.store(false, Ordering::SeqCst);
+        if requested.load(Ordering::SeqCst) {
+            break;
+        }
+        let now = Instant::now();
+        let mut wait = next_rescan.saturating_duration_since(now);
+        if let Some(t) = changed_at {
+            wait = wait.min((t + quiet).saturating_duration_since(now));
+        }
+        if let Some(next) = schedule.iter().map(|s| s.2).min() {
+            wait = wait.min(Duration::from_millis((next - now_ms()).max(0) as u64));
+        }
+        // Short waits, so a signal is noticed within a quarter of a second.
+        match folder.wait(wait.min(Duration::from_millis(250))) {
+            Some(Wake::Changed) => changed_at = Some(Instant::now()),
+            Some(Wake::Rescan) => changed_at = Some(Instant::now() - quiet),
+            None => {}
+        }
+        if requested.load(Ordering::SeqCst) {
+            break;
+        }
+        if changed_at.is_some_and(|t| t.elapsed() >= quiet) {
+            changed_at = None;
+            let start = now_ms();
+            match crate::commands::record_folder(
+                repo,
+                "changes seen by lifeos watch",
+                false,
+                false,
+                &lifeos_vcs::working_copy::NoProgress,
+                style,
+            ) {
+                Ok(out) => {
+                    if let Some(c) = out.commit {
+                        log(&format!(
+                            "committed {} ({} files, {} read)",
+                            c.short(12),
+                            out.snapshot.files,
+                            out.snapshot.files_read
+                        ));
+                        if ingest {
+                            if let Err(e) = crate::knowledge::ingest(repo, false, false) {
+                                log(&format!("warning: ingest failed: {}", e.message));
+                            }
+                        }
+                        if lifeos_git::colocate::is_colocated(repo) {
+                            if let Err(e) = crate::git::sync_out(repo) {
+                                log(&format!("warning: not exported to git: {}", e.message));
+                            }
+                        }
+                        crate::actions::fire_since(repo, start, style);
+                        schedule = time_rules(repo, now_ms(), &tz);
+                    }
+                }
+                Err(e) => {
+                    // A file still being written, a full disk: try again after the next
+                    // quiet period.
+                    log(&format!("warning: not committed: {}", e.message));
+                    changed_at = Some(Instant::now());
+                }
+            }
+        }
+        let now = now_ms();
+        for (rule, s, next) in schedule.iter_mut() {
+            if *next <= now {
+                log(&format!(
+                    "time rule {rule:?}: slot of {}",
+                    local_time(*next)
+                ));
+                let slot = Trigger::Time {
+                    rule: rule.clone(),
+                    slot_ms: *next,
+                };
+                crate::actions::fire(repo, &[(slot, None)], style);
+                *next = s.next_after(now, &tz);
+            }
+        }
+        if Instant::now() >= next_rescan {
+            changed_at.get_or_insert(Instant::now() - quiet);
+            next_rescan = Instant::now() + rescan;
+        }
+    }
+    log("stopped");
+    Ok(0)
+}

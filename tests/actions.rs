@@ -592,3 +592,24 @@ fn watch_commits_an_edit_fires_rules_and_stops_cleanly_on_sigterm() {
     );
     assert!(!ok(d, &["fsck"]).contains("missing"));
 }
+
+#[test]
+fn an_entity_action_adds_a_task_and_rollback_removes_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    ok(d, &["init"]);
+    let rules = "[[rule]]\nname = \"inbox\"\non = \"commit\"\npaths = [\"inbox/*\"]\napproval = \"auto\"\n[rule.entity]\nchange = \"add\"\ntype = \"task\"\nattrs = { title = \"File {path}\", status = \"open\" }\n";
+    write(d, "lifeos.rules.toml", rules.as_bytes());
+    ok(d, &["commit", "-m", "rules"]);
+    ok(d, &["rules", "trust"]);
+    write(d, "inbox/letter.pdf", b"%PDF-1.4");
+    ok(d, &["commit", "-m", "letter"]);
+    let q = json(d, &["query", "task where status = \"open\""]);
+    let found = q["entities"].as_array().unwrap();
+    assert_eq!(found.len(), 1, "{q}");
+    assert_eq!(found[0]["attrs"]["title"], "File inbox/letter.pdf", "{q}");
+    let receipt = receipts(d)[0]["id"].as_str().unwrap().to_string();
+    ok(d, &["rollback", &receipt]);
+    let q = json(d, &["query", "task"]);
+    assert!(q["entities"].as_array().unwrap().is_empty(), "{q}");
+}

@@ -364,15 +364,9 @@ impl<'r> Actions<'r> {
         }
         let rules = Rules::parse(&text).map_err(ActionsError::Rules)?;
         let mut proposals = Vec::new();
-        let instances = triggers
-            .iter()
-            .filter(|(t, _)| rules.rules.iter().any(|r| r.on == t.event()))
-            .flat_map(|(t, op)| instances(t, *op).into_iter().map(move |i| (t, *op, i)));
-        for (trigger, op, (identity, base)) in instances {
-            for rule in &rules.rules {
-                let Some(fields) = matches(rule, trigger, &base) else {
-                    continue;
-                };
+        for (trigger, op) in triggers {
+            for (rule, identity, fields) in rules.matching(trigger, *op) {
+                let op = *op;
                 let event = json!(fields);
                 let mut payload = rule.payload(&fields, &event);
                 if payload["kind"] == "restore" {
@@ -685,7 +679,10 @@ impl<'r> Actions<'r> {
             .update(a.id.as_bytes())
             .update(&r.id.0);
         let id = key.finalize().to_hex()[..16].to_string();
-        let (compensation, auto_by) = if matches!(kind.as_str(), "tag" | "branch" | "restore") {
+        let (compensation, auto_by) = if matches!(
+            kind.as_str(),
+            "tag" | "branch" | "restore" | "entity"
+        ) {
             let effect = r.effect.ok_or_else(|| {
                 ActionsError::Refused(format!(
                     "receipt {} names no operation to revert",
@@ -703,6 +700,21 @@ impl<'r> Actions<'r> {
                 "tag" => json!({"kind": "tag", "name": name, "commit": hex(before.tag(name))}),
                 "branch" => {
                     json!({"kind": "branch", "name": name, "commit": hex(before.branch(name))})
+                }
+                "entity" => {
+                    let entity = op.events.iter().find_map(|e| match e {
+                        lifeos_vcs::object::Event::EntityCreated { id, .. }
+                        | lifeos_vcs::object::Event::EntityChanged { id, .. } => Some(id.clone()),
+                        _ => None,
+                    });
+                    let entity = entity.ok_or_else(|| {
+                        ActionsError::Refused(format!(
+                            "the operation of receipt {} changed no entity",
+                            r.id.short(12)
+                        ))
+                    })?;
+                    let old = self.repo.entity_in(&before, &entity)?.map(|(obj, _)| obj);
+                    json!({"kind": "entity", "change": "restore", "id": entity, "object": hex(old)})
                 }
                 _ => {
                     json!({"kind": "restore", "path": payload["path"], "commit": hex(before.at_commit())})
@@ -1166,8 +1178,90 @@ impl<'r> Actions<'r> {
                     .map(|(_, op, _)| (op, format!("{path} restored from {}", commit.short(12))))
                     .map_err(|e| format!("restore {path}: {e}"))
             })),
+            Some("entity") => internal(self.change_entity(&payload)),
             other => exec::Ran::failure(format!("unknown action kind {other:?}")),
         }
+    }
+
+    /// Carries out an `entity` payload: add, set, or (a rollback) restore an entity to an
+    /// object or remove it. Returns the operation and what was done.
+    fn change_entity(&self, payload: &Json) -> std::result::Result<(Id, String), String> {
+        use lifeos_vcs::entity::EntityChange;
+        let text = |k: &str| payload[k].as_str().unwrap_or_default().to_string();
+        let schema = self
+            .repo
+            .head()
+            .and_then(|h| self.repo.entity_schema(&h.view))
+            .map_err(|e| e.to_string())?;
+        let attrs = |id: &str, kind: &str| -> std::result::Result<Vec<_>, String> {
+            let empty = serde_json::Map::new();
+            payload["attrs"]
+                .as_object()
+                .unwrap_or(&empty)
+                .iter()
+                .map(|(n, v)| {
+                    let v = v.as_str().unwrap_or_default();
+                    schema
+                        .parse_value(id, kind, n, v)
+                        .map(|v| (n.clone(), v))
+                        .map_err(|e| e.to_string())
+                })
+                .collect()
+        };
+        let (id, change) = match text("change").as_str() {
+            "add" => {
+                let kind = text("type");
+                let attrs = attrs("", &kind)?;
+                (None, EntityChange::Add { kind, attrs })
+            }
+            "set" => {
+                let id = text("id");
+                let kind = id.split(':').next().unwrap_or_default().to_string();
+                let attrs = attrs(&id, &kind)?;
+                (Some(id), EntityChange::Set(attrs))
+            }
+            "restore" => {
+                let change = match text("object").as_str() {
+                    "" => EntityChange::Remove,
+                    hex => {
+                        let obj = Id::from_hex(hex).ok_or("the payload's object is not an id")?;
+                        EntityChange::Restore(
+                            self.repo.entity_object(&obj).map_err(|e| e.to_string())?,
+                        )
+                    }
+                };
+                (Some(text("id")), change)
+            }
+            other => return Err(format!("unknown entity change {other:?}")),
+        };
+        let verb = payload["change"].as_str().unwrap_or_default().to_string();
+        self.repo
+            .change_entity(id.as_deref(), change)
+            .map(|(op, id, _)| (op, format!("entity {id}: {verb}")))
+            .map_err(|e| e.to_string())
+    }
+}
+
+impl Rules {
+    /// The rules that fire for `trigger` (caused by operation `op`), each with the event
+    /// instance's identity (for idempotency) and its template fields.
+    pub fn matching(
+        &self,
+        trigger: &Trigger,
+        op: Option<Id>,
+    ) -> Vec<(&rules::Rule, String, BTreeMap<String, String>)> {
+        if !self.rules.iter().any(|r| r.on == trigger.event()) {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        for (identity, base) in instances(trigger, op) {
+            for rule in &self.rules {
+                if let Some(fields) = matches(rule, trigger, &base) {
+                    out.push((rule, identity.clone(), fields));
+                }
+            }
+        }
+        out
     }
 }
 

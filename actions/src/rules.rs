@@ -113,6 +113,17 @@ pub enum ActionSpec {
         /// The branch's name (template).
         name: String,
     },
+    /// Adds an entity, or sets attributes of one.
+    Entity {
+        /// `add` or `set`.
+        change: String,
+        /// The type (`add`; template).
+        kind: Option<String>,
+        /// The entity (`set`; template).
+        id: Option<String>,
+        /// The attributes (values are templates, read as the schema types them).
+        attrs: BTreeMap<String, String>,
+    },
     /// Brings a path back as it was at a moment (a new commit, as `lifeos restore`).
     Restore {
         /// The path (template).
@@ -132,6 +143,7 @@ impl ActionSpec {
             ActionSpec::Tag { .. } => "tag",
             ActionSpec::Branch { .. } => "branch",
             ActionSpec::Restore { .. } => "restore",
+            ActionSpec::Entity { .. } => "entity",
         }
     }
 
@@ -157,6 +169,13 @@ impl ActionSpec {
             ActionSpec::Restore { path, at } => {
                 out.push(path);
                 out.push(at);
+            }
+            ActionSpec::Entity {
+                kind, id, attrs, ..
+            } => {
+                out.extend(kind.as_deref());
+                out.extend(id.as_deref());
+                out.extend(attrs.values().map(String::as_str));
             }
         }
         out
@@ -240,6 +259,7 @@ struct RawRule {
     tag: Option<RawName>,
     branch: Option<RawName>,
     restore: Option<RawRestore>,
+    entity: Option<RawEntity>,
     compensate: Option<RawAction>,
 }
 
@@ -251,6 +271,18 @@ struct RawAction {
     tag: Option<RawName>,
     branch: Option<RawName>,
     restore: Option<RawRestore>,
+    entity: Option<RawEntity>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEntity {
+    change: String,
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    id: Option<String>,
+    #[serde(default)]
+    attrs: BTreeMap<String, String>,
 }
 
 #[derive(Deserialize)]
@@ -419,6 +451,7 @@ fn action_of(raw: RawAction) -> Result<Option<ActionSpec>, String> {
         tag,
         branch,
         restore,
+        entity,
     } = raw;
     let given = [
         run.is_some(),
@@ -426,6 +459,7 @@ fn action_of(raw: RawAction) -> Result<Option<ActionSpec>, String> {
         tag.is_some(),
         branch.is_some(),
         restore.is_some(),
+        entity.is_some(),
     ];
     if given.iter().filter(|g| **g).count() > 1 {
         return Err("a rule has one action, not several".into());
@@ -457,6 +491,24 @@ fn action_of(raw: RawAction) -> Result<Option<ActionSpec>, String> {
             body: http.body.map(toml_to_json).unwrap_or_else(|| json!({})),
             timeout_ms: duration(http.timeout, 10_000)?,
             retries: http.retries.unwrap_or(2).min(10),
+        }));
+    }
+    if let Some(e) = entity {
+        match (e.change.as_str(), &e.kind, &e.id) {
+            ("add", Some(_), None) | ("set", None, Some(_)) => {}
+            ("add", _, _) => return Err("entity change = \"add\" needs type (and no id)".into()),
+            ("set", _, _) => return Err("entity change = \"set\" needs id (and no type)".into()),
+            (other, _, _) => {
+                return Err(format!(
+                    "entity change is \"add\" or \"set\", not {other:?}"
+                ))
+            }
+        }
+        return Ok(Some(ActionSpec::Entity {
+            change: e.change,
+            kind: e.kind,
+            id: e.id,
+            attrs: e.attrs,
         }));
     }
     Ok(tag
@@ -631,6 +683,7 @@ impl Rules {
                 tag: r.tag,
                 branch: r.branch,
                 restore: r.restore,
+                entity: r.entity,
             };
             let action = action_of(action).map_err(at)?.ok_or_else(|| {
                 at("a rule needs an action: [rule.run], [rule.http], [rule.tag], [rule.branch] or [rule.restore]".into())
@@ -754,6 +807,27 @@ impl ActionSpec {
                 "path": render(path, fields),
                 "at": render(at, fields),
             }),
+            ActionSpec::Entity {
+                change,
+                kind,
+                id,
+                attrs,
+            } => {
+                let attrs: serde_json::Map<String, Json> = attrs
+                    .iter()
+                    .map(|(k, v)| (k.clone(), Json::String(render(v, fields))))
+                    .collect();
+                match change.as_str() {
+                    "add" => json!({
+                        "kind": "entity", "change": "add",
+                        "type": render(kind.as_deref().unwrap_or_default(), fields), "attrs": attrs,
+                    }),
+                    _ => json!({
+                        "kind": "entity", "change": "set",
+                        "id": render(id.as_deref().unwrap_or_default(), fields), "attrs": attrs,
+                    }),
+                }
+            }
         }
     }
 }

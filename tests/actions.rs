@@ -598,7 +598,7 @@ fn an_entity_action_adds_a_task_and_rollback_removes_it() {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();
     ok(d, &["init"]);
-    let rules = "[[rule]]\nname = \"inbox\"\non = \"commit\"\npaths = [\"inbox/*\"]\napproval = \"auto\"\n[rule.entity]\nchange = \"add\"\ntype = \"task\"\nattrs = { title = \"File {path}\", status = \"open\" }\n";
+    let rules = "[[rule]]\nname = \"inbox\"\non = \"commit\"\npaths = [\"inbox/*\"]\napproval = \"auto\"\n[rule.entity]\nchange = \"add\"\ntype = \"task\"\nattrs = { title = \"File {path}\", status = \"open\" }\n\n[[rule]]\nname = \"index\"\non = \"commit\"\npaths = [\"inbox/*\"]\napproval = \"auto\"\n[rule.ingest]\n";
     write(d, "lifeos.rules.toml", rules.as_bytes());
     ok(d, &["commit", "-m", "rules"]);
     ok(d, &["rules", "trust"]);
@@ -608,8 +608,54 @@ fn an_entity_action_adds_a_task_and_rollback_removes_it() {
     let found = q["entities"].as_array().unwrap();
     assert_eq!(found.len(), 1, "{q}");
     assert_eq!(found[0]["attrs"]["title"], "File inbox/letter.pdf", "{q}");
-    let receipt = receipts(d)[0]["id"].as_str().unwrap().to_string();
+    let r = receipts(d);
+    let indexed = r.iter().find(|r| r["rule"] == "index").unwrap();
+    assert_eq!(indexed["outcome"], "executed", "{indexed}");
+    assert!(
+        indexed["reason"]
+            .as_str()
+            .unwrap()
+            .contains("files extracted"),
+        "{indexed}"
+    );
+    let e = fails(d, &["rollback", indexed["id"].as_str().unwrap()]);
+    assert!(e.contains("nothing to undo"), "{e}");
+    let receipt = r.iter().find(|r| r["rule"] == "inbox").unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     ok(d, &["rollback", &receipt]);
     let q = json(d, &["query", "task"]);
     assert!(q["entities"].as_array().unwrap().is_empty(), "{q}");
+}
+
+#[test]
+fn rules_in_a_cloned_repository_do_not_run_until_trusted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    git(&src, &["init", "-q", "-b", "main"]);
+    let outside = tempfile::tempdir().unwrap();
+    let marks = outside.path().join("marks");
+    let rules = format!(
+        "[[rule]]\nname = \"anything\"\non = \"commit\"\npaths = [\"**\"]\napproval = \"auto\"\n[rule.run]\nargv = [\"echo ran >> {}\"]\nshell = true\n",
+        marks.display()
+    );
+    git_commit(&src, "lifeos.rules.toml", rules.as_bytes());
+    ok(tmp.path(), &["git", "clone", src.to_str().unwrap(), "copy"]);
+    let copy = tmp.path().join("copy");
+    write(&copy, "a.txt", b"a");
+    let out = cmd(&copy).args(["commit", "-m", "a"]).output().unwrap();
+    assert!(out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not trusted"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(actions(&copy).is_empty());
+    assert!(!marks.exists(), "a rule from elsewhere ran untrusted");
+    ok(&copy, &["rules", "trust"]);
+    write(&copy, "b.txt", b"b");
+    ok(&copy, &["commit", "-m", "b"]);
+    assert_eq!(std::fs::read_to_string(&marks).unwrap(), "ran\n");
 }

@@ -266,3 +266,16 @@ fn errors_name_the_problem_and_suggest_a_fix() {
     let err = fails(d, &["restore", "--to", nonempty.path().to_str().unwrap()]);
     assert!(err.contains("not empty"), "{err}");
 }
+
+/// `lifeos init DIR` created DIR/DIR: the global `-C DIR` option shared its argument id
+/// with `init`'s folder, so the folder was also taken as the directory to run in.
+#[test]
+fn init_into_a_named_folder_does_not_nest_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = ok(tmp.path(), &["init", "life"]);
+    assert!(tmp.path().join("life/.lifeos/config").is_file(), "{out}");
+    assert!(!tmp.path().join("life/life").exists());
+    std::fs::create_dir(tmp.path().join("other")).unwrap();
+    ok(tmp.path(), &["-C", "other", "init"]);
+    assert!(tmp.path().join("other/.lifeos/config").is_file());
+}

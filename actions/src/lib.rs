@@ -195,6 +195,8 @@ pub struct Receipt {
     pub action: String,
     /// The rule, if the action had a proposal.
     pub rule: Option<String>,
+    /// The triggering event (JSON) and operation, if the action had a proposal.
+    pub trigger: Option<(String, Option<Id>)>,
     /// `executed`, `blocked`, `failed`, `noop` or `uncertain`.
     pub outcome: &'static str,
     /// Why.
@@ -248,10 +250,15 @@ impl Held<'_> {
     }
 }
 
+/// Extracts text from what is not indexed yet (what `lifeos ingest` does, which this
+/// crate does not depend on); says what it did, or why it failed.
+pub type IngestFn = fn(&Repo) -> std::result::Result<String, String>;
+
 /// Automations of one repository.
 pub struct Actions<'r> {
     repo: &'r Repo,
     me: String,
+    ingest: Option<IngestFn>,
 }
 
 fn record(action: &str, prev: Option<Id>, me: &str, stage: Stage) -> ActionRecord {
@@ -276,7 +283,14 @@ impl<'r> Actions<'r> {
         Actions {
             repo,
             me: repo.actor_name(),
+            ingest: None,
         }
+    }
+
+    /// Carries out `ingest` actions with `f`.
+    pub fn with_ingest(mut self, f: IngestFn) -> Actions<'r> {
+        self.ingest = Some(f);
+        self
     }
 
     /// Takes the actions lock and reads the current view.
@@ -679,6 +693,11 @@ impl<'r> Actions<'r> {
             .update(a.id.as_bytes())
             .update(&r.id.0);
         let id = key.finalize().to_hex()[..16].to_string();
+        if kind == "ingest" {
+            return Err(ActionsError::Refused(
+                "an ingest action only recorded extracted text beside the history; there is nothing to undo".into(),
+            ));
+        }
         let (compensation, auto_by) = if matches!(
             kind.as_str(),
             "tag" | "branch" | "restore" | "entity"
@@ -809,6 +828,7 @@ impl<'r> Actions<'r> {
             chain.reverse();
             let parsed = Action::from_records(chain.clone());
             let rule = parsed.as_ref().map(|a| a.rule.clone());
+            let trigger = parsed.as_ref().map(|a| (a.event.clone(), a.trigger_op));
             let mut approval: Option<state::Approval> = None;
             let mut payload: Option<Vec<u8>> = None;
             let mut started: Option<(Id, &ActionRecord)> = None;
@@ -840,6 +860,7 @@ impl<'r> Actions<'r> {
                             id: *id,
                             action: r.action.clone(),
                             rule: rule.clone(),
+                            trigger: trigger.clone(),
                             outcome: outcome.name(),
                             reason: reason.clone(),
                             started_ms: *started_ms,
@@ -861,6 +882,7 @@ impl<'r> Actions<'r> {
                     id,
                     action: r.action.clone(),
                     rule: rule.clone(),
+                    trigger: trigger.clone(),
                     outcome: "uncertain",
                     reason: format!(
                         "process {} of {} started it and stopped before recording how it ended; \
@@ -1179,6 +1201,19 @@ impl<'r> Actions<'r> {
                     .map_err(|e| format!("restore {path}: {e}"))
             })),
             Some("entity") => internal(self.change_entity(&payload)),
+            Some("ingest") => match self.ingest.map(|f| f(self.repo)) {
+                Some(Ok(what)) => exec::Ran {
+                    outcome: Outcome::Executed,
+                    reason: what,
+                    status: None,
+                    output: Vec::new(),
+                    effect: None,
+                },
+                Some(Err(why)) => exec::Ran::failure(format!("ingest: {why}")),
+                None => exec::Ran::failure(
+                    "this program cannot extract text; `lifeos actions run` can".into(),
+                ),
+            },
             other => exec::Ran::failure(format!("unknown action kind {other:?}")),
         }
     }

@@ -16,9 +16,10 @@
 
 use std::collections::BTreeMap;
 
-use globset::{Glob, GlobSet, GlobSetBuilder};
+use globset::{Glob, GlobMatcher};
 use serde::Deserialize;
 use serde_json::{json, Value as Json};
+use std::sync::OnceLock;
 
 /// Where the rules are, relative to the top of the repository.
 pub const RULES_FILE: &str = "lifeos.rules.toml";
@@ -63,6 +64,33 @@ impl std::fmt::Display for RuleError {
             "{RULES_FILE}:{}:{}: {}",
             self.line, self.column, self.message
         )
+    }
+}
+
+/// Globs a rule names. Each is checked when the rules are read and compiled only when a
+/// name or path that starts with its literal prefix is first tested: with a thousand
+/// rules, a commit pays for the few that could match, not for building every matcher.
+#[derive(Debug, Clone)]
+pub struct Globs(Vec<(Glob, String, OnceLock<GlobMatcher>)>);
+
+impl Globs {
+    fn new(list: &[String]) -> Result<Globs, String> {
+        list.iter()
+            .map(|p| {
+                let g = Glob::new(p).map_err(|e| format!("bad glob {p:?}: {}", e.kind()))?;
+                let prefix: String = p.chars().take_while(|c| !"*?[{\\".contains(*c)).collect();
+                Ok((g, prefix, OnceLock::new()))
+            })
+            .collect::<Result<_, _>>()
+            .map(Globs)
+    }
+
+    /// Whether one of the globs matches `name`.
+    pub fn is_match(&self, name: &str) -> bool {
+        self.0.iter().any(|(g, prefix, m)| {
+            name.starts_with(prefix.as_str())
+                && m.get_or_init(|| g.compile_matcher()).is_match(name)
+        })
     }
 }
 
@@ -113,6 +141,8 @@ pub enum ActionSpec {
         /// The branch's name (template).
         name: String,
     },
+    /// Extracts text from what is not indexed yet (as `lifeos ingest`).
+    Ingest,
     /// Adds an entity, or sets attributes of one.
     Entity {
         /// `add` or `set`.
@@ -144,6 +174,7 @@ impl ActionSpec {
             ActionSpec::Branch { .. } => "branch",
             ActionSpec::Restore { .. } => "restore",
             ActionSpec::Entity { .. } => "entity",
+            ActionSpec::Ingest => "ingest",
         }
     }
 
@@ -170,6 +201,7 @@ impl ActionSpec {
                 out.push(path);
                 out.push(at);
             }
+            ActionSpec::Ingest => {}
             ActionSpec::Entity {
                 kind, id, attrs, ..
             } => {
@@ -190,11 +222,11 @@ pub struct Rule {
     /// The event it fires on (one of [`EVENTS`]).
     pub on: String,
     /// For `commit`: the paths whose change fires it.
-    pub paths: Option<GlobSet>,
+    pub paths: Option<Globs>,
     /// For `hook`: the hook.
     pub hook: Option<String>,
     /// For `branch` and `tag`: the names that fire it (all when absent).
-    pub names: Option<GlobSet>,
+    pub names: Option<Globs>,
     /// For `entity`: the types that fire it (all when empty).
     pub types: Vec<String>,
     /// For `entity`: the attributes whose change fires it (any when empty).
@@ -260,6 +292,7 @@ struct RawRule {
     branch: Option<RawName>,
     restore: Option<RawRestore>,
     entity: Option<RawEntity>,
+    ingest: Option<RawIngest>,
     compensate: Option<RawAction>,
 }
 
@@ -272,7 +305,12 @@ struct RawAction {
     branch: Option<RawName>,
     restore: Option<RawRestore>,
     entity: Option<RawEntity>,
+    ingest: Option<RawIngest>,
 }
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawIngest {}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -452,6 +490,7 @@ fn action_of(raw: RawAction) -> Result<Option<ActionSpec>, String> {
         branch,
         restore,
         entity,
+        ingest,
     } = raw;
     let given = [
         run.is_some(),
@@ -460,6 +499,7 @@ fn action_of(raw: RawAction) -> Result<Option<ActionSpec>, String> {
         branch.is_some(),
         restore.is_some(),
         entity.is_some(),
+        ingest.is_some(),
     ];
     if given.iter().filter(|g| **g).count() > 1 {
         return Err("a rule has one action, not several".into());
@@ -492,6 +532,9 @@ fn action_of(raw: RawAction) -> Result<Option<ActionSpec>, String> {
             timeout_ms: duration(http.timeout, 10_000)?,
             retries: http.retries.unwrap_or(2).min(10),
         }));
+    }
+    if ingest.is_some() {
+        return Ok(Some(ActionSpec::Ingest));
     }
     if let Some(e) = entity {
         match (e.change.as_str(), &e.kind, &e.id) {
@@ -555,13 +598,7 @@ impl Rules {
                     EVENTS.join(", ")
                 )));
             }
-            let globs = |list: &[String]| -> Result<GlobSet, RuleError> {
-                let mut b = GlobSetBuilder::new();
-                for p in list {
-                    b.add(Glob::new(p).map_err(|e| at(format!("bad glob {p:?}: {}", e.kind())))?);
-                }
-                b.build().map_err(|e| at(format!("bad globs: {e}")))
-            };
+            let globs = |list: &[String]| Globs::new(list).map_err(&at);
             let on = r.on.as_str();
             let paths = match (on, r.paths.is_empty()) {
                 ("commit", true) => {
@@ -684,6 +721,7 @@ impl Rules {
                 branch: r.branch,
                 restore: r.restore,
                 entity: r.entity,
+                ingest: r.ingest,
             };
             let action = action_of(action).map_err(at)?.ok_or_else(|| {
                 at("a rule needs an action: [rule.run], [rule.http], [rule.tag], [rule.branch] or [rule.restore]".into())
@@ -807,6 +845,7 @@ impl ActionSpec {
                 "path": render(path, fields),
                 "at": render(at, fields),
             }),
+            ActionSpec::Ingest => json!({"kind": "ingest"}),
             ActionSpec::Entity {
                 change,
                 kind,

@@ -150,6 +150,8 @@ fn receipt_json(r: &Receipt) -> Json {
         "id": r.id.to_hex(),
         "action": r.action,
         "rule": r.rule,
+        "event": r.trigger.as_ref().map(|(e, _)| serde_json::from_str::<Json>(e).unwrap_or(Json::Null)),
+        "trigger_operation": r.trigger.as_ref().and_then(|(_, op)| op.map(|o| o.to_hex())),
         "outcome": r.outcome,
         "reason": r.reason,
         "started": local_time(r.started_ms),
@@ -250,7 +252,7 @@ pub fn fire(
     triggers: &[(lifeos_actions::Trigger, Option<lifeos_store::Id>)],
     style: Style,
 ) {
-    match Actions::new(repo).fire(triggers) {
+    match actions_of(repo).fire(triggers) {
         Ok(f) => report_fired(&f, style),
         Err(e) => eprintln!("warning: rules did not fire: {}", CliError::from(e).message),
     }
@@ -259,7 +261,7 @@ pub fn fire(
 /// Fires the rules for what the operations published since `since_ms` did (branches and
 /// tags moved, entities changed, text extracted).
 pub fn fire_since(repo: &Repo, since_ms: i64, style: Style) {
-    match Actions::new(repo).triggers_since(since_ms) {
+    match actions_of(repo).triggers_since(since_ms) {
         Ok(t) if t.is_empty() => {}
         Ok(t) => fire(repo, &t, style),
         Err(e) => eprintln!("warning: rules did not fire: {}", CliError::from(e).message),
@@ -298,9 +300,25 @@ pub fn commit_trigger(repo: &Repo, commit: lifeos_store::Id) -> CliResult<lifeos
     })
 }
 
+/// The automations of `repo`, carrying out `ingest` actions as `lifeos ingest` does.
+pub fn actions_of(repo: &Repo) -> Actions<'_> {
+    Actions::new(repo).with_ingest(|repo| {
+        lifeos_ingest::run::ingest(repo, false, &|_| {})
+            .map(|r| {
+                format!(
+                    "{} files extracted, {} failed, {} already done",
+                    r.extracted,
+                    r.failed.len(),
+                    r.already
+                )
+            })
+            .map_err(|e| e.to_string())
+    })
+}
+
 /// `lifeos actions ...`.
 pub fn actions(repo: &Repo, args: ActionsArgs, style: Style) -> CliResult<u8> {
-    let actions = Actions::new(repo);
+    let actions = actions_of(repo);
     match args.cmd {
         None => {
             let list: Vec<Action> = actions
@@ -445,7 +463,7 @@ pub fn approve(repo: &Repo, id: &str, ttl: &str, run: bool, style: Style) -> Cli
     let ttl_ms = lifeos_actions::rules::parse_duration(ttl).ok_or_else(|| {
         CliError::new(format!("--ttl {ttl:?} is not a duration")).hint("for example 30m, 2h or 1d")
     })?;
-    let actions = Actions::new(repo);
+    let actions = actions_of(repo);
     let id = actions.resolve_id(id)?;
     actions.approve(&id, ttl_ms)?;
     println!("Approved action {} for {ttl}", style.id(&id));
@@ -459,7 +477,7 @@ pub fn approve(repo: &Repo, id: &str, ttl: &str, run: bool, style: Style) -> Cli
 
 /// `lifeos rollback RECEIPT`.
 pub fn rollback(repo: &Repo, receipt: &str, style: Style) -> CliResult<u8> {
-    match Actions::new(repo).rollback(receipt)? {
+    match actions_of(repo).rollback(receipt)? {
         lifeos_actions::Rolledback::Ran(r) => {
             print_run(&r, style);
             Ok(u8::from(r.state != lifeos_actions::State::Executed))
@@ -476,7 +494,7 @@ pub fn rollback(repo: &Repo, receipt: &str, style: Style) -> CliResult<u8> {
 
 /// `lifeos reject ID`.
 pub fn reject(repo: &Repo, id: &str, style: Style) -> CliResult<u8> {
-    let actions = Actions::new(repo);
+    let actions = actions_of(repo);
     let id = actions.resolve_id(id)?;
     actions.reject(&id)?;
     println!("Rejected action {}", style.id(&id));
@@ -485,7 +503,7 @@ pub fn reject(repo: &Repo, id: &str, style: Style) -> CliResult<u8> {
 
 /// `lifeos receipts`.
 pub fn receipts(repo: &Repo, json: bool, style: Style) -> CliResult<u8> {
-    let list = Actions::new(repo).receipts()?;
+    let list = actions_of(repo).receipts()?;
     if json {
         print_json(
             "lifeos.receipt.v1",
@@ -512,7 +530,7 @@ pub fn receipts(repo: &Repo, json: bool, style: Style) -> CliResult<u8> {
 /// `lifeos receipt show ID`.
 pub fn receipt(repo: &Repo, cmd: ReceiptCmd, style: Style) -> CliResult<u8> {
     let ReceiptCmd::Show { id, json } = cmd;
-    let list = Actions::new(repo).receipts()?;
+    let list = actions_of(repo).receipts()?;
     let found: Vec<&Receipt> = list.iter().filter(|r| r.id.has_hex_prefix(&id)).collect();
     let r = match found.as_slice() {
         [one] => *one,
@@ -596,7 +614,7 @@ pub fn rules(repo: &Repo, cmd: RulesCmd, style: Style) -> CliResult<u8> {
             Ok(0)
         }
         RulesCmd::Trust => {
-            let (id, rules) = Actions::new(repo).trust()?;
+            let (id, rules) = actions_of(repo).trust()?;
             println!(
                 "Trusted {} {} ({} rules): they fire until the file changes",
                 lifeos_actions::RULES_FILE,

@@ -39,7 +39,9 @@ pub enum ColorChoice {
 #[command(name = "lifeos", version, about, max_term_width = 100)]
 pub struct Cli {
     /// Run as if started in DIR.
-    #[arg(short = 'C', global = true, value_name = "DIR")]
+    // Its own id: with the default (the field's name), the `DIR` of `init` and
+    // `git clone` was taken for it too, and the new folder nested in itself.
+    #[arg(short = 'C', global = true, value_name = "DIR", id = "run_in")]
     pub dir: Option<PathBuf>,
     /// When to colour output.
     #[arg(long, global = true, value_enum, default_value = "auto")]

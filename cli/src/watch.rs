@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use lifeos_actions::rules::parse_duration;
 use lifeos_actions::watch::{FolderWatch, Schedule, Wake};
-use lifeos_actions::{Actions, Rules, Trigger};
+use lifeos_actions::{Rules, Trigger};
 use lifeos_vcs::repo::now_ms;
 use lifeos_vcs::Repo;
 
@@ -21,7 +21,7 @@ fn log(what: &str) {
 
 /// The time rules of the trusted rules at `@`, each with its next slot after `now`.
 fn time_rules(repo: &Repo, now: i64, tz: &jiff::tz::TimeZone) -> Vec<(String, Schedule, i64)> {
-    let actions = Actions::new(repo);
+    let actions = crate::actions::actions_of(repo);
     let rules = match (actions.rules_at_head(), actions.trusted()) {
         (Ok(Some((id, text))), Ok(Some(t))) if id == t => Rules::parse(&text).ok(),
         _ => None,

@@ -9,6 +9,7 @@
 //! The library does no terminal I/O; the CLI prints.
 
 pub mod exec;
+pub mod index;
 pub mod rules;
 pub mod state;
 pub mod watch;
@@ -129,6 +130,38 @@ pub enum Trigger {
         /// The text extracted.
         text: String,
     },
+}
+
+/// The trigger for commit `commit`: the paths it changed against its first parent.
+pub fn commit_trigger(repo: &Repo, commit: Id) -> Result<Trigger> {
+    use lifeos_vcs::treediff::ChangeKind;
+    let c = repo.commit(&commit)?;
+    let parent_tree = match c.parents.first() {
+        Some(p) => Some(repo.commit(p)?.tree),
+        None => None,
+    };
+    let changes = repo
+        .diff_trees(parent_tree.as_ref(), Some(&c.tree))?
+        .into_iter()
+        .map(|ch| {
+            let kind = match ch.kind {
+                ChangeKind::Added => "added",
+                ChangeKind::Modified => "modified",
+                ChangeKind::Deleted => "deleted",
+            };
+            (ch.path, kind)
+        })
+        .collect();
+    Ok(Trigger::Commit {
+        commit,
+        changes,
+        branch: repo.head()?.view.current_branch,
+        message: String::from_utf8_lossy(&c.message)
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_string(),
+    })
 }
 
 /// How much extracted text an `ingest` rule's pattern reads.
@@ -322,19 +355,53 @@ impl<'r> Actions<'r> {
 
     /// The rules file at `@` (its id and text), if there is one.
     pub fn rules_at_head(&self) -> Result<Option<(Id, String)>> {
+        match self.rules_id_at_head()? {
+            Some(id) => Ok(Some((id, self.rules_text(&id)?))),
+            None => Ok(None),
+        }
+    }
+
+    /// The id of the rules file at `@`, if there is one (its text is not read).
+    fn rules_id_at_head(&self) -> Result<Option<Id>> {
         let head = self.repo.head()?;
         let Some(tree) = self.repo.at_tree(&head.view)? else {
             return Ok(None);
         };
-        let Some(entry) = self.repo.lookup_path(&tree, RULES_FILE.as_bytes())? else {
-            return Ok(None);
-        };
+        Ok(self
+            .repo
+            .lookup_path(&tree, RULES_FILE.as_bytes())?
+            .map(|e| e.id))
+    }
+
+    /// The text of rules file `id`.
+    fn rules_text(&self, id: &Id) -> Result<String> {
         let mut bytes = Vec::new();
-        self.repo.store().read_file(&entry.id, &mut bytes)?;
-        Ok(Some((
-            entry.id,
-            String::from_utf8_lossy(&bytes).into_owned(),
-        )))
+        self.repo.store().read_file(id, &mut bytes)?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    /// The trusted rules at `@` and their index, or why none fire: `Err(Some(id))` when
+    /// the rules file `id` is not trusted, `Err(None)` when there is none.
+    fn trusted_index(&self) -> Result<std::result::Result<(Id, index::RulesIndex), Option<Id>>> {
+        let Some(id) = self.rules_id_at_head()? else {
+            return Ok(Err(None));
+        };
+        if self.trusted()? != Some(id) {
+            return Ok(Err(Some(id)));
+        }
+        let path = self.repo.dot_dir().join(index::INDEX_FILE);
+        if let Some(ix) = std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|t| index::RulesIndex::decode(&t))
+            .filter(|ix| ix.rules_file == id)
+        {
+            return Ok(Ok((id, ix)));
+        }
+        let rules = Rules::parse(&self.rules_text(&id)?).map_err(ActionsError::Rules)?;
+        let ix = index::RulesIndex::of(&rules, id);
+        // Derived data: a failure to keep it only costs reading the rules next time.
+        let _ = lifeos_store::store::write_atomic(&path, ix.encode().as_bytes());
+        Ok(Ok((id, ix)))
     }
 
     /// The trusted rules file's id, if one was trusted.
@@ -369,14 +436,18 @@ impl<'r> Actions<'r> {
     /// noop receipt instead), then runs those their rule approves.
     pub fn fire(&self, triggers: &[(Trigger, Option<Id>)]) -> Result<Fired> {
         let mut fired = Fired::default();
-        let Some((rules_id, text)) = self.rules_at_head()? else {
-            return Ok(fired);
+        let (rules_id, ix) = match self.trusted_index()? {
+            Ok(found) => found,
+            Err(untrusted) => {
+                fired.untrusted = untrusted;
+                return Ok(fired);
+            }
         };
-        if self.trusted()? != Some(rules_id) {
-            fired.untrusted = Some(rules_id);
+        // Most commits match no rule: the index says so without reading the rules.
+        if !triggers.iter().any(|(t, _)| ix.may_fire(t)) {
             return Ok(fired);
         }
-        let rules = Rules::parse(&text).map_err(ActionsError::Rules)?;
+        let rules = Rules::parse(&self.rules_text(&rules_id)?).map_err(ActionsError::Rules)?;
         let mut proposals = Vec::new();
         for (trigger, op) in triggers {
             for (rule, identity, fields) in rules.matching(trigger, *op) {
@@ -480,16 +551,13 @@ impl<'r> Actions<'r> {
     /// (oldest first): branches and tags moved, entities changed, text extracted. Nothing
     /// is read when no trusted rule listens for those events.
     pub fn triggers_since(&self, since_ms: i64) -> Result<Vec<(Trigger, Option<Id>)>> {
-        let Some((rules_id, text)) = self.rules_at_head()? else {
-            return Ok(Vec::new());
+        // A broken rules file is reported when rules fire (commit), not by every command.
+        let ix = match self.trusted_index() {
+            Ok(Ok((_, ix))) => ix,
+            Ok(Err(_)) | Err(ActionsError::Rules(_)) => return Ok(Vec::new()),
+            Err(e) => return Err(e),
         };
-        if self.trusted()? != Some(rules_id) {
-            return Ok(Vec::new());
-        }
-        let Ok(rules) = Rules::parse(&text) else {
-            return Ok(Vec::new());
-        };
-        let wants = |e: &str| rules.rules.iter().any(|r| r.on == e);
+        let wants = |e: &str| ix.listens(e);
         if !["branch", "tag", "entity", "ingest"]
             .iter()
             .any(|e| wants(e))
@@ -796,6 +864,26 @@ impl<'r> Actions<'r> {
             Some(_) => Ok(Rolledback::Ran(self.run_one(&id)?)),
             None => Ok(Rolledback::Proposed(id)),
         }
+    }
+
+    /// Fires the rules for commit `commit` just recorded by operation `op`, whose
+    /// snapshot read the files `read` (every file it added or changed is among them).
+    /// When no trusted rule listens for commits, or none could match a file read, the
+    /// commit's changes are not even computed.
+    pub fn fire_commit(&self, commit: Id, op: Option<Id>, read: &[BString]) -> Result<Fired> {
+        match self.trusted_index()? {
+            Err(None) => return Ok(Fired::default()),
+            Err(Some(_)) => {}
+            Ok((_, ix)) => {
+                let could = read
+                    .iter()
+                    .any(|p| ix.may_fire_path("commit", &lifeos_vcs::path::display(p)));
+                if !could {
+                    return Ok(Fired::default());
+                }
+            }
+        }
+        self.fire(&[(commit_trigger(self.repo, commit)?, op)])
     }
 
     /// Every action (those with a proposal), oldest first.

@@ -85,6 +85,11 @@ impl Globs {
             .map(Globs)
     }
 
+    /// The literal prefix of each glob (the text before its first wildcard).
+    pub fn prefixes(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(|(_, p, _)| p.as_str())
+    }
+
     /// Whether one of the globs matches `name`.
     pub fn is_match(&self, name: &str) -> bool {
         self.0.iter().any(|(g, prefix, m)| {
@@ -358,11 +363,19 @@ struct RawRestore {
 }
 
 /// Line and column (from 1) of byte `offset` of `text`.
-fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
-    (line, column)
+/// `starts`: the offset of every line's start (from [`line_starts`]). The column counts
+/// bytes.
+fn line_col(starts: &[usize], offset: usize) -> (usize, usize) {
+    let line = starts.partition_point(|s| *s <= offset).max(1);
+    (line, offset - starts[line - 1] + 1)
+}
+
+/// The offset of every line's start in `text`, for [`line_col`] (a rules file of a
+/// thousand rules would otherwise be scanned once per rule).
+fn line_starts(text: &str) -> Vec<usize> {
+    std::iter::once(0)
+        .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+        .collect()
 }
 
 /// Reads a duration such as `500ms`, `10s`, `2m`, `1h` or `1d`.
@@ -567,7 +580,9 @@ impl Rules {
     /// Parses a rules file; every problem names its line and column.
     pub fn parse(text: &str) -> Result<Rules, RuleError> {
         let raw: RawFile = toml::from_str(text).map_err(|e| {
-            let (line, column) = e.span().map_or((1, 1), |s| line_col(text, s.start));
+            let (line, column) = e
+                .span()
+                .map_or((1, 1), |s| line_col(&line_starts(text), s.start));
             RuleError {
                 line,
                 column,
@@ -575,8 +590,10 @@ impl Rules {
             }
         })?;
         let mut rules: Vec<Rule> = Vec::new();
+        let starts = line_starts(text);
+        let mut names = std::collections::HashSet::new();
         for spanned in raw.rule {
-            let (line, column) = line_col(text, spanned.span().start);
+            let (line, column) = line_col(&starts, spanned.span().start);
             let err = |message: String| RuleError {
                 line,
                 column,
@@ -587,7 +604,7 @@ impl Rules {
             if name.is_empty() {
                 return Err(err("a rule needs a name".into()));
             }
-            if rules.iter().any(|x| x.name == name) {
+            if !names.insert(name.clone()) {
                 return Err(err(format!("a second rule named {name:?}")));
             }
             let at = |m: String| err(format!("rule {name:?}: {m}"));

@@ -268,38 +268,6 @@ pub fn fire_since(repo: &Repo, since_ms: i64, style: Style) {
     }
 }
 
-/// The trigger for commit `commit` (the paths it changed against its first parent).
-pub fn commit_trigger(repo: &Repo, commit: lifeos_store::Id) -> CliResult<lifeos_actions::Trigger> {
-    use lifeos_vcs::treediff::ChangeKind;
-    let c = repo.commit(&commit)?;
-    let parent_tree = match c.parents.first() {
-        Some(p) => Some(repo.commit(p)?.tree),
-        None => None,
-    };
-    let changes = repo
-        .diff_trees(parent_tree.as_ref(), Some(&c.tree))?
-        .into_iter()
-        .map(|ch| {
-            let kind = match ch.kind {
-                ChangeKind::Added => "added",
-                ChangeKind::Modified => "modified",
-                ChangeKind::Deleted => "deleted",
-            };
-            (ch.path, kind)
-        })
-        .collect();
-    Ok(lifeos_actions::Trigger::Commit {
-        commit,
-        changes,
-        branch: repo.head()?.view.current_branch,
-        message: String::from_utf8_lossy(&c.message)
-            .lines()
-            .next()
-            .unwrap_or_default()
-            .to_string(),
-    })
-}
-
 /// The automations of `repo`, carrying out `ingest` actions as `lifeos ingest` does.
 pub fn actions_of(repo: &Repo) -> Actions<'_> {
     Actions::new(repo).with_ingest(|repo| {

@@ -405,8 +405,11 @@ pub(crate) fn record_folder(
     // The commit is recorded; rules fire after it (a failure to fire is a warning).
     drop(wc);
     if let Some(c) = out.commit {
-        let trigger = crate::actions::commit_trigger(repo, c)?;
-        crate::actions::fire(repo, &[(trigger, out.op)], style);
+        let read: Vec<BString> = out.snapshot.read.iter().map(|(p, ..)| p.clone()).collect();
+        match crate::actions::actions_of(repo).fire_commit(c, out.op, &read) {
+            Ok(f) => crate::actions::report_fired(&f, style),
+            Err(e) => eprintln!("warning: rules did not fire: {}", CliError::from(e).message),
+        }
     }
     Ok(out)
 }

@@ -470,12 +470,9 @@ fn fire_hook_rules(repo: &Repo, name: &str) {
     let mut triggers = Vec::new();
     if matches!(name, "post-commit" | "post-merge") {
         if let Some(c) = commit {
-            match crate::actions::commit_trigger(repo, c) {
+            match lifeos_actions::commit_trigger(repo, c) {
                 Ok(t) => triggers.push((t, Some(head.id))),
-                Err(e) => eprintln!(
-                    "lifeos: warning: rules did not fire ({name}): {}",
-                    e.message
-                ),
+                Err(e) => eprintln!("lifeos: warning: rules did not fire ({name}): {e}"),
             }
         }
     }

@@ -265,7 +265,7 @@ pub enum Command {
         /// Action id (or a unique prefix).
         id: String,
     },
-    /// Undo what an action did: an internal one (tag, branch, restore) at once, an
+    /// Undo what an action did: an internal one (tag, branch, restore, entity) at once, an
     /// external one by proposing its rule's compensate action.
     Rollback {
         /// Receipt id (or a unique prefix) of the action to undo.

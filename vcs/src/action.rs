@@ -17,8 +17,9 @@ use crate::error::{Result, VcsError};
 use crate::object::{read_opt_id, write_opt_id, Event, View};
 use crate::repo::{now_ms, OpState, Repo};
 
-/// Format version of an action record.
-pub const ACTION_VERSION: u8 = 1;
+/// Format version of an action record (version 1, read still, had no `effect` in a
+/// finished record).
+pub const ACTION_VERSION: u8 = 2;
 
 /// How an action ended (a receipt's outcome).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -240,7 +241,7 @@ impl ActionRecord {
     pub fn decode(bytes: &[u8]) -> std::result::Result<ActionRecord, DecodeError> {
         const W: &str = "action record";
         let mut r = Reader::new(bytes);
-        r.header(W, Kind::Action as u8, ACTION_VERSION)?;
+        let version = r.header(W, Kind::Action as u8, ACTION_VERSION)?;
         let action = r.str(W)?.to_string();
         let prev = read_opt_id(&mut r, W)?;
         let at_ms = r.int(W)?;
@@ -281,7 +282,11 @@ impl ActionRecord {
                     started_ms,
                     status,
                     output: read_opt_id(&mut r, W)?,
-                    effect: read_opt_id(&mut r, W)?,
+                    effect: if version >= 2 {
+                        read_opt_id(&mut r, W)?
+                    } else {
+                        None
+                    },
                 }
             }
             7 => Stage::Resolved {
@@ -539,6 +544,30 @@ mod tests {
             longer.push(0);
             assert!(ActionRecord::decode(&longer).is_err());
         }
+    }
+
+    /// Records written before finished records named their effect (version 1) still
+    /// read: the bytes below are what lifeos wrote then.
+    #[test]
+    fn version_1_records_still_read() {
+        let mut w = Writer::with_header(Kind::Action as u8, 1);
+        w.bytes(b"0123456789abcdef");
+        write_opt_id(&mut w, &None);
+        w.int(5).bytes(b"ann@desk").uint(7);
+        w.u8(6).u8(1).bytes(b"HTTP 200").int(4).u8(1).int(200);
+        write_opt_id(&mut w, &Some(Id::hash(b"out")));
+        let r = ActionRecord::decode(&w.finish()).unwrap();
+        assert_eq!(
+            r.stage,
+            Stage::Finished {
+                outcome: Outcome::Executed,
+                reason: "HTTP 200".into(),
+                started_ms: 4,
+                status: Some(200),
+                output: Some(Id::hash(b"out")),
+                effect: None,
+            }
+        );
     }
 
     proptest! {

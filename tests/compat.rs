@@ -2,7 +2,8 @@
 //! reads and takes new commits with this one, and its objects keep their ids.
 //!
 //! `tests/fixtures/repo-v1.tar` was written by lifeos at commit 91e6d79 (tree, commit
-//! and view encodings version 1); see `tests/fixtures/README.md` for how it was made.
+//! and view encodings version 1), `repo-actions-v1.tar` at d86ce95 (action records
+//! version 1); see `tests/fixtures/README.md` for how they were made.
 
 mod common;
 use common::*;
@@ -176,4 +177,37 @@ fn repository_with_version_2_delta_packs_opens_commits_and_exports_the_same_ids(
         rev("refs/tags/v1"),
         "ea5f72e6c86934750109ff28c2b5173d5f272790"
     );
+}
+
+#[test]
+fn repository_with_version_1_action_records_reads_its_receipts_and_runs_what_is_pending() {
+    let (_tmp, d) = unpack("repo-actions-v1.tar");
+    let d = d.as_path();
+    let report = json(d, &["fsck"]);
+    assert_eq!(
+        report["problems"].as_array().map(Vec::len),
+        Some(0),
+        "{report}"
+    );
+    let receipts = json(d, &["receipts"]);
+    let list = receipts["receipts"].as_array().unwrap().clone();
+    assert_eq!(list.len(), 3, "{receipts}");
+    assert!(
+        list.iter().all(|r| r["outcome"] == "executed"),
+        "{receipts}"
+    );
+    let filed = list.iter().find(|r| r["rule"] == "file notes").unwrap();
+    let shown = json(d, &["receipt", "show", filed["id"].as_str().unwrap()]);
+    assert_eq!(shown["receipts"][0]["output_text"], "filed notes/a.md\n");
+    // The pending action of the earlier version is approved and run by this one.
+    let pending = json(d, &["actions"]);
+    assert_eq!(pending["actions"][0]["id"], "c3dbef4e314cc02e", "{pending}");
+    assert_eq!(pending["actions"][0]["state"], "pending");
+    ok(d, &["approve", "c3dbef4e314cc02e", "--run"]);
+    let after = json(d, &["receipts"]);
+    assert_eq!(after["receipts"].as_array().unwrap().len(), 4, "{after}");
+    // A version-1 receipt does not name the operation it made: rollback says so.
+    let tag = list.iter().find(|r| r["rule"] == "tag notes").unwrap();
+    let e = fails(d, &["rollback", tag["id"].as_str().unwrap()]);
+    assert!(e.contains("names no operation to revert"), "{e}");
 }

@@ -132,6 +132,21 @@ pub enum Trigger {
     },
 }
 
+/// The one item of `items` that `pick` accepts, `prefix` naming it (an empty prefix
+/// names none); `what` is `action` or `receipt`, for the errors.
+fn the_one<T>(items: Vec<T>, prefix: &str, what: &str, pick: impl Fn(&T) -> bool) -> Result<T> {
+    let mut found: Vec<T> = items.into_iter().filter(|x| pick(x)).collect();
+    match found.len() {
+        1 if !prefix.is_empty() => Ok(found.remove(0)),
+        0 | 1 => Err(ActionsError::NotFound(format!(
+            "no {what} {prefix:?}; `lifeos {what}s` lists them"
+        ))),
+        n => Err(ActionsError::NotFound(format!(
+            "{prefix:?} names {n} {what}s; give more of the id"
+        ))),
+    }
+}
+
 /// The trigger for commit `commit`: the paths it changed against its first parent.
 pub fn commit_trigger(repo: &Repo, commit: Id) -> Result<Trigger> {
     use lifeos_vcs::treediff::ChangeKind;
@@ -474,7 +489,7 @@ impl<'r> Actions<'r> {
                     }
                 }
                 let payload = serde_json::to_vec(&payload).expect("JSON values serialize");
-                proposals.push((rule, identity.clone(), event.to_string(), payload, op));
+                proposals.push((rule, identity, event.to_string(), payload, op));
             }
         }
         if proposals.is_empty() {
@@ -724,24 +739,7 @@ impl<'r> Actions<'r> {
     /// proposed, to be approved like any other. Either way the compensation is an action
     /// of its own, with a receipt, naming the one it compensates.
     pub fn rollback(&self, prefix: &str) -> Result<Rolledback> {
-        let receipts = self.receipts()?;
-        let found: Vec<&Receipt> = receipts
-            .iter()
-            .filter(|r| r.id.has_hex_prefix(prefix))
-            .collect();
-        let r = match found.as_slice() {
-            [one] if !prefix.is_empty() => *one,
-            [] | [_] => {
-                return Err(ActionsError::NotFound(format!(
-                    "no receipt {prefix:?}; `lifeos receipts` lists them"
-                )))
-            }
-            _ => {
-                return Err(ActionsError::NotFound(format!(
-                    "{prefix:?} names several receipts; give more of the id"
-                )))
-            }
-        };
+        let r = &self.receipt(prefix)?;
         if r.outcome != "executed" {
             return Err(ActionsError::Refused(format!(
                 "receipt {} is {}: only what ran can be rolled back",
@@ -864,6 +862,15 @@ impl<'r> Actions<'r> {
             Some(_) => Ok(Rolledback::Ran(self.run_one(&id)?)),
             None => Ok(Rolledback::Proposed(id)),
         }
+    }
+
+    /// Whether firing rules for `event` could do anything: a trusted rule listens for it,
+    /// or the rules file is not trusted (firing says so).
+    pub fn listens(&self, event: &str) -> Result<bool> {
+        Ok(match self.trusted_index()? {
+            Ok((_, ix)) => ix.listens(event),
+            Err(untrusted) => untrusted.is_some(),
+        })
     }
 
     /// Fires the rules for commit `commit` just recorded by operation `op`, whose
@@ -996,21 +1003,15 @@ impl<'r> Actions<'r> {
     pub fn resolve_id(&self, prefix: &str) -> Result<String> {
         let head = self.repo.head()?;
         let all = action::all(self.repo, &head.view)?;
-        let found: Vec<&String> = all
-            .iter()
-            .map(|(k, _)| k)
-            .filter(|k| k.starts_with(prefix))
-            .collect();
-        match found.as_slice() {
-            [one] if !prefix.is_empty() => Ok((*one).clone()),
-            [] | [_] => Err(ActionsError::NotFound(format!(
-                "no action {prefix:?}; `lifeos actions` lists them"
-            ))),
-            many => Err(ActionsError::NotFound(format!(
-                "{prefix:?} names {} actions; give more of the id",
-                many.len()
-            ))),
-        }
+        let (id, _) = the_one(all, prefix, "action", |(k, _)| k.starts_with(prefix))?;
+        Ok(id)
+    }
+
+    /// The receipt whose id starts with `prefix`.
+    pub fn receipt(&self, prefix: &str) -> Result<Receipt> {
+        the_one(self.receipts()?, prefix, "receipt", |r| {
+            r.id.has_hex_prefix(prefix)
+        })
     }
 
     /// Writes one record for action `id` under the lock, after checking its state with

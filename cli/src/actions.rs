@@ -498,21 +498,7 @@ pub fn receipts(repo: &Repo, json: bool, style: Style) -> CliResult<u8> {
 /// `lifeos receipt show ID`.
 pub fn receipt(repo: &Repo, cmd: ReceiptCmd, style: Style) -> CliResult<u8> {
     let ReceiptCmd::Show { id, json } = cmd;
-    let list = actions_of(repo).receipts()?;
-    let found: Vec<&Receipt> = list.iter().filter(|r| r.id.has_hex_prefix(&id)).collect();
-    let r = match found.as_slice() {
-        [one] => *one,
-        [] => {
-            return Err(
-                CliError::new(format!("no receipt {id}")).hint("`lifeos receipts` lists them")
-            )
-        }
-        _ => {
-            return Err(CliError::new(format!(
-                "{id} names several receipts; give more of the id"
-            )))
-        }
-    };
+    let r = &actions_of(repo).receipt(&id)?;
     let output = match r.output {
         Some(o) => {
             let mut bytes = Vec::new();

@@ -468,7 +468,11 @@ fn fire_hook_rules(repo: &Repo, name: &str) {
     };
     let commit = head.view.at_commit();
     let mut triggers = Vec::new();
-    if matches!(name, "post-commit" | "post-merge") {
+    // The commit's changes are computed only when some rule could want them.
+    let wants_commit = crate::actions::actions_of(repo)
+        .listens("commit")
+        .unwrap_or(true);
+    if matches!(name, "post-commit" | "post-merge") && wants_commit {
         if let Some(c) = commit {
             match lifeos_actions::commit_trigger(repo, c) {
                 Ok(t) => triggers.push((t, Some(head.id))),

@@ -87,7 +87,7 @@ impl Store {
                         pack: Some(p.to_string()),
                         file: Some(layer.path.clone()),
                         detail: format!(
-                            "index layer {} lists pack {p}, which does not exist",
+                            "index layer {} lists pack {p}, which does not exist; `lifeos gc` rebuilds the index from the packs present (it refuses if an object is missing)",
                             layer.name
                         ),
                     });

@@ -23,6 +23,8 @@ pub const INDEX_DIR: &str = "index";
 pub const TMP_DIR: &str = "tmp";
 /// The repository lock: shared by writers, exclusive for `gc`.
 pub const LOCK_FILE: &str = "lock";
+/// Held exclusively (`flock`) by the one process running index maintenance.
+pub const MAINTAIN_LOCK_FILE: &str = "maintain.lock";
 /// The config file.
 pub const CONFIG_FILE: &str = "config";
 
@@ -351,6 +353,19 @@ impl Store {
                     Err(e @ StoreError::DamagedFile { .. }) => {
                         Some((l.name.clone(), e.to_string()))
                     }
+                    // Layers are removed before their packs (6.8, 8.5), so a layer still
+                    // present that lists a missing pack is wrong, not stale: its rows may
+                    // name that pack for ids another of its packs holds.
+                    Ok(()) => l
+                        .packs
+                        .iter()
+                        .find(|p| !self.pack_path(p).exists())
+                        .map(|p| {
+                            (
+                                l.name.clone(),
+                                format!("it lists pack {p}, which does not exist"),
+                            )
+                        }),
                     // Gone (merged by another process) or unreadable: a reload tells.
                     _ => None,
                 })
@@ -946,8 +961,22 @@ impl Store {
         // Maintenance writes and removes files: keep `gc` out for its whole duration.
         let (lock, lock_path) = self.open_lock()?;
         lock.lock_shared().io("locking", &lock_path)?;
+        // One maintainer at a time: two would each merge layers the other is deleting
+        // (keeping one location per id, possibly in a pack the other just removed). A
+        // busy maintainer means the work is being done; this one leaves it.
+        let maintain_path = self.dir.join(MAINTAIN_LOCK_FILE);
+        let maintain = open_lock_file(&maintain_path)?;
+        match maintain.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => return Ok(()),
+            Err(std::fs::TryLockError::Error(e)) => return Err(e).io("locking", &maintain_path),
+        }
+        // Decide from what is on disk now, not from what this process loaded earlier:
+        // a maintainer that finished a moment ago has removed layers and packs.
+        self.reload_index()?;
         self.consolidate_small_packs()?;
         self.merge_layers()?;
+        drop(maintain);
         drop(lock);
         Ok(())
     }
@@ -1797,5 +1826,105 @@ mod tests {
         for raw in &written {
             assert_eq!(&fresh.read_object(&Id::hash(raw), Kind::Tree).unwrap(), raw);
         }
+    }
+
+    /// Found as a failing `entity set` among six run at once: two processes maintaining
+    /// the index together merged layers one of them was consolidating away, keeping for
+    /// an id the row naming a pack the other had just removed, and the object could no
+    /// longer be read though its bytes were still in a pack.
+    #[test]
+    fn concurrent_maintainers_never_index_a_removed_pack() {
+        let dir = tempfile::tempdir().unwrap();
+        drop(Store::init(dir.path(), StoreConfig::default()).unwrap());
+        let writers: Vec<_> = (0..4u32)
+            .map(|w| {
+                let path = dir.path().to_path_buf();
+                std::thread::spawn(move || {
+                    let store = Store::open(&path).unwrap();
+                    (0..40u32)
+                        .map(|i| {
+                            let raw = format!("writer {w} object {i}").into_bytes();
+                            let mut tx = store.transaction().unwrap();
+                            tx.write_object(Kind::Tree, &raw).unwrap();
+                            drop(tx.commit().unwrap());
+                            store.maintain().unwrap();
+                            raw
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let written: Vec<Vec<u8>> = writers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect();
+        let fresh = Store::open(dir.path()).unwrap();
+        let problems = fresh.check_packs(&|_| {}).unwrap().problems;
+        assert!(problems.is_empty(), "{problems:?}");
+        for raw in &written {
+            assert_eq!(&fresh.read_object(&Id::hash(raw), Kind::Tree).unwrap(), raw);
+        }
+        assert!(fresh.warnings().is_empty(), "{:?}", fresh.warnings());
+    }
+
+    /// A repository damaged by the race above (a layer whose row for an id names a
+    /// removed pack while another of its packs holds the id) still reads the object: the
+    /// layer is distrusted and its packs read from their footers.
+    #[test]
+    fn a_layer_naming_a_removed_pack_is_read_around() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = Store::init(dir.path(), StoreConfig::default()).unwrap();
+        let second = Store::open(dir.path()).unwrap();
+        let raw = b"written by both".to_vec();
+        let id = Id::hash(&raw);
+        // The second transaction starts before the first commits, so it does not know
+        // the object is stored and writes it too: two packs, two layers.
+        let mut late = second.transaction().unwrap();
+        let mut early = first.transaction().unwrap();
+        early.write_object(Kind::Tree, &raw).unwrap();
+        drop(early.commit().unwrap());
+        late.write_object(Kind::Tree, &raw).unwrap();
+        // (Something else too, or the two packs would be the same file.)
+        late.write_object(Kind::Tree, b"and something else")
+            .unwrap();
+        drop(late.commit().unwrap());
+        let store = Store::open(dir.path()).unwrap();
+        let merged_name = {
+            let state = store.index.read().unwrap();
+            let layers: Vec<&Layer> = state.layers.iter().collect();
+            assert_eq!(layers.len(), 2);
+            let mut packs: Vec<Arc<str>> = layers
+                .iter()
+                .flat_map(|l| l.packs.iter().cloned())
+                .collect();
+            packs.sort();
+            let name = write_layer(
+                &dir.path().join(INDEX_DIR),
+                &dir.path().join(TMP_DIR),
+                &store.session_prefix().unwrap(),
+                &packs,
+                3,
+                merged_rows(&layers).unwrap(),
+            )
+            .unwrap();
+            for l in &layers {
+                std::fs::remove_file(&l.path).unwrap();
+            }
+            name
+        };
+        store.reload_index().unwrap();
+        let named = store.locate_all(&id).unwrap();
+        assert_eq!(named.len(), 1, "one row per id in a merged layer");
+        std::fs::remove_file(store.pack_path(&named[0].pack)).unwrap();
+
+        let fresh = Store::open(dir.path()).unwrap();
+        assert_eq!(fresh.read_object(&id, Kind::Tree).unwrap(), raw);
+        let warnings = fresh.warnings();
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.contains(&merged_name) && w.contains("does not exist")),
+            "{warnings:?}"
+        );
     }
 }

@@ -478,7 +478,14 @@ impl Store {
         self.open_packs.lock().expect("pack cache lock").clear();
         self.reload_index()?;
         match attempt() {
-            Err(e) if index_may_be_wrong(&e) && self.distrust_damaged_layers()? => attempt(),
+            Err(e) if index_may_be_wrong(&e) && self.distrust_damaged_layers()? => {
+                match (attempt(), e) {
+                    // Not in the distrusted layers' other packs either: the pack the
+                    // index named is what is missing, and the error should say so.
+                    (Err(StoreError::Missing(_)), e @ StoreError::PackMissing { .. }) => Err(e),
+                    (done, _) => done,
+                }
+            }
             done => done,
         }
     }

@@ -100,16 +100,19 @@ pub struct Store {
     index: RwLock<IndexState>,
     open_packs: Mutex<HashMap<Arc<str>, Arc<File>>>,
     session: Mutex<Option<Session>>,
-    bases: Mutex<Cache<Vec<u8>>>,
-    blocks: Mutex<Cache<Block>>,
+    bases: Mutex<Cache<Id, Vec<u8>>>,
+    /// Decoded blocks by where they are: a pack's name names its bytes, which never
+    /// change, so a member found in the cache needs no read of the pack at all.
+    blocks: Mutex<Cache<(Arc<str>, u32), Block>>,
 }
 
-/// Recently read, verified entries kept whole by id (an id's bytes never change): the raw
-/// bytes of delta bases, so reading the versions of one object decompresses each link of
-/// their chain once, and decoded blocks, so reading their members decompresses each once.
-struct Cache<T> {
-    items: HashMap<Id, Arc<T>>,
-    order: std::collections::VecDeque<Id>,
+/// Recently read, verified entries kept whole under a key whose bytes never change: the
+/// raw bytes of delta bases by id, so reading the versions of one object decompresses each
+/// link of their chain once, and decoded blocks by location, so reading their members
+/// decompresses each once.
+struct Cache<K, T> {
+    items: HashMap<K, Arc<T>>,
+    order: std::collections::VecDeque<K>,
     bytes: usize,
     budget: usize,
 }
@@ -136,7 +139,7 @@ const BASE_CACHE_BYTES: usize = 32 << 20;
 /// How many bytes of decoded blocks a store keeps at hand.
 const BLOCK_CACHE_BYTES: usize = 32 << 20;
 
-impl<T: Weigh> Cache<T> {
+impl<K: std::hash::Hash + Eq + Clone, T: Weigh> Cache<K, T> {
     fn new(budget: usize) -> Self {
         Cache {
             items: HashMap::new(),
@@ -146,18 +149,18 @@ impl<T: Weigh> Cache<T> {
         }
     }
 
-    fn get(&self, id: &Id) -> Option<Arc<T>> {
-        self.items.get(id).cloned()
+    fn get(&self, key: &K) -> Option<Arc<T>> {
+        self.items.get(key).cloned()
     }
 
-    fn insert(&mut self, id: Id, item: Arc<T>) {
+    fn insert(&mut self, key: K, item: Arc<T>) {
         let weight = item.weight();
-        if weight > self.budget / 4 || self.items.contains_key(&id) {
+        if weight > self.budget / 4 || self.items.contains_key(&key) {
             return;
         }
         self.bytes += weight;
-        self.items.insert(id, item);
-        self.order.push_back(id);
+        self.items.insert(key.clone(), item);
+        self.order.push_back(key);
         while self.bytes > self.budget {
             let Some(old) = self.order.pop_front() else {
                 break;
@@ -439,6 +442,17 @@ impl Store {
     /// Runs `at` on each location of `id` until one succeeds. `None` if the index knows
     /// no location; otherwise the first failure if none succeeded.
     fn try_locations<T>(&self, id: &Id, at: impl Fn(&Location) -> Result<T>) -> Result<Option<T>> {
+        // The first location is all a healthy index needs; the others are looked up
+        // (every layer searched) only when it fails.
+        match self.locate_once(id) {
+            Ok(Some(loc)) => match at(&loc) {
+                Ok(found) => return Ok(Some(found)),
+                Err(StoreError::PackMissing { .. } | StoreError::Corrupt { .. }) => {}
+                Err(e) => return Err(e),
+            },
+            Ok(None) => return Ok(None),
+            Err(_) => {}
+        }
         let mut first_err = None;
         for loc in self.locate_all(id)? {
             match at(&loc) {
@@ -525,6 +539,10 @@ impl Store {
     /// Reads entry `id` at `loc` (the entry itself, or a block holding it); a delta's base
     /// is read from wherever the index says, following at most `depth` more deltas.
     fn read_at(&self, id: &Id, loc: &Location, depth: u8) -> Result<(Kind, Vec<u8>)> {
+        let cached = self.cached_block(loc);
+        if let Some((kind, raw)) = cached.as_ref().and_then(|b| b.get(id)) {
+            return Ok((kind, raw.to_vec()));
+        }
         let file = self.pack_file(&loc.pack, id)?;
         let path = self.pack_path(&loc.pack);
         let offset = u64::from(loc.offset);
@@ -555,6 +573,14 @@ impl Store {
         Ok((header.kind, raw))
     }
 
+    /// The decoded block at `loc`, if it is in the cache.
+    fn cached_block(&self, loc: &Location) -> Option<Arc<Block>> {
+        self.blocks
+            .lock()
+            .expect("block cache lock")
+            .get(&(loc.pack.clone(), loc.offset))
+    }
+
     /// The decoded block whose header is `header` at `loc`, read for member `id`.
     fn block_at(
         &self,
@@ -563,12 +589,7 @@ impl Store {
         header: &EntryHeader,
         id: &Id,
     ) -> Result<Arc<Block>> {
-        if let Some(b) = self
-            .blocks
-            .lock()
-            .expect("block cache lock")
-            .get(&header.id)
-        {
+        if let Some(b) = self.cached_block(loc) {
             return Ok(b);
         }
         let path = self.pack_path(&loc.pack);
@@ -585,7 +606,7 @@ impl Store {
         self.blocks
             .lock()
             .expect("block cache lock")
-            .insert(header.id, block.clone());
+            .insert((loc.pack.clone(), loc.offset), block.clone());
         Ok(block)
     }
 

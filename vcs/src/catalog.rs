@@ -22,6 +22,7 @@ pub const MIGRATIONS: &[(u32, &str)] = &[
     (5, include_str!("../../migrations/0005_entities.sql")),
     (6, include_str!("../../migrations/0006_mentions.sql")),
     (7, include_str!("../../migrations/0007_entity_history.sql")),
+    (8, include_str!("../../migrations/0008_value_rows.sql")),
 ];
 
 /// What a git object is to lifeos, as the git map records it.

@@ -544,6 +544,50 @@ pub fn root_of(view: &View) -> Option<EntityMap> {
     view.entities.map(EntityMap)
 }
 
+/// Entity queries on one open catalog, for a caller that asks many (a long-running
+/// process, a bench): each query then costs its own SQL and the entities it returns, not
+/// opening the catalog and reading the schema again. [`Repo::query_entities`] runs one.
+pub struct EntityQueries<'r> {
+    repo: &'r Repo,
+    cat: crate::catalog::Catalog,
+    /// The schema last read, with the commit it was read at.
+    schema: Option<(Option<Id>, crate::schema::Schema)>,
+}
+
+impl EntityQueries<'_> {
+    /// The entities that `q` selects in the view of operation `op` (whose view is
+    /// `view`), in the query's order: an indexed query on the catalog (brought up to date
+    /// first if `op` was published since it was opened), or a walk over every entity of
+    /// the view when the catalog has not indexed the operation.
+    pub fn run(
+        &mut self,
+        op: &Id,
+        view: &View,
+        q: &crate::query::Query,
+    ) -> Result<Vec<(Id, Entity)>> {
+        let at = view.at_commit();
+        let schema = match &self.schema {
+            Some((c, schema)) if *c == at => schema,
+            _ => &self.schema.insert((at, self.repo.entity_schema(view)?)).1,
+        };
+        schema.check_type(&q.kind)?;
+        // One read of the catalog for the operation's place and the query: the place
+        // stays right while it runs, and the catalog is locked and unlocked once.
+        let hits = self.cat.reading(|cat| match cat.entity_seq(op)? {
+            Some(seq) => self.repo.query_in(cat, seq, q).map(Some),
+            None => Ok(None),
+        })?;
+        if let Some(hits) = hits {
+            return Ok(hits);
+        }
+        self.cat.sync(self.repo)?;
+        match self.cat.entity_seq(op)? {
+            Some(seq) => self.repo.query_in(&self.cat, seq, q),
+            None => self.repo.scan_entities(view, q),
+        }
+    }
+}
+
 impl Repo {
     /// The entity `id` as `view` has it: its object id and decoded form.
     pub fn entity_in(&self, view: &View, id: &str) -> Result<Option<(Id, Entity)>> {
@@ -773,12 +817,16 @@ impl Repo {
         view: &View,
         q: &crate::query::Query,
     ) -> Result<Vec<(Id, Entity)>> {
-        self.entity_schema(view)?.check_type(&q.kind)?;
-        let cat = self.catalog()?;
-        let Some(seq) = cat.entity_seq(op)? else {
-            return self.scan_entities(view, q);
-        };
-        self.query_in(&cat, seq, q)
+        self.entity_queries()?.run(op, view, q)
+    }
+
+    /// Entity queries on one open catalog (see [`EntityQueries`]).
+    pub fn entity_queries(&self) -> Result<EntityQueries<'_>> {
+        Ok(EntityQueries {
+            repo: self,
+            cat: self.catalog()?,
+            schema: None,
+        })
     }
 
     /// The entities that `q` selects in the view of the operation at `seq` of `cat`.

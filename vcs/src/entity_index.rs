@@ -166,10 +166,25 @@ pub(crate) const BULK: usize = 50_000;
 /// The indexes a bulk load builds again: every `CREATE INDEX` of migration 5 but the one
 /// that closing versions reads.
 fn rebuilt_indexes() -> impl Iterator<Item = (&'static str, &'static str)> {
-    include_str!("../../migrations/0005_entities.sql")
-        .lines()
-        .filter(|l| l.starts_with("CREATE INDEX") && !l.contains("entity_versions_by_eid"))
-        .filter_map(|l| Some((l.split_whitespace().nth(5)?, l)))
+    // Level 8 redefines the value index: a later definition replaces an earlier one.
+    let mut defs: Vec<(&'static str, &'static str)> = Vec::new();
+    for l in [
+        include_str!("../../migrations/0005_entities.sql"),
+        include_str!("../../migrations/0008_value_rows.sql"),
+    ]
+    .into_iter()
+    .flat_map(str::lines)
+    .filter(|l| l.starts_with("CREATE INDEX") && !l.contains("entity_versions_by_eid"))
+    {
+        let Some(name) = l.split_whitespace().nth(5) else {
+            continue;
+        };
+        match defs.iter_mut().find(|d| d.0 == name) {
+            Some(d) => d.1 = l,
+            None => defs.push((name, l)),
+        }
+    }
+    defs.into_iter()
 }
 
 /// Prepared statements for writing the index.
@@ -394,6 +409,22 @@ impl Build {
     }
 }
 
+/// The conditions every match of `f` must pass: its top-level `and`s.
+fn conjuncts(f: &Filter) -> Vec<&Filter> {
+    fn walk<'f>(f: &'f Filter, out: &mut Vec<&'f Filter>) {
+        match f {
+            Filter::And(x, y) => {
+                walk(x, out);
+                walk(y, out);
+            }
+            other => out.push(other),
+        }
+    }
+    let mut out = Vec::new();
+    walk(f, &mut out);
+    out
+}
+
 /// A version as `entity_versions` and `entity_ops` give it: from_seq, to_seq, object,
 /// changed, operation id, end time, description.
 type VersionRow = (i64, i64, Vec<u8>, String, Vec<u8>, i64, String);
@@ -425,16 +456,32 @@ pub enum Selected {
 }
 
 impl Catalog {
+    /// Runs `f` inside one read transaction: what it reads is one state of the catalog.
+    pub fn reading<T>(&self, f: impl FnOnce(&Catalog) -> Result<T>) -> Result<T> {
+        let e = |e| db_err(&self.path, e);
+        let step = |sql: &str| -> Result<()> {
+            self.conn
+                .prepare_cached(sql)
+                .map_err(e)?
+                .execute([])
+                .map_err(e)?;
+            Ok(())
+        };
+        step("BEGIN")?;
+        let out = f(self);
+        step("COMMIT")?;
+        out
+    }
+
     /// The place of operation `op` in the entity index (`None`: not indexed).
     pub fn entity_seq(&self, op: &Id) -> Result<Option<i64>> {
+        let e = |e| db_err(&self.path, e);
         self.conn
-            .query_row(
-                "SELECT seq FROM entity_ops WHERE op = ?1",
-                [&op.0[..]],
-                |r| r.get(0),
-            )
+            .prepare_cached("SELECT seq FROM entity_ops WHERE op = ?1")
+            .map_err(e)?
+            .query_row([&op.0[..]], |r| r.get(0))
             .optional()
-            .map_err(|e| db_err(&self.path, e))
+            .map_err(e)
     }
 
     /// The object of entity `eid` in the view of the operation at `seq`.
@@ -523,13 +570,65 @@ impl Catalog {
         let mut b = Build::default();
         b.param(Sql::Integer(seq));
         b.param(Sql::Text(q.kind.clone()));
+        let live = "r.type = ?2 AND r.from_seq <= ?1 AND r.to_seq > ?1";
+        let limit = q.limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
+        let dir = |desc: bool| if desc { "DESC" } else { "ASC" };
+        // In id order (by id, by type, or unordered) with an attribute that must equal a
+        // value: the value index lists the rows holding it in id order, so the query
+        // touches only those and stops at the limit, instead of reading every entity of
+        // the type and testing each.
+        let by_id_order = match q.order.as_ref().map(|(p, desc)| (p.as_slice(), *desc)) {
+            None => Some(false),
+            Some(([n], desc)) if n == "id" => Some(desc),
+            Some(([n], _)) if n == "type" => Some(false),
+            _ => None,
+        };
+        let conjuncts = q.filter.as_ref().map(conjuncts).unwrap_or_default();
+        let equal = conjuncts.iter().enumerate().find_map(|(i, c)| match c {
+            Filter::Cmp(path, Op::Eq, lit) => match path.as_slice() {
+                [name] if !matches!(name.as_str(), "id" | "type") => Some((i, name, lit)),
+                _ => None,
+            },
+            _ => None,
+        });
+        // That equality alone is best served by those rows: no other condition can be
+        // more selective, so none is probed.
+        let selective = match (by_id_order, equal) {
+            (Some(_), Some(_)) if conjuncts.len() == 1 => None,
+            _ => self.selective(q.filter.as_ref(), &mut b)?,
+        };
+        if let (None, Some(desc), Some((i, name, lit))) = (&selective, by_id_order, equal) {
+            let n = b.param(Sql::Text(name.clone()));
+            let (rank, v) = stored(lit);
+            let v = b.param(v);
+            let rest: Vec<String> = conjuncts
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != i)
+                .map(|(_, c)| b.filter(c, "r"))
+                .collect();
+            let rest = if rest.is_empty() {
+                "1".to_string()
+            } else {
+                rest.join(" AND ")
+            };
+            return Ok(Selected::Ordered(self.distinct_objects(
+                &format!(
+                    "SELECT r.object FROM entity_values k INDEXED BY entity_values_by_value
+                       CROSS JOIN entity_versions r ON r.row = k.row
+                     WHERE k.name = {n} AND k.rank = {rank} AND k.v = {v} AND {live} AND {rest}
+                     ORDER BY k.eid {}",
+                    dir(desc)
+                ),
+                &b.params,
+                q.limit,
+            )?));
+        }
         let f = q
             .filter
             .as_ref()
             .map_or_else(|| "1".to_string(), |f| b.filter(f, "r"));
-        let live = "r.type = ?2 AND r.from_seq <= ?1 AND r.to_seq > ?1";
-        let limit = q.limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
-        if let Some(drive) = self.selective(q.filter.as_ref(), &mut b)? {
+        if let Some(drive) = selective {
             // Few rows pass one of the conditions: start from those, and let the caller
             // order the (few) matches.
             return Ok(Selected::Unordered(self.objects(
@@ -540,7 +639,6 @@ impl Catalog {
                 &b.params,
             )?));
         }
-        let dir = |desc: bool| if desc { "DESC" } else { "ASC" };
         let by_id = |d: &str| {
             format!(
                 "SELECT r.object FROM entity_versions r INDEXED BY entity_versions_by_type
@@ -601,19 +699,7 @@ impl Catalog {
     /// compare one attribute with `=`, `<`, `<=`, `>` or `>=`, the one fewest rows pass,
     /// if fewer than `self.selective` do: the SQL of those rows (parameters added to `b`).
     fn selective(&self, f: Option<&Filter>, b: &mut Build) -> Result<Option<String>> {
-        fn conjuncts<'f>(f: &'f Filter, out: &mut Vec<&'f Filter>) {
-            match f {
-                Filter::And(x, y) => {
-                    conjuncts(x, out);
-                    conjuncts(y, out);
-                }
-                other => out.push(other),
-            }
-        }
-        let mut atoms = Vec::new();
-        if let Some(f) = f {
-            conjuncts(f, &mut atoms);
-        }
+        let atoms = f.map(conjuncts).unwrap_or_default();
         let mut best: Option<(i64, &str, &Op, &Value)> = None;
         for atom in atoms {
             let Filter::Cmp(path, op, lit) = atom else {
@@ -640,6 +726,29 @@ impl Catalog {
         Ok(best.map(|(_, name, op, lit)| {
             format!("SELECT DISTINCT row FROM ({})", b.rows(name, *op, lit))
         }))
+    }
+
+    /// The objects of the rows `sql` returns, a row met again right after itself (one
+    /// value at several places of a list) taken once, up to `limit` of them: rows are
+    /// read only until the limit is reached.
+    fn distinct_objects(&self, sql: &str, params: &[Sql], limit: Option<usize>) -> Result<Vec<Id>> {
+        let e = |e| db_err(&self.path, e);
+        let mut st = self.conn.prepare_cached(sql).map_err(e)?;
+        let mut rows = st.query(rusqlite::params_from_iter(params)).map_err(e)?;
+        let mut out: Vec<Id> = Vec::new();
+        while limit.is_none_or(|n| out.len() < n) {
+            let Some(row) = rows.next().map_err(e)? else {
+                break;
+            };
+            let blob = row.get_ref(0).map_err(e)?.as_blob().ok();
+            let id = blob
+                .and_then(blob_id)
+                .ok_or_else(|| bad_row(&self.path, "an entity object id"))?;
+            if out.last() != Some(&id) {
+                out.push(id);
+            }
+        }
+        Ok(out)
     }
 
     fn objects(&self, sql: &str, params: &[Sql]) -> Result<Vec<Id>> {
@@ -709,6 +818,34 @@ mod tests {
         .collect()
     }
 
+    /// The indexes a bulk import drops and creates again are those the migrations made,
+    /// as the newest level defines them.
+    #[test]
+    fn a_bulk_import_rebuilds_the_indexes_the_migrations_define() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        for (_, sql) in crate::catalog::MIGRATIONS {
+            conn.execute_batch(sql).unwrap();
+        }
+        let indexes = |conn: &rusqlite::Connection| -> Vec<(String, String)> {
+            let mut st = conn
+                .prepare("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY name")
+                .unwrap();
+            let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+            rows.map(Result::unwrap).collect()
+        };
+        let migrated = indexes(&conn);
+        for (name, create) in rebuilt_indexes() {
+            conn.execute_batch(&format!("DROP INDEX {name}")).unwrap();
+            conn.execute_batch(create).unwrap();
+        }
+        assert_eq!(indexes(&conn), migrated);
+        let value_index = migrated
+            .iter()
+            .find(|(n, _)| n == "entity_values_by_value")
+            .unwrap();
+        assert!(value_index.1.contains("pos, row)"), "{value_index:?}");
+    }
+
     const QUERIES: &[&str] = &[
         "task",
         r#"task where status = "open""#,
@@ -737,6 +874,10 @@ mod tests {
         "task order by n desc limit 0",
         "project where n <= 1 order by n desc limit 3",
         r#"person where not name = "Ann" order by name"#,
+        r#"task where status = "open" and n > 0 limit 2"#,
+        r#"task where status = "open" order by id desc limit 3"#,
+        "task where n = 1 order by type",
+        r#"person where name = "Ann" and not has status limit 1"#,
     ];
 
     /// Publishes `view` after `parent` as an operation that ended at `end_ms`: what a

@@ -10,6 +10,7 @@
 pub mod block;
 pub mod chunker;
 pub mod config;
+pub mod crypt;
 pub mod enc;
 pub mod error;
 pub mod fsck;

@@ -36,6 +36,15 @@ pub enum StoreError {
     /// An object or chunk is not in any pack.
     #[error("object {0} is missing from the store")]
     Missing(Id),
+    /// A remote key this interface refuses (it could leave the remote's place, or is
+    /// not one lifeos writes).
+    #[error("remote key {key:?} is refused: {reason}")]
+    BadRemoteKey {
+        /// The key.
+        key: String,
+        /// Why.
+        reason: String,
+    },
     /// A pack named by the index does not exist.
     #[error("pack {pack} is missing (it should hold object {id})")]
     PackMissing {

@@ -23,6 +23,7 @@ pub mod pack;
 pub mod par;
 pub mod pipeline;
 pub mod reader;
+pub mod remote;
 pub mod store;
 
 pub use config::StoreConfig;

@@ -66,19 +66,30 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         path.file_name().and_then(|s| s.to_str()).unwrap_or("file"),
         random_hex(6)
     ));
+    write_new_synced(&tmp, bytes)?;
+    let res = std::fs::rename(&tmp, path)
+        .io("renaming into place", path)
+        .and_then(|()| sync_dir(dir));
+    if res.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    res
+}
+
+/// Creates the file `path`, which must not exist, holding `bytes`, fsynced; on failure
+/// nothing is left at `path`.
+pub(crate) fn write_new_synced(path: &Path, bytes: &[u8]) -> Result<()> {
     let res = (|| {
         let mut f = File::options()
             .write(true)
             .create_new(true)
-            .open(&tmp)
-            .io("creating", &tmp)?;
-        f.write_all(bytes).io("writing", &tmp)?;
-        f.sync_all().io("syncing", &tmp)?;
-        std::fs::rename(&tmp, path).io("renaming into place", path)?;
-        sync_dir(dir)
+            .open(path)
+            .io("creating", path)?;
+        f.write_all(bytes).io("writing", path)?;
+        f.sync_all().io("syncing", path)
     })();
     if res.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+        let _ = std::fs::remove_file(path);
     }
     res
 }

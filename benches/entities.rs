@@ -105,30 +105,26 @@ const QUERIES: [(&str, &str, &str); 3] = [
 /// The medians, in milliseconds, of runs of `a` and `b` taken in turns: 2,000 each, or as
 /// many as 20 seconds allow (at least 21).
 fn paired_medians(a: &mut dyn FnMut() -> usize, b: &mut dyn FnMut() -> usize) -> (f64, f64) {
-    let time = |f: &mut dyn FnMut() -> usize| {
-        let start = Instant::now();
-        black_box(f());
-        start.elapsed().as_secs_f64() * 1e3
-    };
     let start = Instant::now();
     let (mut ta, mut tb) = (Vec::new(), Vec::new());
     while ta.len() < 2000 && (ta.len() < 21 || start.elapsed().as_secs() < 20) {
-        ta.push(time(a));
-        tb.push(time(b));
+        ta.push(time_ms(a));
+        tb.push(time_ms(b));
     }
     ta.sort_by(f64::total_cmp);
     tb.sort_by(f64::total_cmp);
     (ta[ta.len() / 2], tb[tb.len() / 2])
 }
 
+/// How long one run of `f` takes, in milliseconds.
+fn time_ms(f: &mut dyn FnMut() -> usize) -> f64 {
+    let start = Instant::now();
+    black_box(f());
+    start.elapsed().as_secs_f64() * 1e3
+}
+
 fn p95_ms(f: &mut dyn FnMut() -> usize) -> f64 {
-    let mut t: Vec<f64> = (0..50)
-        .map(|_| {
-            let start = Instant::now();
-            black_box(f());
-            start.elapsed().as_secs_f64() * 1e3
-        })
-        .collect();
+    let mut t: Vec<f64> = (0..50).map(|_| time_ms(f)).collect();
     t.sort_by(f64::total_cmp);
     t[47]
 }

@@ -751,20 +751,10 @@ impl Catalog {
         Ok(out)
     }
 
+    /// The objects of the rows `sql` returns (none of its queries returns one object
+    /// twice in a row, so nothing is dropped).
     fn objects(&self, sql: &str, params: &[Sql]) -> Result<Vec<Id>> {
-        let e = |e| db_err(&self.path, e);
-        let mut st = self.conn.prepare(sql).map_err(e)?;
-        let rows = st
-            .query_map(rusqlite::params_from_iter(params), |r| {
-                r.get::<_, Vec<u8>>(0)
-            })
-            .map_err(e)?;
-        let mut out = Vec::new();
-        for blob in rows {
-            let blob = blob.map_err(e)?;
-            out.push(blob_id(&blob).ok_or_else(|| bad_row(&self.path, "an entity object id"))?);
-        }
-        Ok(out)
+        self.distinct_objects(sql, params, None)
     }
 }
 

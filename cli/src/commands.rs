@@ -29,6 +29,7 @@ fn cwd(cli_dir: &Option<PathBuf>) -> CliResult<PathBuf> {
 fn open(dir: &Path) -> CliResult<Repo> {
     let mut repo = Repo::discover(dir)?;
     repo.interrupt = crate::signals::interrupt();
+    crate::remote::serve_lazily(&repo)?;
     for w in repo.store().warnings() {
         eprintln!("warning: {w}");
     }
@@ -68,6 +69,7 @@ pub fn run(cli: Cli, style: Style) -> CliResult<u8> {
         // Hooks run inside git commands (reference-transaction while git holds its ref
         // locks): they import only, by themselves.
         Command::Init { .. }
+        | Command::Clone { .. }
         | Command::Model(_)
         | Command::Git(
             crate::git::GitCmd::Hook { .. }
@@ -281,6 +283,21 @@ fn dispatch(cli: Cli, here: PathBuf, style: Style) -> CliResult<u8> {
         Command::Stats { json } => stats(&open(&here)?, json),
         Command::Fsck { json } => fsck(&open(&here)?, json, style),
         Command::Gc { json } => gc(&open(&here)?, json),
+        Command::Remote(cmd) => crate::remote::remote(&open(&here)?, cmd),
+        Command::Push { name, pass, json } => crate::remote::push(&open(&here)?, name, pass, json),
+        Command::Fetch {
+            name,
+            all_data,
+            pass,
+            json,
+        } => crate::remote::fetch(&open(&here)?, name, all_data, pass, json, style),
+        Command::Pull {
+            name,
+            force,
+            pass,
+            json,
+        } => crate::remote::pull(&open(&here)?, name, force, pass, json, style),
+        Command::Clone(args) => crate::remote::clone(&here, args, style),
     }
 }
 

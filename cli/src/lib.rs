@@ -12,6 +12,7 @@ mod git;
 mod history;
 mod knowledge;
 mod output;
+mod remote;
 mod signals;
 mod watch;
 
@@ -361,6 +362,51 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Remotes: add, list, remove, and change an encrypted remote's passphrase.
+    #[command(subcommand)]
+    Remote(remote::RemoteCmd),
+    /// Upload what a remote lacks, then publish this repository's operations on it.
+    Push {
+        /// The remote (default: the only one, or origin).
+        name: Option<String>,
+        #[command(flatten)]
+        #[allow(missing_docs)]
+        pass: remote::PassArgs,
+        /// Print JSON (schema lifeos.push.v1).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Download what a remote has and this repository lacks, and merge its operations
+    /// into the operation log (the folder stays as it is).
+    Fetch {
+        /// The remote (default: the only one, or origin).
+        name: Option<String>,
+        /// Also download every file's contents (completes a lazy clone).
+        #[arg(long)]
+        all_data: bool,
+        #[command(flatten)]
+        #[allow(missing_docs)]
+        pass: remote::PassArgs,
+        /// Print JSON (schema lifeos.fetch.v1).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Fetch, then move the current branch and the folder to the remote's commit.
+    Pull {
+        /// The remote (default: the only one, or origin).
+        name: Option<String>,
+        /// Replace uncommitted changes (they are saved as a commit first).
+        #[arg(long)]
+        force: bool,
+        #[command(flatten)]
+        #[allow(missing_docs)]
+        pass: remote::PassArgs,
+        /// Print JSON (schema lifeos.pull.v1).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Make a new repository from a remote (s3://bucket/prefix, file:///path or a path).
+    Clone(remote::CloneArgs),
     /// Remove data nothing in the operation log refers to.
     Gc {
         /// Print JSON (schema lifeos.gc.v1).

@@ -45,6 +45,14 @@ pub enum StoreError {
         /// Why.
         reason: String,
     },
+    /// A remote could not be reached or answered with an error.
+    #[error("remote {location}: {reason}")]
+    Remote {
+        /// Where the remote is.
+        location: String,
+        /// What failed.
+        reason: String,
+    },
     /// A pack named by the index does not exist.
     #[error("pack {pack} is missing (it should hold object {id})")]
     PackMissing {
@@ -105,7 +113,8 @@ pub enum StoreError {
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
 /// Adds the file path to an I/O error.
-pub(crate) trait IoContext<T> {
+pub trait IoContext<T> {
+    /// The error as a [`StoreError::Io`] saying what was being done to which file.
     fn io(self, action: &'static str, path: impl Into<PathBuf>) -> Result<T>;
 }
 

@@ -115,6 +115,20 @@ pub struct Store {
     /// Decoded blocks by where they are: a pack's name names its bytes, which never
     /// change, so a member found in the cache needs no read of the pack at all.
     blocks: Mutex<Cache<(Arc<str>, u32), Block>>,
+    /// Where objects this store lacks are fetched from (a lazy clone's remote).
+    source: std::sync::OnceLock<Box<dyn ObjectSource>>,
+    /// The last number given to a temporary pack: shared by this process's transactions,
+    /// so two of them open at once (one storing what a lazy clone fetched while the other
+    /// writes) never name a pack alike.
+    pack_seq: Arc<std::sync::atomic::AtomicU64>,
+}
+
+/// Where a store finds the objects it does not hold yet: the remote a lazy clone was
+/// made from. What it returns is stored before it is used.
+pub trait ObjectSource: Send + Sync {
+    /// The kind and bytes of object `id`, checked against `id`; `None` if the source
+    /// does not have it either.
+    fn fetch(&self, id: &Id) -> Result<Option<(Kind, Vec<u8>)>>;
 }
 
 /// Recently read, verified entries kept whole under a key whose bytes never change: the
@@ -244,9 +258,48 @@ impl Store {
             bases: Mutex::new(Cache::new(BASE_CACHE_BYTES)),
             blocks: Mutex::new(Cache::new(BLOCK_CACHE_BYTES)),
             session: Mutex::new(None),
+            source: std::sync::OnceLock::new(),
+            pack_seq: Arc::default(),
         };
         store.reload_index()?;
         Ok(store)
+    }
+
+    /// Makes `source` the place objects missing here are fetched from (once per store;
+    /// a second call is ignored). A fetched object is stored, then read as any other.
+    pub fn set_source(&self, source: Box<dyn ObjectSource>) {
+        let _ = self.source.set(source);
+    }
+
+    /// Whether objects missing here are fetched from a source.
+    pub fn has_source(&self) -> bool {
+        self.source.get().is_some()
+    }
+
+    /// Fetches `ids` from the source, if there is one, and stores them in one
+    /// transaction. Whether every one of them was.
+    fn fetch_missing(&self, ids: &[Id]) -> Result<bool> {
+        let Some(source) = self.source.get() else {
+            return Ok(false);
+        };
+        let mut tx = self.transaction()?;
+        let mut all = true;
+        for id in ids {
+            let Some((kind, raw)) = source.fetch(id)? else {
+                all = false;
+                continue;
+            };
+            pack::verify_content(kind, id, &raw).map_err(|reason| StoreError::Corrupt {
+                id: *id,
+                pack: "(fetched from the remote)".into(),
+                reason,
+            })?;
+            tx.write_entry(*id, kind, &raw)?;
+        }
+        // Something already recorded refers to them (that is why they were read), so
+        // they are reachable the moment they are stored and the lock can go at once.
+        drop(tx.commit()?);
+        Ok(all)
     }
 
     /// The repository directory (`.lifeos`).
@@ -502,7 +555,7 @@ impl Store {
         }
         self.open_packs.lock().expect("pack cache lock").clear();
         self.reload_index()?;
-        match attempt() {
+        let found = match attempt() {
             Err(e) if index_may_be_wrong(&e) && self.distrust_damaged_layers()? => {
                 match (attempt(), e) {
                     // Not in the distrusted layers' other packs either: the pack the
@@ -511,6 +564,10 @@ impl Store {
                     (done, _) => done,
                 }
             }
+            done => done,
+        };
+        match found {
+            Err(StoreError::Missing(_)) if self.fetch_missing(&[*id])? => attempt(),
             done => done,
         }
     }
@@ -699,6 +756,20 @@ impl Store {
     /// store fails with an error naming the chunk and pack instead of producing wrong bytes.
     pub fn read_file(&self, id: &Id, out: &mut dyn Write) -> Result<u64> {
         let manifest = self.file_chunks(id)?;
+        if self.has_source() {
+            // A lazy clone fetches the chunks it lacks together, not one by one.
+            let mut missing = Vec::new();
+            for c in &manifest.chunks {
+                if !self.contains(&c.id)? {
+                    missing.push(c.id);
+                }
+            }
+            missing.sort();
+            missing.dedup();
+            if !missing.is_empty() {
+                self.fetch_missing(&missing)?;
+            }
+        }
         let mut total = 0u64;
         for c in &manifest.chunks {
             let raw = self.read_object(&c.id, Kind::Chunk)?;
@@ -760,7 +831,7 @@ impl Store {
                 target: self.config.packs.target_size,
                 current: None,
                 finishing: Vec::new(),
-                seq: 0,
+                seq: self.pack_seq.clone(),
             },
             claimed: Mutex::new(IdSet::default()),
             pending: IdMap::default(),
@@ -1169,7 +1240,7 @@ pub struct PackSink {
     target: u64,
     current: Option<PackWriter>,
     finishing: Vec<JoinHandle<Result<FinishedPack>>>,
-    seq: u64,
+    seq: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl PackSink {
@@ -1218,10 +1289,8 @@ impl PackSink {
             self.close_current();
         }
         if self.current.is_none() {
-            self.seq += 1;
-            let path = self
-                .tmp_dir
-                .join(format!("{}-pack{}.tmp", self.prefix, self.seq));
+            let n = self.seq.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            let path = self.tmp_dir.join(format!("{}-pack{n}.tmp", self.prefix));
             self.current = Some(PackWriter::create(path)?);
         }
         Ok(self.current.as_mut().expect("current pack"))

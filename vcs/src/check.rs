@@ -89,8 +89,18 @@ impl Repo {
     /// Walks the operation log and everything it reaches. With `chunks`, also reads file
     /// manifests to include chunk ids. Problems are collected instead of stopping the walk.
     pub fn reachable(&self, chunks: bool, problems: &mut Vec<Problem>) -> Result<Reachable> {
+        self.reachable_from(self.op_heads()?, chunks, problems)
+    }
+
+    /// Like [`Repo::reachable`], from the operations `ops` instead of the heads.
+    pub fn reachable_from(
+        &self,
+        ops: Vec<Id>,
+        chunks: bool,
+        problems: &mut Vec<Problem>,
+    ) -> Result<Reachable> {
         let mut r = Reachable::default();
-        let mut ops: Vec<Id> = self.op_heads()?;
+        let mut ops = ops;
         let mut commits = Vec::new();
         let mut stored = Vec::new();
         while let Some(op_id) = ops.pop() {

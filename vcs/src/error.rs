@@ -122,6 +122,17 @@ pub enum VcsError {
     /// An operation is not possible in the current state.
     #[error("{0}")]
     Refused(String),
+    /// A branch cannot be moved forward to another device's commit: each side has
+    /// commits the other lacks.
+    #[error("branch {branch} has diverged: it is at {} here and at {} on the remote", .ours.short(12), .theirs.short(12))]
+    Diverged {
+        /// The branch.
+        branch: String,
+        /// Its commit here.
+        ours: Id,
+        /// The other device's commit.
+        theirs: Id,
+    },
     /// Files the user asked to record could not be read; nothing was recorded.
     #[error("cannot read {}; nothing was recorded", .0.join(", "))]
     Unreadable(Vec<String>),

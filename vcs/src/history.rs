@@ -335,7 +335,7 @@ impl Repo {
     /// Publishes `view` as a new operation and moves the folder to its `@`. The folder
     /// must be clean; with `force`, its changes are first saved as a commit that the same
     /// operation keeps visible. Nothing is published if the move cannot be made safely.
-    fn switch_view(
+    pub(crate) fn switch_view(
         &self,
         wc: &WorkingCopyLock,
         head: &OpState,

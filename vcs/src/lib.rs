@@ -16,6 +16,7 @@ pub mod entity;
 pub mod entity_index;
 pub mod entity_map;
 pub mod error;
+pub mod fetched;
 pub mod folder;
 pub mod history;
 pub mod mentions;

@@ -1,0 +1,647 @@
+//! `lifeos remote`, `push`, `fetch`, `pull` and `clone`: sharing one history between
+//! devices through a directory or an S3-compatible store.
+
+use std::path::{Path, PathBuf};
+
+use clap::Subcommand;
+use lifeos_remote::places::{self, RemoteSpec, Remotes, REMOTES_DIR};
+use lifeos_remote::{Create, Remote, RemoteError};
+use lifeos_vcs::Repo;
+use serde_json::json;
+
+use crate::commands::lock_folder;
+use crate::error::{CliError, CliResult};
+use crate::output::{human_bytes, print_json, Style};
+
+/// `lifeos remote ...`
+#[derive(Debug, Subcommand)]
+pub enum RemoteCmd {
+    /// Add a remote: `s3://bucket/prefix`, `file:///path` or a path to a folder.
+    Add {
+        /// Its name (for example origin).
+        name: String,
+        /// Where it is.
+        url: String,
+        #[command(flatten)]
+        #[allow(missing_docs)]
+        s3: S3Args,
+        /// Encrypt what is pushed (the default for s3://).
+        #[arg(long, conflicts_with = "no_encrypt")]
+        encrypt: bool,
+        /// Push in the clear (the default for a folder).
+        #[arg(long)]
+        no_encrypt: bool,
+    },
+    /// List the remotes.
+    List {
+        /// Print JSON (schema lifeos.remotes.v1).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Forget a remote (nothing on it is touched).
+    Remove {
+        /// Its name.
+        name: String,
+    },
+    /// Add or change a passphrase of an encrypted remote; nothing else is re-uploaded.
+    /// The current passphrase comes as for push, the new one from
+    /// LIFEOS_NEW_PASSPHRASE, --new-passphrase-file or a prompt.
+    Key {
+        /// The remote (default: the only one, or origin).
+        name: Option<String>,
+        /// Remove the current passphrase's key once the new one is added (change it);
+        /// without it the new passphrase is added beside the current one.
+        #[arg(long)]
+        replace: bool,
+        #[command(flatten)]
+        #[allow(missing_docs)]
+        pass: PassArgs,
+        /// Read the new passphrase from this file (its first line).
+        #[arg(long, value_name = "FILE")]
+        new_passphrase_file: Option<PathBuf>,
+    },
+}
+
+/// `lifeos clone URL [DIR] [--lazy]`
+#[derive(Debug, clap::Args)]
+pub struct CloneArgs {
+    /// The remote.
+    url: String,
+    /// The new folder (default: the remote's last path part).
+    dir: Option<PathBuf>,
+    /// Download history only; file contents are read from the remote when needed
+    /// (`lifeos fetch --all-data` downloads the rest).
+    #[arg(long)]
+    lazy: bool,
+    #[command(flatten)]
+    s3: S3Args,
+    #[command(flatten)]
+    pass: PassArgs,
+    /// Print JSON (schema lifeos.clone.v1).
+    #[arg(long)]
+    json: bool,
+}
+
+/// Where an S3 remote's endpoint and region come from when not from the environment.
+#[derive(Debug, Clone, clap::Args)]
+pub struct S3Args {
+    /// The S3 endpoint (default: AWS_ENDPOINT_URL, else AWS).
+    #[arg(long, value_name = "URL")]
+    pub endpoint: Option<String>,
+    /// The S3 region (default: AWS_REGION, else us-east-1).
+    #[arg(long)]
+    pub region: Option<String>,
+}
+
+/// Where an encrypted remote's passphrase comes from.
+#[derive(Debug, Clone, clap::Args)]
+pub struct PassArgs {
+    /// Read the passphrase from this file (its first line); default LIFEOS_PASSPHRASE,
+    /// else a prompt.
+    #[arg(long, value_name = "FILE")]
+    pub passphrase_file: Option<PathBuf>,
+}
+
+/// A passphrase from a file, a variable or the terminal.
+fn passphrase(file: Option<&Path>, var: &str, what: &str) -> lifeos_remote::Result<Vec<u8>> {
+    if let Some(f) = file {
+        let text = std::fs::read(f).map_err(|e| {
+            RemoteError::Refused(format!("reading the passphrase file {}: {e}", f.display()))
+        })?;
+        let line = text.split(|b| *b == b'\n').next().unwrap_or_default();
+        return Ok(line.strip_suffix(b"\r").unwrap_or(line).to_vec());
+    }
+    if let Some(v) = std::env::var_os(var) {
+        return Ok(std::os::unix::ffi::OsStrExt::as_bytes(v.as_os_str()).to_vec());
+    }
+    use std::io::IsTerminal;
+    if std::io::stdin().is_terminal() {
+        return rpassword::prompt_password(format!("{what}: "))
+            .map(String::into_bytes)
+            .map_err(|e| RemoteError::Refused(format!("reading the passphrase: {e}")));
+    }
+    Err(RemoteError::NoPassphrase(format!(
+        "{var} is not set, no passphrase file was named, and there is no terminal to ask on"
+    )))
+}
+
+fn remote_err(e: RemoteError) -> CliError {
+    let hint = match &e {
+        RemoteError::Crypt(lifeos_store::crypt::CryptError::WrongPassphrase) => {
+            Some("nothing was written; check LIFEOS_PASSPHRASE or the --passphrase-file")
+        }
+        RemoteError::NoPassphrase(_) => Some("set LIFEOS_PASSPHRASE, or pass --passphrase-file FILE"),
+        RemoteError::Unknown(_) => Some("`lifeos remote list` shows the remotes; `lifeos remote add NAME URL` adds one"),
+        RemoteError::Empty(_) => Some("push to it first, or check its URL with `lifeos remote list`"),
+        RemoteError::Store(lifeos_store::StoreError::Remote { .. }) => Some("nothing already published was changed; run the command again once the remote answers (what was sent is not sent again)"),
+        RemoteError::Vcs(lifeos_vcs::VcsError::Diverged { .. }) => Some("the fetched commits are kept; merge them with `lifeos merge REV` (see `lifeos log -r 'heads(all())'`)"),
+        RemoteError::Vcs(lifeos_vcs::VcsError::Uncommitted(_)) => Some("commit them first (`lifeos commit -m ...`), or pass --force to save them as a commit and go ahead"),
+        _ => None,
+    };
+    let err = match e {
+        RemoteError::Vcs(v) => CliError::from(v),
+        RemoteError::Store(s) => CliError::from(s),
+        other => CliError::new(other.to_string()),
+    };
+    match hint {
+        Some(h) => err.hint(h),
+        None => err,
+    }
+}
+
+impl From<RemoteError> for CliError {
+    fn from(e: RemoteError) -> Self {
+        remote_err(e)
+    }
+}
+
+/// Opens remote `name` of `repo` (the only one, or origin, by default).
+fn open_remote(
+    repo: &Repo,
+    name: Option<&str>,
+    create: bool,
+    pass: &PassArgs,
+) -> CliResult<(String, Remote)> {
+    let remotes = Remotes::load(repo.dot_dir())?;
+    let (name, spec) = remotes.choose(name)?;
+    let remote = open_spec(
+        repo.dot_dir(),
+        &name,
+        spec,
+        create,
+        pass.passphrase_file.clone(),
+    )?;
+    Ok((name, remote))
+}
+
+fn open_spec(
+    dot: &Path,
+    name: &str,
+    spec: &RemoteSpec,
+    create: bool,
+    pass_file: Option<PathBuf>,
+) -> lifeos_remote::Result<Remote> {
+    let mode = match (create, spec.encrypts()) {
+        (false, _) => Create::No,
+        (true, true) => Create::Encrypted,
+        (true, false) => Create::Plain,
+    };
+    Remote::open(
+        places::backend(spec)?,
+        mode,
+        &|| passphrase(pass_file.as_deref(), "LIFEOS_PASSPHRASE", "passphrase"),
+        Some(dot.join(REMOTES_DIR).join(name).join("index")),
+    )
+}
+
+/// Makes a lazy clone read missing objects from its remote (opened when first needed).
+pub fn serve_lazily(repo: &Repo) -> CliResult<()> {
+    let remotes = Remotes::load(repo.dot_dir())?;
+    if let Some((name, spec)) = remotes.remote.iter().find(|(_, s)| s.lazy) {
+        let (dot, name, spec) = (repo.dot_dir().to_path_buf(), name.clone(), spec.clone());
+        lifeos_remote::serve_lazily(
+            repo,
+            Box::new(move || open_spec(&dot, &name, &spec, false, None)),
+        );
+    }
+    Ok(())
+}
+
+/// A progress bar on stderr while bytes move.
+struct Bar(indicatif::ProgressBar);
+
+impl Bar {
+    fn new(what: &str, json: bool) -> Bar {
+        use std::io::IsTerminal;
+        let pb = if json || !std::io::stderr().is_terminal() {
+            indicatif::ProgressBar::hidden()
+        } else {
+            let pb = indicatif::ProgressBar::new_spinner();
+            pb.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{msg:>10} {bytes} {bytes_per_sec} {elapsed}",
+                )
+                .expect("valid template"),
+            );
+            pb
+        };
+        pb.set_message(what.to_string());
+        Bar(pb)
+    }
+}
+
+impl lifeos_remote::Progress for Bar {
+    fn total(&self, bytes: u64) {
+        if self.0.is_hidden() {
+            return;
+        }
+        self.0.set_length(bytes);
+        self.0.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{msg:>10} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+            )
+            .expect("valid template")
+            .progress_chars("=> "),
+        );
+    }
+    fn advance(&self, bytes: u64) {
+        self.0.inc(bytes);
+    }
+}
+
+impl Drop for Bar {
+    fn drop(&mut self) {
+        self.0.finish_and_clear();
+    }
+}
+
+/// `lifeos remote ...`
+pub fn remote(repo: &Repo, cmd: RemoteCmd) -> CliResult<u8> {
+    let dot = repo.dot_dir();
+    let mut remotes = Remotes::load(dot)?;
+    match cmd {
+        RemoteCmd::Add {
+            name,
+            url,
+            s3,
+            encrypt,
+            no_encrypt,
+        } => {
+            places::check_name(&name)?;
+            if remotes.remote.contains_key(&name) {
+                return Err(RemoteError::Exists(name).into());
+            }
+            let url = absolute_url(&url)?;
+            places::parse_url(&url)?;
+            let spec = RemoteSpec {
+                url,
+                endpoint: s3.endpoint,
+                region: s3.region,
+                encrypt: (encrypt || no_encrypt).then_some(encrypt),
+                lazy: false,
+            };
+            let encrypted = spec.encrypts();
+            println!(
+                "Added remote {name} at {}{}",
+                spec.url,
+                if encrypted { " (encrypted)" } else { "" }
+            );
+            remotes.remote.insert(name, spec);
+            remotes.save(dot)?;
+        }
+        RemoteCmd::List { json } => {
+            if json {
+                let list: Vec<_> = remotes
+                    .remote
+                    .iter()
+                    .map(|(n, s)| {
+                        json!({"name": n, "url": s.url, "endpoint": s.endpoint, "region": s.region,
+                               "encrypt": s.encrypts(), "lazy": s.lazy})
+                    })
+                    .collect();
+                print_json("lifeos.remotes.v1", json!({ "remotes": list }));
+            } else {
+                for (n, s) in &remotes.remote {
+                    let mut notes = Vec::new();
+                    if s.encrypts() {
+                        notes.push("encrypted");
+                    }
+                    if s.lazy {
+                        notes.push("lazy clone");
+                    }
+                    let notes = if notes.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", notes.join(", "))
+                    };
+                    println!("{n}\t{}{notes}", s.url);
+                }
+            }
+        }
+        RemoteCmd::Remove { name } => {
+            if remotes.remote.remove(&name).is_none() {
+                return Err(RemoteError::Unknown(name).into());
+            }
+            remotes.save(dot)?;
+            let cache = dot.join(REMOTES_DIR).join(&name);
+            if cache.exists() {
+                std::fs::remove_dir_all(&cache)
+                    .map_err(|e| CliError::new(format!("removing {}: {e}", cache.display())))?;
+            }
+            println!("Removed remote {name} (nothing on it was changed)");
+        }
+        RemoteCmd::Key {
+            name,
+            replace,
+            pass,
+            new_passphrase_file,
+        } => {
+            let (name, remote) = open_remote(repo, name.as_deref(), false, &pass)?;
+            let old = passphrase(
+                pass.passphrase_file.as_deref(),
+                "LIFEOS_PASSPHRASE",
+                "current passphrase",
+            )?;
+            let new = passphrase(
+                new_passphrase_file.as_deref(),
+                "LIFEOS_NEW_PASSPHRASE",
+                "new passphrase",
+            )?;
+            remote.set_passphrase(&new, Some(&old))?;
+            if replace {
+                remote.remove_passphrase(&old)?;
+                println!("Changed the passphrase of {name}");
+            } else {
+                println!("Added a passphrase to {name}");
+            }
+        }
+    }
+    Ok(0)
+}
+
+/// A directory remote's URL made absolute (relative to the current folder).
+fn absolute_url(url: &str) -> CliResult<String> {
+    if url.contains("://") || url.starts_with('/') {
+        return Ok(url.to_string());
+    }
+    let here = std::env::current_dir()
+        .map_err(|e| CliError::new(format!("cannot read the current folder: {e}")))?;
+    Ok(here.join(url).to_string_lossy().into_owned())
+}
+
+/// `lifeos push [NAME]`.
+pub fn push(repo: &Repo, name: Option<String>, pass: PassArgs, json: bool) -> CliResult<u8> {
+    let (name, remote) = open_remote(repo, name.as_deref(), true, &pass)?;
+    let bar = Bar::new("push", json);
+    let r = remote.push(repo, &bar)?;
+    drop(bar);
+    if json {
+        print_json(
+            "lifeos.push.v1",
+            json!({"remote": name, "location": remote.location(), "encrypted": remote.encrypted(),
+                   "objects": r.objects, "bytes": r.bytes, "packs": r.packs, "present": r.present,
+                   "heads_added": r.heads_added, "heads_removed": r.heads_removed}),
+        );
+    } else if r.objects == 0 && r.heads_added == 0 {
+        println!("{name} is up to date");
+    } else {
+        println!(
+            "Pushed {} objects ({}) in {} packs to {name}; {} were there already",
+            r.objects,
+            human_bytes(r.bytes),
+            r.packs,
+            r.present
+        );
+    }
+    Ok(0)
+}
+
+fn fetch_json(name: &str, r: &lifeos_remote::FetchReport) -> serde_json::Value {
+    json!({"remote": name, "objects": r.objects, "bytes": r.bytes,
+           "new_heads": r.new_heads.iter().map(|h| h.to_hex()).collect::<Vec<_>>(),
+           "merged_op": r.merged.map(|m| m.to_hex())})
+}
+
+fn say_fetched(name: &str, r: &lifeos_remote::FetchReport, style: Style) {
+    if r.new_heads.is_empty() {
+        println!("Nothing new on {name} ({} objects downloaded)", r.objects);
+    } else {
+        println!(
+            "Fetched {} objects ({}) from {name}: {} new operations merged as {}",
+            r.objects,
+            human_bytes(r.bytes),
+            r.new_heads.len(),
+            style.id(&r.merged.map(|m| m.short(12)).unwrap_or_default())
+        );
+    }
+}
+
+/// Whether this repository is a lazy clone of remote `name` (it then fetches file
+/// contents only when they are read).
+fn is_lazy(repo: &Repo, name: &str) -> CliResult<bool> {
+    Ok(Remotes::load(repo.dot_dir())?.get(name)?.lazy)
+}
+
+/// `lifeos fetch [NAME] [--all-data]`.
+pub fn fetch(
+    repo: &Repo,
+    name: Option<String>,
+    all_data: bool,
+    pass: PassArgs,
+    json: bool,
+    style: Style,
+) -> CliResult<u8> {
+    let (name, remote) = open_remote(repo, name.as_deref(), false, &pass)?;
+    let all_data = all_data || !is_lazy(repo, &name)?;
+    let bar = Bar::new("fetch", json);
+    let r = remote.fetch(repo, &name, all_data, &bar)?;
+    drop(bar);
+    if all_data {
+        let mut remotes = Remotes::load(repo.dot_dir())?;
+        if let Some(s) = remotes.remote.get_mut(&name).filter(|s| s.lazy) {
+            s.lazy = false;
+            remotes.save(repo.dot_dir())?;
+        }
+    }
+    if json {
+        print_json("lifeos.fetch.v1", fetch_json(&name, &r));
+    } else {
+        say_fetched(&name, &r, style);
+    }
+    Ok(0)
+}
+
+/// Moves the current branch (or, in a clone, the remote's current branch) forward to
+/// where the remote's newest operation has it, and the folder with it. Returns the
+/// commit, if it moved.
+fn move_to_remote(
+    repo: &Repo,
+    newest: Option<lifeos_store::Id>,
+    branch: Option<String>,
+    force: bool,
+    style: Style,
+) -> CliResult<Option<lifeos_store::Id>> {
+    let Some(newest) = newest else {
+        return Ok(None);
+    };
+    let theirs = repo.op_state(&newest)?.view;
+    let Some(branch) = branch.or(theirs.current_branch.clone()) else {
+        return Ok(None);
+    };
+    let Some(target) = theirs.branch(&branch) else {
+        return Ok(None);
+    };
+    let wc = lock_folder(repo, style)?;
+    let here = repo.head()?.view;
+    if here.current_branch.as_deref() == Some(branch.as_str())
+        && here.branch(&branch) == Some(target)
+    {
+        return Ok(None);
+    }
+    repo.fast_forward(&wc, &branch, target, force)
+        .map_err(|e| remote_err(e.into()))?;
+    Ok(Some(target))
+}
+
+/// `lifeos pull [NAME]`: fetch, then move the current branch and the folder forward.
+pub fn pull(
+    repo: &Repo,
+    name: Option<String>,
+    force: bool,
+    pass: PassArgs,
+    json: bool,
+    style: Style,
+) -> CliResult<u8> {
+    let (name, remote) = open_remote(repo, name.as_deref(), false, &pass)?;
+    let all_data = !is_lazy(repo, &name)?;
+    let bar = Bar::new("fetch", json);
+    let r = remote.fetch(repo, &name, all_data, &bar)?;
+    drop(bar);
+    let current = repo.head()?.view.current_branch.clone();
+    if current.is_none() {
+        return Err(
+            CliError::new("the folder is on no branch, so pull has nothing to move")
+                .hint("`lifeos checkout BRANCH` first; what was fetched is kept"),
+        );
+    }
+    let moved = move_to_remote(repo, r.newest_remote, current.clone(), force, style)?;
+    if json {
+        let mut v = fetch_json(&name, &r);
+        v["branch"] = json!(current);
+        v["moved_to"] = json!(moved.map(|m| m.to_hex()));
+        print_json("lifeos.pull.v1", v);
+    } else {
+        say_fetched(&name, &r, style);
+        match moved {
+            Some(c) => println!(
+                "Moved {} and the folder to {}",
+                current.unwrap_or_default(),
+                style.id(&c.short(12))
+            ),
+            None => println!("The folder is up to date"),
+        }
+    }
+    Ok(0)
+}
+
+/// `lifeos clone URL [DIR] [--lazy]`.
+pub fn clone(here: &Path, args: CloneArgs, style: Style) -> CliResult<u8> {
+    let CloneArgs {
+        url,
+        dir,
+        lazy,
+        s3,
+        pass,
+        json,
+    } = args;
+    let url = absolute_url(&url)?;
+    let parsed = places::parse_url(&url)?;
+    let default_name = match &parsed {
+        places::Url::Dir(p) => p.file_name().map(|n| n.to_string_lossy().into_owned()),
+        places::Url::S3 { bucket, prefix } => prefix
+            .trim_end_matches('/')
+            .rsplit('/')
+            .next()
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .or(Some(bucket.clone())),
+    }
+    .unwrap_or_else(|| "repository".into());
+    let target = here.join(dir.unwrap_or_else(|| PathBuf::from(&default_name)));
+    if target.exists()
+        && std::fs::read_dir(&target)
+            .map(|mut d| d.next().is_some())
+            .unwrap_or(true)
+    {
+        return Err(
+            CliError::new(format!("{} exists and is not empty", target.display()))
+                .hint("clone into a new or empty folder"),
+        );
+    }
+    let spec = RemoteSpec {
+        url,
+        endpoint: s3.endpoint,
+        region: s3.region,
+        encrypt: None,
+        lazy,
+    };
+    // The remote is opened (and the passphrase checked) before anything is created.
+    let probe = places::backend(&spec)?;
+    let remote = Remote::open(
+        probe,
+        Create::No,
+        &|| {
+            passphrase(
+                pass.passphrase_file.as_deref(),
+                "LIFEOS_PASSPHRASE",
+                "passphrase",
+            )
+        },
+        None,
+    )?;
+    drop(remote);
+    let repo = Repo::init(&target, lifeos_store::StoreConfig::default())?;
+    let mut remotes = Remotes::default();
+    remotes.remote.insert("origin".into(), spec.clone());
+    remotes.save(repo.dot_dir())?;
+    let remote = open_spec(
+        repo.dot_dir(),
+        "origin",
+        &spec,
+        false,
+        pass.passphrase_file.clone(),
+    )?;
+    let bar = Bar::new("clone", json);
+    let r = remote.fetch(&repo, "origin", !lazy, &bar)?;
+    drop(bar);
+    if lazy {
+        let pass_file = pass.passphrase_file.clone();
+        let dot = repo.dot_dir().to_path_buf();
+        lifeos_remote::serve_lazily(
+            &repo,
+            Box::new(move || open_spec(&dot, "origin", &spec, false, pass_file.clone())),
+        );
+    }
+    // A lazy clone writes no files: `checkout` does, reading what it needs.
+    let moved = if lazy {
+        None
+    } else {
+        move_to_remote(&repo, r.newest_remote, None, false, style)?
+    };
+    if json {
+        let mut v = fetch_json("origin", &r);
+        v["dir"] = json!(target.to_string_lossy());
+        v["lazy"] = json!(lazy);
+        v["commit"] = json!(moved.map(|m| m.to_hex()));
+        print_json("lifeos.clone.v1", v);
+    } else {
+        println!(
+            "Cloned {} into {} ({} objects, {}{})",
+            spec_url(&repo),
+            target.display(),
+            r.objects,
+            human_bytes(r.bytes),
+            if lazy {
+                "; file contents are read from the remote when needed"
+            } else {
+                ""
+            }
+        );
+        if lazy {
+            let branch = r
+                .newest_remote
+                .and_then(|op| repo.op_state(&op).ok())
+                .and_then(|s| s.view.current_branch)
+                .unwrap_or_else(|| "main".into());
+            println!("The folder is empty: `lifeos checkout {branch}` writes its files; `lifeos ls -r {branch}`, `cat` and `log` work now");
+        }
+    }
+    Ok(0)
+}
+
+fn spec_url(repo: &Repo) -> String {
+    Remotes::load(repo.dot_dir())
+        .ok()
+        .and_then(|r| r.remote.get("origin").map(|s| s.url.clone()))
+        .unwrap_or_default()
+}

@@ -1,0 +1,360 @@
+//! What a remote holds, byte for byte (`docs/FORMAT.md` section 19): the remote's config,
+//! the objects of a remote pack, a pack's index and an operation head. On an encrypted
+//! remote every one of them except the config is sealed (`lifeos_store::crypt`), for the
+//! place it is kept, so nothing but sizes and counts can be read without the key.
+
+use lifeos_store::crypt::Keys;
+use lifeos_store::enc::{Reader, Writer};
+use lifeos_store::pack::verify_content;
+use lifeos_store::{Id, Kind};
+
+use crate::RemoteError;
+
+/// The key of a remote's config.
+pub const CONFIG_KEY: &str = "config";
+/// The folder of key slots.
+pub const KEYS_DIR: &str = "keys/";
+/// The folder of packs.
+pub const PACKS_DIR: &str = "packs/";
+/// The folder of pack indexes (one per pack, same name).
+pub const INDEX_DIR: &str = "index/";
+/// The folder of operation heads.
+pub const HEADS_DIR: &str = "heads/";
+/// The first bytes of every remote pack.
+pub const PACK_MAGIC: &[u8; 8] = b"LFRPACK1";
+/// Type tag of a pack index (an object-header encoding, 1.5).
+pub const INDEX_TAG: u8 = 0xC2;
+/// Version of the pack index encoding.
+pub const INDEX_VERSION: u8 = 1;
+/// Version of the remote layout (the config's `format`).
+pub const LAYOUT_VERSION: u32 = 1;
+
+/// The remote's config (`config`, TOML): the only file an encrypted remote keeps in the
+/// clear.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RemoteConfig {
+    /// The layout version, [`LAYOUT_VERSION`].
+    pub format: u32,
+    /// Whether everything is sealed.
+    pub encrypted: bool,
+    /// For an encrypted remote: the name (18.1) of the all-zero id under its master key,
+    /// in hex, so a key slot holding another master key (one left by a device that lost
+    /// a race to create the remote) is never used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_check: Option<String>,
+}
+
+impl RemoteConfig {
+    /// Encodes the config.
+    pub fn encode(&self) -> Vec<u8> {
+        toml::to_string(self)
+            .expect("a remote config serialises")
+            .into_bytes()
+    }
+
+    /// Reads a config, refusing a layout this lifeos does not know.
+    pub fn decode(bytes: &[u8]) -> Result<RemoteConfig, RemoteError> {
+        let damaged = |reason: String| RemoteError::Damaged {
+            what: CONFIG_KEY.into(),
+            reason,
+        };
+        let text = std::str::from_utf8(bytes).map_err(|e| damaged(e.to_string()))?;
+        let config: RemoteConfig = toml::from_str(text).map_err(|e| damaged(e.to_string()))?;
+        if config.format != LAYOUT_VERSION {
+            return Err(damaged(format!(
+                "the remote's layout is version {}, this lifeos reads version {LAYOUT_VERSION}; upgrade lifeos",
+                config.format
+            )));
+        }
+        if config.encrypted != config.key_check.is_some() {
+            return Err(damaged(
+                "an encrypted remote names its key check, a plain one does not".into(),
+            ));
+        }
+        Ok(config)
+    }
+
+    /// The key check of a master key's `keys`.
+    pub fn key_check_of(keys: &Keys) -> String {
+        keys.name(&Id([0; 32])).to_hex()
+    }
+}
+
+/// Seals `plain` for `context` with `keys`, or keeps it as it is on a plain remote.
+pub fn seal(keys: Option<&Keys>, context: &[u8], plain: Vec<u8>) -> Vec<u8> {
+    match keys {
+        Some(k) => k.seal(context, &plain),
+        None => plain,
+    }
+}
+
+/// Opens what [`seal`] made.
+pub fn open(
+    keys: Option<&Keys>,
+    context: &[u8],
+    stored: Vec<u8>,
+    what: &str,
+) -> Result<Vec<u8>, RemoteError> {
+    match keys {
+        Some(k) => Ok(k.open(context, &stored, what)?),
+        None => Ok(stored),
+    }
+}
+
+fn object_context(id: &Id) -> Vec<u8> {
+    [b"lifeos object ".as_slice(), &id.0].concat()
+}
+
+/// An object as a remote pack holds it: its kind, a codec byte (0 raw, 1 zstd) and its
+/// bytes, sealed for its id on an encrypted remote.
+pub fn encode_object(keys: Option<&Keys>, id: &Id, kind: Kind, raw: &[u8]) -> Vec<u8> {
+    let packed = zstd::bulk::compress(raw, 3)
+        .ok()
+        .filter(|z| z.len() < raw.len());
+    let mut plain = Vec::with_capacity(2 + packed.as_ref().map_or(raw.len(), Vec::len));
+    plain.push(kind as u8);
+    match packed {
+        Some(z) => {
+            plain.push(1);
+            plain.extend_from_slice(&z);
+        }
+        None => {
+            plain.push(0);
+            plain.extend_from_slice(raw);
+        }
+    }
+    seal(keys, &object_context(id), plain)
+}
+
+/// Reads an object written by [`encode_object`] and checks it against its id and kind:
+/// bytes that are not the object asked for are never returned.
+pub fn decode_object(
+    keys: Option<&Keys>,
+    id: &Id,
+    kind: Kind,
+    stored: Vec<u8>,
+) -> Result<Vec<u8>, RemoteError> {
+    let what = format!("object {}", id.to_hex());
+    let plain = open(keys, &object_context(id), stored, &what)?;
+    let damaged = |reason: String| RemoteError::Damaged {
+        what: what.clone(),
+        reason,
+    };
+    let [k, codec, body @ ..] = plain.as_slice() else {
+        return Err(damaged("shorter than its two header bytes".into()));
+    };
+    if Kind::from_u8(*k) != Some(kind) {
+        return Err(damaged(format!(
+            "it is kind {k}, the index says {}",
+            kind.name()
+        )));
+    }
+    let raw = match codec {
+        0 => body.to_vec(),
+        1 => zstd::bulk::decompress(body, lifeos_store::pack::MAX_ENTRY_LEN as usize)
+            .map_err(|e| damaged(format!("zstd: {e}")))?,
+        c => return Err(damaged(format!("unknown codec {c}"))),
+    };
+    verify_content(kind, id, &raw).map_err(damaged)?;
+    Ok(raw)
+}
+
+/// Where an object is on the remote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Place {
+    /// The pack's name.
+    pub pack: String,
+    /// What the object is.
+    pub kind: Kind,
+    /// Its first byte in the pack.
+    pub offset: u64,
+    /// Its length in the pack.
+    pub len: u32,
+}
+
+/// One row of a pack index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexRow {
+    /// The object's id.
+    pub id: Id,
+    /// What it is.
+    pub kind: Kind,
+    /// Its first byte in the pack.
+    pub offset: u64,
+    /// Its length in the pack.
+    pub len: u32,
+}
+
+fn index_context(pack: &str) -> Vec<u8> {
+    format!("lifeos index {pack}").into_bytes()
+}
+
+/// A pack's index: the pack's name, then each object's id, kind, offset and length.
+pub fn encode_index(keys: Option<&Keys>, pack: &str, rows: &[IndexRow]) -> Vec<u8> {
+    let mut w = Writer::with_header(INDEX_TAG, INDEX_VERSION);
+    w.bytes(pack.as_bytes()).uint(rows.len() as u64);
+    for r in rows {
+        w.id(&r.id)
+            .u8(r.kind as u8)
+            .uint(r.offset)
+            .uint(u64::from(r.len));
+    }
+    seal(keys, &index_context(pack), w.finish())
+}
+
+/// Reads the index of pack `pack`.
+pub fn decode_index(
+    keys: Option<&Keys>,
+    pack: &str,
+    stored: Vec<u8>,
+) -> Result<Vec<IndexRow>, RemoteError> {
+    const W: &str = "remote pack index";
+    let what = format!("{INDEX_DIR}{pack}");
+    let plain = open(keys, &index_context(pack), stored, &what)?;
+    let damaged = |reason: String| RemoteError::Damaged {
+        what: what.clone(),
+        reason,
+    };
+    let decode = || -> Result<Vec<IndexRow>, lifeos_store::enc::DecodeError> {
+        let mut r = Reader::new(&plain);
+        r.header(W, INDEX_TAG, INDEX_VERSION)?;
+        let named = r.bytes(W)?;
+        if named != pack.as_bytes() {
+            return Err(lifeos_store::enc::DecodeError::new(
+                W,
+                "it is the index of another pack",
+            ));
+        }
+        let n = r.count(W)?;
+        let mut rows = Vec::with_capacity(n.min(1 << 16));
+        for _ in 0..n {
+            let id = r.id(W)?;
+            let k = r.u8(W)?;
+            let kind = Kind::from_u8(k)
+                .filter(|k| *k != Kind::Block)
+                .ok_or_else(|| lifeos_store::enc::DecodeError::new(W, format!("kind {k}")))?;
+            let offset = r.uint(W)?;
+            let len = u32::try_from(r.uint(W)?)
+                .map_err(|_| lifeos_store::enc::DecodeError::new(W, "length over 4 GiB"))?;
+            rows.push(IndexRow {
+                id,
+                kind,
+                offset,
+                len,
+            });
+        }
+        r.finish(W)?;
+        Ok(rows)
+    };
+    decode().map_err(|e| damaged(e.to_string()))
+}
+
+const HEAD_CONTEXT: &[u8] = b"lifeos head";
+
+/// The key of operation head `op`: its name under the remote's keys, or its id.
+pub fn head_key(keys: Option<&Keys>, op: &Id) -> String {
+    let name = keys.map_or(*op, |k| k.name(op));
+    format!("{HEADS_DIR}{}", name.to_hex())
+}
+
+/// An operation head's contents: the operation's id, sealed.
+pub fn encode_head(keys: Option<&Keys>, op: &Id) -> Vec<u8> {
+    seal(keys, HEAD_CONTEXT, op.0.to_vec())
+}
+
+/// Reads the head at `key`, checking that its key is the name of the id it holds.
+pub fn decode_head(keys: Option<&Keys>, key: &str, stored: Vec<u8>) -> Result<Id, RemoteError> {
+    let plain = open(keys, HEAD_CONTEXT, stored, key)?;
+    let id = <[u8; 32]>::try_from(plain.as_slice())
+        .map(Id)
+        .map_err(|_| RemoteError::Damaged {
+            what: key.into(),
+            reason: format!("{} bytes, not an operation id", plain.len()),
+        })?;
+    if head_key(keys, &id) != key {
+        return Err(RemoteError::Damaged {
+            what: key.into(),
+            reason: "it holds another operation than its name says".into(),
+        });
+    }
+    Ok(id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lifeos_store::crypt::MasterKey;
+
+    #[test]
+    fn objects_round_trip_and_refuse_other_ids_and_kinds() {
+        let keys = MasterKey::generate().keys();
+        for k in [None, Some(&keys)] {
+            let raw = b"a tree's bytes, repeated, repeated, repeated, repeated".to_vec();
+            let id = Id::hash(&raw);
+            let stored = encode_object(k, &id, Kind::Tree, &raw);
+            assert_eq!(
+                decode_object(k, &id, Kind::Tree, stored.clone()).unwrap(),
+                raw
+            );
+            assert!(decode_object(k, &id, Kind::Commit, stored.clone()).is_err());
+            let other = Id::hash(b"other");
+            assert!(decode_object(k, &other, Kind::Tree, stored.clone()).is_err());
+            let mut bad = stored;
+            let last = bad.len() - 1;
+            bad[last] ^= 1;
+            assert!(decode_object(k, &id, Kind::Tree, bad).is_err());
+        }
+    }
+
+    #[test]
+    fn sealed_objects_hide_their_bytes() {
+        let keys = MasterKey::generate().keys();
+        let raw = b"The budget meeting moved to Friday afternoon.".to_vec();
+        let id = Id::hash(&raw);
+        let stored = encode_object(Some(&keys), &id, Kind::Chunk, &raw);
+        assert!(!stored.windows(6).any(|w| w == b"budget"));
+        assert!(!stored.windows(32).any(|w| w == id.0));
+    }
+
+    #[test]
+    fn indexes_and_heads_round_trip() {
+        let keys = MasterKey::generate().keys();
+        let rows = vec![IndexRow {
+            id: Id::hash(b"x"),
+            kind: Kind::Chunk,
+            offset: 8,
+            len: 99,
+        }];
+        for k in [None, Some(&keys)] {
+            let stored = encode_index(k, "ab12", &rows);
+            assert_eq!(decode_index(k, "ab12", stored.clone()).unwrap(), rows);
+            assert!(decode_index(k, "cd34", stored).is_err());
+            let op = Id::hash(b"op");
+            let key = head_key(k, &op);
+            assert_eq!(decode_head(k, &key, encode_head(k, &op)).unwrap(), op);
+            let other = head_key(k, &Id::hash(b"other"));
+            assert!(decode_head(k, &other, encode_head(k, &op)).is_err());
+        }
+    }
+
+    #[test]
+    fn a_config_of_a_later_layout_is_refused() {
+        let c = RemoteConfig {
+            format: 2,
+            encrypted: false,
+            key_check: None,
+        };
+        let err = RemoteConfig::decode(&c.encode()).unwrap_err().to_string();
+        assert!(err.contains("upgrade lifeos"), "{err}");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn hostile_indexes_never_panic(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..200)) {
+            let _ = decode_index(None, "p", bytes.clone());
+            let _ = decode_head(None, "heads/x", bytes.clone());
+            let _ = decode_object(None, &Id::hash(b"x"), Kind::Tree, bytes);
+        }
+    }
+}

@@ -1,0 +1,365 @@
+//! lifeos-remote: several devices share one history through a remote, a plain directory
+//! or an S3-compatible object store, with nothing lost when two of them push at once.
+//!
+//! A remote holds packs of objects, one index per pack, and operation heads
+//! (`docs/FORMAT.md` section 19). `push` uploads the objects the remote lacks, then
+//! publishes the operation heads with create-if-absent, so a head never points at data
+//! that is not there and no lock server is needed; `fetch` downloads what is missing and
+//! merges the remote's operations into the local operation log. An encrypted remote
+//! (the default for S3) seals everything under a key that passphrases unlock.
+
+#![warn(missing_docs)]
+
+pub mod format;
+pub mod places;
+pub mod s3;
+mod transfer;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use lifeos_store::crypt::{CryptError, KdfParams, KeySlot, Keys, MasterKey};
+use lifeos_store::remote::Backend;
+use lifeos_store::{Id, StoreError};
+use lifeos_vcs::VcsError;
+
+pub use format::Place;
+pub use transfer::{serve_lazily, FetchReport, Progress, PushReport, Quiet};
+
+use format::{RemoteConfig, CONFIG_KEY, HEADS_DIR, INDEX_DIR, KEYS_DIR};
+
+/// Everything that can go wrong with a remote.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteError {
+    /// From the local store or the remote's backend.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// From the local history.
+    #[error(transparent)]
+    Vcs(#[from] VcsError),
+    /// A key or a sealed file did not open.
+    #[error(transparent)]
+    Crypt(#[from] CryptError),
+    /// A file on the remote is not what lifeos wrote.
+    #[error("{what} on the remote is damaged: {reason}")]
+    Damaged {
+        /// The file or object.
+        what: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The place holds no lifeos remote yet.
+    #[error("{0} holds no lifeos remote yet (nothing was pushed to it)")]
+    Empty(String),
+    /// The remote is encrypted and no passphrase was given.
+    #[error("the remote is encrypted and no passphrase was given ({0})")]
+    NoPassphrase(String),
+    /// A remote name that is not configured.
+    #[error("no remote named {0:?}")]
+    Unknown(String),
+    /// A remote name that is taken.
+    #[error("a remote named {0:?} exists already")]
+    Exists(String),
+    /// A remote URL that cannot be used.
+    #[error("remote URL {url:?}: {reason}")]
+    BadUrl {
+        /// The URL.
+        url: String,
+        /// Why.
+        reason: String,
+    },
+    /// The remotes file could not be used.
+    #[error("{path}: {reason}")]
+    BadRemotesFile {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// What was fetched does not hold everything its operations need.
+    #[error("the remote's history is incomplete, so none of it was taken: {0}")]
+    Incomplete(String),
+    /// This repository cannot be pushed as it is.
+    #[error("{0}")]
+    Refused(String),
+}
+
+/// Result alias for remotes.
+pub type Result<T, E = RemoteError> = std::result::Result<T, E>;
+
+/// An opened remote: its backend, and its keys if it is encrypted.
+pub struct Remote {
+    backend: Box<dyn Backend>,
+    keys: Option<Keys>,
+    /// Where indexes already read are kept (`.lifeos/remotes/<name>/index`).
+    cache: Option<PathBuf>,
+}
+
+/// How a remote is created if it does not exist yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Create {
+    /// Only open an existing remote.
+    No,
+    /// Create it with everything in the clear.
+    Plain,
+    /// Create it encrypted.
+    Encrypted,
+}
+
+impl Remote {
+    /// Opens the remote in `backend` (creating it as `create` says if it holds none),
+    /// unlocking an encrypted one with `passphrase` (called only if one is needed).
+    /// Indexes are cached in `cache`.
+    pub fn open(
+        backend: Box<dyn Backend>,
+        create: Create,
+        passphrase: &dyn Fn() -> Result<Vec<u8>>,
+        cache: Option<PathBuf>,
+    ) -> Result<Remote> {
+        let config = match backend.get(CONFIG_KEY)? {
+            Some(bytes) => RemoteConfig::decode(&bytes)?,
+            None => match create {
+                Create::No => return Err(RemoteError::Empty(backend.location())),
+                Create::Plain => Self::create(&*backend, None)?,
+                Create::Encrypted => Self::create(&*backend, Some(&passphrase()?))?,
+            },
+        };
+        let keys = match &config.key_check {
+            None => None,
+            Some(check) => Some(Self::unlock(&*backend, check, &passphrase()?)?),
+        };
+        Ok(Remote {
+            backend,
+            keys,
+            cache,
+        })
+    }
+
+    /// Writes a new remote's config (and its first key slot), unless another device
+    /// created one first: then that one is read.
+    fn create(backend: &dyn Backend, passphrase: Option<&[u8]>) -> Result<RemoteConfig> {
+        let mut slot_key = None;
+        let config = match passphrase {
+            None => RemoteConfig {
+                format: format::LAYOUT_VERSION,
+                encrypted: false,
+                key_check: None,
+            },
+            Some(p) => {
+                let master = MasterKey::generate();
+                let slot = KeySlot::create(&master, p, KdfParams::default())?;
+                let key = format!("{KEYS_DIR}{}", lifeos_store::store::random_hex(8));
+                backend.put(&key, &slot.encode())?;
+                slot_key = Some(key);
+                RemoteConfig {
+                    format: format::LAYOUT_VERSION,
+                    encrypted: true,
+                    key_check: Some(RemoteConfig::key_check_of(&master.keys())),
+                }
+            }
+        };
+        if backend.create(CONFIG_KEY, &config.encode())? {
+            return Ok(config);
+        }
+        // Another device created the remote at the same moment: its config stands, and
+        // the slot written here (for a master key nothing uses) goes.
+        if let Some(k) = slot_key {
+            backend.delete(&k)?;
+        }
+        let bytes = backend
+            .get(CONFIG_KEY)?
+            .ok_or_else(|| RemoteError::Damaged {
+                what: CONFIG_KEY.into(),
+                reason: "it exists and cannot be read".into(),
+            })?;
+        RemoteConfig::decode(&bytes)
+    }
+
+    /// The master key's working keys, from the first slot `passphrase` opens whose key
+    /// matches the remote's key check.
+    fn unlock(backend: &dyn Backend, check: &str, passphrase: &[u8]) -> Result<Keys> {
+        let slots = backend.list(KEYS_DIR)?;
+        let mut first_err = None;
+        for (key, _) in slots {
+            let Some(bytes) = backend.get(&key)? else {
+                continue;
+            };
+            let opened = KeySlot::decode(&bytes).and_then(|s| s.open(passphrase));
+            match opened {
+                Ok(master) => {
+                    let keys = master.keys();
+                    if RemoteConfig::key_check_of(&keys) == check {
+                        return Ok(keys);
+                    }
+                }
+                Err(e @ CryptError::WrongPassphrase) => {
+                    first_err.get_or_insert(e);
+                }
+                Err(e) => {
+                    return Err(RemoteError::Damaged {
+                        what: key,
+                        reason: e.to_string(),
+                    })
+                }
+            }
+        }
+        Err(first_err.unwrap_or(CryptError::WrongPassphrase).into())
+    }
+
+    /// Adds a key slot for passphrase `new` (the remote must be open, so its key is
+    /// known); with `replace`, removes the slots `old` opens once the new one is
+    /// written. Nothing else is re-sealed. Returns how many slots were removed.
+    pub fn set_passphrase(&self, new: &[u8], old: Option<&[u8]>) -> Result<usize> {
+        let Some(keys) = &self.keys else {
+            return Err(RemoteError::Refused(format!(
+                "the remote at {} is not encrypted; it has no passphrase",
+                self.backend.location()
+            )));
+        };
+        let check = RemoteConfig::key_check_of(keys);
+        let existing = self.backend.list(KEYS_DIR)?;
+        let mut master = None;
+        let mut opened_by_old = Vec::new();
+        for (key, _) in &existing {
+            let Some(bytes) = self.backend.get(key)? else {
+                continue;
+            };
+            let Ok(slot) = KeySlot::decode(&bytes) else {
+                continue;
+            };
+            if let Some(old) = old {
+                if let Ok(m) = slot.open(old) {
+                    if RemoteConfig::key_check_of(&m.keys()) == check {
+                        opened_by_old.push(key.clone());
+                        master = Some(m);
+                    }
+                }
+            }
+        }
+        let master = master.ok_or(CryptError::WrongPassphrase)?;
+        let slot = KeySlot::create(&master, new, KdfParams::default())?;
+        let key = format!("{KEYS_DIR}{}", lifeos_store::store::random_hex(8));
+        self.backend.put(&key, &slot.encode())?;
+        Ok(opened_by_old.len())
+    }
+
+    /// Removes the key slots `passphrase` opens, keeping at least one slot.
+    pub fn remove_passphrase(&self, passphrase: &[u8]) -> Result<usize> {
+        let slots = self.backend.list(KEYS_DIR)?;
+        let mut opened = Vec::new();
+        for (key, _) in &slots {
+            if let Some(bytes) = self.backend.get(key)? {
+                if KeySlot::decode(&bytes)
+                    .and_then(|s| s.open(passphrase))
+                    .is_ok()
+                {
+                    opened.push(key.clone());
+                }
+            }
+        }
+        if opened.len() == slots.len() {
+            return Err(RemoteError::Refused(
+                "that passphrase opens every key slot; add another passphrase before removing it"
+                    .into(),
+            ));
+        }
+        for k in &opened {
+            self.backend.delete(k)?;
+        }
+        Ok(opened.len())
+    }
+
+    /// Where the remote is.
+    pub fn location(&self) -> String {
+        self.backend.location()
+    }
+
+    /// Whether the remote is encrypted.
+    pub fn encrypted(&self) -> bool {
+        self.keys.is_some()
+    }
+
+    /// The remote's operation heads: each head's key and operation. A head removed while
+    /// it was being read is skipped.
+    pub fn heads(&self) -> Result<Vec<(String, Id)>> {
+        let mut out = Vec::new();
+        for (key, _) in self.backend.list(HEADS_DIR)? {
+            if let Some(bytes) = self.backend.get(&key)? {
+                let id = format::decode_head(self.keys.as_ref(), &key, bytes)?;
+                out.push((key, id));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Where every object on the remote is, from the packs' indexes (read from the cache
+    /// when they were read before; the remote's listing says which packs exist).
+    pub fn catalog(&self) -> Result<HashMap<Id, Place>> {
+        let mut map = HashMap::new();
+        let listed = self.backend.list(INDEX_DIR)?;
+        let mut names = std::collections::HashSet::new();
+        for (key, _) in &listed {
+            let name = &key[INDEX_DIR.len()..];
+            names.insert(name.to_string());
+            let cached = self.cache.as_ref().map(|c| c.join(name));
+            let bytes = match cached.as_ref().and_then(|p| std::fs::read(p).ok()) {
+                Some(b) => b,
+                None => {
+                    let Some(b) = self.backend.get(key)? else {
+                        continue;
+                    };
+                    if let Some(p) = &cached {
+                        self.save_cached(p, &b)?;
+                    }
+                    b
+                }
+            };
+            for r in format::decode_index(self.keys.as_ref(), name, bytes)? {
+                map.insert(
+                    r.id,
+                    Place {
+                        pack: name.to_string(),
+                        kind: r.kind,
+                        offset: r.offset,
+                        len: r.len,
+                    },
+                );
+            }
+        }
+        // Packs the remote no longer has (collected by `gc --remote`).
+        if let Some(dir) = &self.cache {
+            if let Ok(rd) = std::fs::read_dir(dir) {
+                for e in rd.flatten() {
+                    let n = e.file_name().to_string_lossy().into_owned();
+                    if !names.contains(&n) && !n.starts_with('.') {
+                        let _ = std::fs::remove_file(e.path());
+                    }
+                }
+            }
+        }
+        Ok(map)
+    }
+
+    fn save_cached(&self, path: &std::path::Path, bytes: &[u8]) -> Result<()> {
+        use lifeos_store::error::IoContext as _;
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).io("creating", dir)?;
+        }
+        lifeos_store::store::write_atomic(path, bytes)?;
+        Ok(())
+    }
+
+    /// Reads object `id` at `place`, checked against its id.
+    pub fn read_object(&self, id: &Id, place: &Place) -> Result<Vec<u8>> {
+        let key = format!("{}{}", format::PACKS_DIR, place.pack);
+        let end = place.offset + u64::from(place.len);
+        let bytes = self.backend.get_range(&key, place.offset..end)?;
+        if bytes.len() != place.len as usize {
+            return Err(RemoteError::Damaged {
+                what: key,
+                reason: format!("it ends before byte {end}, where object {id} should end"),
+            });
+        }
+        format::decode_object(self.keys.as_ref(), id, place.kind, bytes)
+    }
+}

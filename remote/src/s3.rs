@@ -1,0 +1,196 @@
+//! A remote in a bucket of an S3-compatible object store (AWS S3, R2, B2, MinIO, Garage,
+//! Ceph, SeaweedFS), reached through the `object_store` crate: it signs requests, retries
+//! with backoff on server errors and throttling, and maps a failed `If-None-Match: *` to
+//! a typed error, which create-if-absent relies on. Its futures run on a small runtime
+//! of this backend's own behind the store's synchronous interface.
+
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::TryStreamExt as _;
+use object_store::aws::{AmazonS3, AmazonS3Builder, S3ConditionalPut};
+use object_store::path::Path as StorePath;
+use object_store::{
+    ObjectStore, ObjectStoreExt as _, PutMode, PutOptions, PutPayload, RetryConfig,
+};
+
+use lifeos_store::remote::{check_key, Backend};
+use lifeos_store::{Result, StoreError};
+
+/// A bucket (and a prefix in it) as a remote's backend.
+pub struct S3Backend {
+    store: Arc<AmazonS3>,
+    runtime: tokio::runtime::Runtime,
+    bucket: String,
+    prefix: String,
+}
+
+impl S3Backend {
+    /// The bucket `bucket` under `prefix` (empty, or ending in `/`). The endpoint and
+    /// region default to `AWS_ENDPOINT_URL` and `AWS_REGION`; credentials come from
+    /// `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY` (and the other variables the AWS
+    /// tools read). Plain `http://` is allowed only for an endpoint on this machine.
+    pub fn new(
+        bucket: &str,
+        prefix: &str,
+        endpoint: Option<&str>,
+        region: Option<&str>,
+    ) -> Result<S3Backend> {
+        let location = format!("s3://{bucket}/{prefix}");
+        let fail = |reason: String| StoreError::Remote {
+            location: location.clone(),
+            reason,
+        };
+        let mut builder = AmazonS3Builder::from_env()
+            .with_bucket_name(bucket)
+            .with_conditional_put(S3ConditionalPut::ETagMatch)
+            .with_retry(RetryConfig {
+                max_retries: 5,
+                retry_timeout: Duration::from_secs(30),
+                ..RetryConfig::default()
+            });
+        let endpoint = endpoint
+            .map(str::to_string)
+            .or_else(|| std::env::var("AWS_ENDPOINT_URL").ok());
+        if let Some(e) = &endpoint {
+            if let Some(rest) = e.strip_prefix("http://") {
+                let host = rest.split(['/', ':']).next().unwrap_or_default();
+                let local = matches!(host, "127.0.0.1" | "localhost") || rest.starts_with("[::1]");
+                if !local {
+                    return Err(fail(format!(
+                        "endpoint {e} is plain http to another machine; use https:// (plain http is allowed only for 127.0.0.1)"
+                    )));
+                }
+                builder = builder.with_allow_http(true);
+            }
+            builder = builder.with_endpoint(e);
+        }
+        let region = region
+            .map(str::to_string)
+            .or_else(|| std::env::var("AWS_REGION").ok())
+            .unwrap_or_else(|| "us-east-1".into());
+        builder = builder.with_region(region);
+        let store = builder.build().map_err(|e| fail(e.to_string()))?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| fail(format!("starting the I/O runtime: {e}")))?;
+        Ok(S3Backend {
+            store: Arc::new(store),
+            runtime,
+            bucket: bucket.to_string(),
+            prefix: prefix.to_string(),
+        })
+    }
+
+    fn path(&self, key: &str) -> Result<StorePath> {
+        check_key(key)?;
+        Ok(StorePath::from(format!("{}{key}", self.prefix)))
+    }
+
+    fn fail(&self, doing: &str, key: &str, e: object_store::Error) -> StoreError {
+        StoreError::Remote {
+            location: self.location(),
+            reason: format!("{doing} {key}: {e}"),
+        }
+    }
+}
+
+impl Backend for S3Backend {
+    fn location(&self) -> String {
+        format!("s3://{}/{}", self.bucket, self.prefix)
+    }
+
+    fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        let path = self.path(key)?;
+        self.runtime.block_on(async {
+            match self.store.get(&path).await {
+                Ok(r) => match r.bytes().await {
+                    Ok(b) => Ok(Some(b.to_vec())),
+                    Err(e) => Err(self.fail("reading", key, e)),
+                },
+                Err(object_store::Error::NotFound { .. }) => Ok(None),
+                Err(e) => Err(self.fail("reading", key, e)),
+            }
+        })
+    }
+
+    fn get_range(&self, key: &str, range: Range<u64>) -> Result<Vec<u8>> {
+        let path = self.path(key)?;
+        if range.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.runtime.block_on(async {
+            self.store
+                .get_range(&path, range)
+                .await
+                .map(|b| b.to_vec())
+                .map_err(|e| self.fail("reading", key, e))
+        })
+    }
+
+    fn put(&self, key: &str, bytes: &[u8]) -> Result<()> {
+        let path = self.path(key)?;
+        self.runtime.block_on(async {
+            self.store
+                .put(&path, PutPayload::from(bytes.to_vec()))
+                .await
+                .map(|_| ())
+                .map_err(|e| self.fail("writing", key, e))
+        })
+    }
+
+    fn create(&self, key: &str, bytes: &[u8]) -> Result<bool> {
+        let path = self.path(key)?;
+        self.runtime.block_on(async {
+            let opts = PutOptions {
+                mode: PutMode::Create,
+                ..PutOptions::default()
+            };
+            match self
+                .store
+                .put_opts(&path, PutPayload::from(bytes.to_vec()), opts)
+                .await
+            {
+                Ok(_) => Ok(true),
+                Err(
+                    object_store::Error::AlreadyExists { .. }
+                    | object_store::Error::Precondition { .. },
+                ) => Ok(false),
+                Err(e) => Err(self.fail("creating", key, e)),
+            }
+        })
+    }
+
+    fn list(&self, prefix: &str) -> Result<Vec<(String, u64)>> {
+        let under = StorePath::from(format!("{}{prefix}", self.prefix));
+        let mut out: Vec<(String, u64)> = self.runtime.block_on(async {
+            self.store
+                .list(Some(&under))
+                .map_ok(|m| (m.location.to_string(), m.size))
+                .try_collect::<Vec<_>>()
+                .await
+                .map_err(|e| self.fail("listing", prefix, e))
+        })?;
+        out.retain_mut(|(k, _)| match k.strip_prefix(&self.prefix) {
+            Some(rest) if rest.starts_with(prefix) && check_key(rest).is_ok() => {
+                *k = rest.to_string();
+                true
+            }
+            _ => false,
+        });
+        out.sort();
+        Ok(out)
+    }
+
+    fn delete(&self, key: &str) -> Result<()> {
+        let path = self.path(key)?;
+        self.runtime.block_on(async {
+            match self.store.delete(&path).await {
+                Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+                Err(e) => Err(self.fail("removing", key, e)),
+            }
+        })
+    }
+}

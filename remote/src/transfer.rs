@@ -1,0 +1,320 @@
+//! `push` and `fetch`: moving objects and operation heads between a repository and a
+//! remote.
+
+use std::collections::{HashMap, HashSet};
+
+use lifeos_store::store::random_hex;
+use lifeos_store::{Id, Kind};
+use lifeos_vcs::Repo;
+
+use crate::format::{self, IndexRow, Place, INDEX_DIR, PACKS_DIR, PACK_MAGIC};
+use crate::{Remote, RemoteError, Result};
+
+/// A remote pack is sent once it holds this many bytes.
+const PACK_TARGET: usize = 16 << 20;
+
+/// Neighbouring objects of one pack closer than this are read with one ranged read.
+const READ_GAP: u64 = 256 << 10;
+
+/// Reports how a transfer goes: the bytes it will move, then the bytes moved.
+pub trait Progress {
+    /// The total, once known.
+    fn total(&self, bytes: u64);
+    /// `bytes` more were moved.
+    fn advance(&self, bytes: u64);
+}
+
+/// A [`Progress`] that reports nothing.
+pub struct Quiet;
+
+impl Progress for Quiet {
+    fn total(&self, _: u64) {}
+    fn advance(&self, _: u64) {}
+}
+
+/// What `push` did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct PushReport {
+    /// Objects uploaded.
+    pub objects: u64,
+    /// Bytes uploaded in packs (as stored on the remote).
+    pub bytes: u64,
+    /// Packs uploaded.
+    pub packs: u64,
+    /// Objects the remote had already.
+    pub present: u64,
+    /// Operation heads published.
+    pub heads_added: u64,
+    /// Remote heads removed because a published head descends from them.
+    pub heads_removed: u64,
+}
+
+/// What `fetch` did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct FetchReport {
+    /// Objects downloaded.
+    pub objects: u64,
+    /// Bytes downloaded.
+    pub bytes: u64,
+    /// Remote operation heads that were new here.
+    pub new_heads: Vec<Id>,
+    /// The operation that merged them into the local log, if any.
+    pub merged: Option<Id>,
+    /// The newest remote head (where `pull` and `clone` move the folder).
+    pub newest_remote: Option<Id>,
+}
+
+/// A remote pack being filled.
+struct PackOut {
+    bytes: Vec<u8>,
+    rows: Vec<IndexRow>,
+}
+
+impl PackOut {
+    fn new() -> PackOut {
+        PackOut {
+            bytes: PACK_MAGIC.to_vec(),
+            rows: Vec::new(),
+        }
+    }
+}
+
+impl Remote {
+    /// Uploads every object reachable from the repository's operation log that the
+    /// remote lacks, in packs each followed by its index, then publishes the local
+    /// operation heads (create-if-absent) and removes the remote heads they descend
+    /// from. A push stopped part way leaves packs no head refers to; the next push
+    /// sends only what is still missing.
+    pub fn push(&self, repo: &Repo, progress: &dyn Progress) -> Result<PushReport> {
+        let store = repo.store();
+        // Several local heads are merged first, so one head is published.
+        repo.head()?;
+        // Held shared for the whole push: a local gc waits rather than removing what
+        // is being read.
+        let _lock = store.transaction()?;
+        let heads = repo.op_heads()?;
+        let mut problems = Vec::new();
+        let reach = repo.reachable_from(heads.clone(), true, &mut problems)?;
+        // A lazy clone lacks chunks by design: reading them fetches them.
+        problems.retain(|p| !(store.has_source() && p.code == "missing-object"));
+        if let Some(p) = problems.first() {
+            return Err(RemoteError::Refused(format!(
+                "this repository has {} problems (the first: {}); run `lifeos fsck` before pushing",
+                problems.len(),
+                p.detail
+            )));
+        }
+        let catalog = self.catalog()?;
+        let mut missing: Vec<Id> = reach
+            .ids
+            .iter()
+            .filter(|id| !catalog.contains_key(*id))
+            .copied()
+            .collect();
+        missing.sort();
+        let mut report = PushReport {
+            present: (reach.ids.len() - missing.len()) as u64,
+            ..PushReport::default()
+        };
+        let mut out = PackOut::new();
+        let keys = self.keys.as_ref();
+        for id in &missing {
+            let (kind, raw) = store.read_entry(id)?;
+            let blob = format::encode_object(keys, id, kind, &raw);
+            out.rows.push(IndexRow {
+                id: *id,
+                kind,
+                offset: out.bytes.len() as u64,
+                len: blob.len() as u32,
+            });
+            out.bytes.extend_from_slice(&blob);
+            report.objects += 1;
+            progress.advance(blob.len() as u64);
+            if out.bytes.len() >= PACK_TARGET {
+                self.send_pack(std::mem::replace(&mut out, PackOut::new()), &mut report)?;
+            }
+        }
+        if !out.rows.is_empty() {
+            self.send_pack(out, &mut report)?;
+        }
+        // Every object is on the remote: the heads can now refer to them.
+        let remote_heads = self.heads()?;
+        let on_remote: HashSet<Id> = remote_heads.iter().map(|(_, id)| *id).collect();
+        for h in &heads {
+            if !on_remote.contains(h)
+                && self
+                    .backend
+                    .create(&format::head_key(keys, h), &format::encode_head(keys, h))?
+            {
+                report.heads_added += 1;
+            }
+        }
+        let ours: HashSet<Id> = reach.ops.iter().copied().collect();
+        for (key, id) in remote_heads {
+            if ours.contains(&id) && !heads.contains(&id) {
+                self.backend.delete(&key)?;
+                report.heads_removed += 1;
+            }
+        }
+        Ok(report)
+    }
+
+    /// Sends one pack, then its index (so an index never names a pack that is not
+    /// whole), and caches the index.
+    fn send_pack(&self, out: PackOut, report: &mut PushReport) -> Result<()> {
+        let name = random_hex(16);
+        self.backend
+            .put(&format!("{PACKS_DIR}{name}"), &out.bytes)?;
+        let index = format::encode_index(self.keys.as_ref(), &name, &out.rows);
+        self.backend.put(&format!("{INDEX_DIR}{name}"), &index)?;
+        if let Some(dir) = &self.cache {
+            self.save_cached(&dir.join(&name), &index)?;
+        }
+        report.packs += 1;
+        report.bytes += out.bytes.len() as u64;
+        Ok(())
+    }
+
+    /// Downloads what the repository lacks (with `all_data`, every object; without, all
+    /// but file chunks, which a lazy clone reads when needed), checks that the remote's
+    /// new operations reach nothing missing, and merges them into the local operation
+    /// log (the folder stays where it is). Nothing is merged if anything fails.
+    pub fn fetch(
+        &self,
+        repo: &Repo,
+        name: &str,
+        all_data: bool,
+        progress: &dyn Progress,
+    ) -> Result<FetchReport> {
+        let store = repo.store();
+        let remote_heads: Vec<Id> = self.heads()?.into_iter().map(|(_, id)| id).collect();
+        let catalog = self.catalog()?;
+        let mut want: Vec<(&Id, &Place)> = Vec::new();
+        for (id, place) in &catalog {
+            if (all_data || place.kind != Kind::Chunk) && !store.contains(id)? {
+                want.push((id, place));
+            }
+        }
+        let mut report = FetchReport::default();
+        progress.total(want.iter().map(|(_, p)| u64::from(p.len)).sum());
+        let mut tx = store.transaction()?;
+        let mut by_pack: HashMap<&str, Vec<(&Id, &Place)>> = HashMap::new();
+        for (id, p) in want {
+            by_pack.entry(p.pack.as_str()).or_default().push((id, p));
+        }
+        let mut packs: Vec<_> = by_pack.into_iter().collect();
+        packs.sort_by(|a, b| a.0.cmp(b.0));
+        for (pack, mut objects) in packs {
+            objects.sort_by_key(|(_, p)| p.offset);
+            let key = format!("{PACKS_DIR}{pack}");
+            let mut i = 0;
+            while i < objects.len() {
+                // One ranged read for a run of objects with small gaps between them.
+                let start = objects[i].1.offset;
+                let mut j = i + 1;
+                let mut end = start + u64::from(objects[i].1.len);
+                while j < objects.len() && objects[j].1.offset <= end + READ_GAP {
+                    end = end.max(objects[j].1.offset + u64::from(objects[j].1.len));
+                    j += 1;
+                }
+                let bytes = self.backend.get_range(&key, start..end)?;
+                for (id, p) in &objects[i..j] {
+                    let from = (p.offset - start) as usize;
+                    let to = from + p.len as usize;
+                    let blob = bytes.get(from..to).ok_or_else(|| RemoteError::Damaged {
+                        what: key.clone(),
+                        reason: format!("it ends before object {id}"),
+                    })?;
+                    let raw = format::decode_object(self.keys.as_ref(), id, p.kind, blob.to_vec())?;
+                    tx.write_entry(**id, p.kind, &raw)?;
+                    report.objects += 1;
+                    report.bytes += u64::from(p.len);
+                    progress.advance(u64::from(p.len));
+                }
+                i = j;
+            }
+        }
+        // Held until the merge is published: nothing refers to the objects before it.
+        let committed = tx.commit()?;
+        let known = repo.op_ancestry(&repo.op_heads()?)?;
+        report.new_heads = remote_heads
+            .iter()
+            .filter(|h| !known.contains(h))
+            .copied()
+            .collect();
+        report.new_heads.sort();
+        report.newest_remote = repo.newest_op(&remote_heads).ok().flatten();
+        if report.new_heads.is_empty() {
+            drop(committed);
+            return Ok(report);
+        }
+        let mut problems = Vec::new();
+        repo.reachable_from(report.new_heads.clone(), all_data, &mut problems)?;
+        // Without all data, a file's chunk is read from the remote when needed: missing
+        // here is fine if the remote has it.
+        problems.retain(|p| {
+            all_data
+                || !(p.code == "missing-object"
+                    && p.object.is_some_and(|o| catalog.contains_key(&o)))
+        });
+        if let Some(p) = problems.first() {
+            return Err(RemoteError::Incomplete(format!(
+                "{} problems, the first: {}",
+                problems.len(),
+                p.detail
+            )));
+        }
+        let merged = repo.merge_fetched(
+            store.transaction()?,
+            &report.new_heads,
+            &format!("fetch from {name}"),
+        )?;
+        drop(committed);
+        report.merged = Some(merged);
+        Ok(report)
+    }
+}
+
+/// A lazy clone's source of missing objects: its remote, opened when first needed.
+pub(crate) struct LazySource {
+    pub(crate) open: Box<dyn Fn() -> Result<Remote> + Send + Sync>,
+    pub(crate) remote: std::sync::OnceLock<(Remote, HashMap<Id, Place>)>,
+}
+
+impl LazySource {
+    fn remote(&self) -> Result<&(Remote, HashMap<Id, Place>)> {
+        if let Some(r) = self.remote.get() {
+            return Ok(r);
+        }
+        let remote = (self.open)()?;
+        let catalog = remote.catalog()?;
+        Ok(self.remote.get_or_init(|| (remote, catalog)))
+    }
+}
+
+impl lifeos_store::ObjectSource for LazySource {
+    fn fetch(&self, id: &Id) -> lifeos_store::Result<Option<(Kind, Vec<u8>)>> {
+        let to_store = |e: RemoteError| match e {
+            RemoteError::Store(s) => s,
+            other => lifeos_store::StoreError::Remote {
+                location: "the remote this lazy clone reads from".into(),
+                reason: other.to_string(),
+            },
+        };
+        let (remote, catalog) = self.remote().map_err(to_store)?;
+        let Some(place) = catalog.get(id) else {
+            return Ok(None);
+        };
+        let raw = remote.read_object(id, place).map_err(to_store)?;
+        Ok(Some((place.kind, raw)))
+    }
+}
+
+/// Makes the remote `open` returns the place `repo`'s store fetches missing objects
+/// from (a lazy clone). It is opened, and its indexes read, when first needed.
+pub fn serve_lazily(repo: &Repo, open: Box<dyn Fn() -> Result<Remote> + Send + Sync>) {
+    repo.store().set_source(Box::new(LazySource {
+        open,
+        remote: std::sync::OnceLock::new(),
+    }));
+}

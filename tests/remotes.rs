@@ -1,0 +1,415 @@
+//! Remotes end to end: the real binary pushing to, fetching from and cloning a directory
+//! and a real S3-compatible server (SeaweedFS, started on 127.0.0.1 for each test).
+
+mod common;
+
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::process::Output;
+
+use common::*;
+
+const PASS: &str = "correct horse battery staple";
+
+/// Runs lifeos in `dir` with the test passphrase and, for S3, the server's variables.
+fn lo(dir: &Path, s3: Option<&S3Server>, args: &[&str]) -> Output {
+    let mut c = cmd(dir);
+    c.env("LIFEOS_PASSPHRASE", PASS);
+    if let Some(s) = s3 {
+        s.env(&mut c);
+    }
+    c.args(args).output().unwrap()
+}
+
+fn lok(dir: &Path, s3: Option<&S3Server>, args: &[&str]) -> String {
+    succeeded(lo(dir, s3, args), args)
+}
+
+fn ljson(dir: &Path, s3: Option<&S3Server>, args: &[&str]) -> serde_json::Value {
+    let mut a = args.to_vec();
+    a.push("--json");
+    let out = lok(dir, s3, &a);
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{a:?}: {e}: {out}"))
+}
+
+fn lfails(dir: &Path, s3: Option<&S3Server>, args: &[&str]) -> String {
+    let out = lo(dir, s3, args);
+    assert!(
+        !out.status.success(),
+        "lifeos {args:?} should have failed:\n{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn fsck_ok(dir: &Path) {
+    let f = json(dir, &["fsck"]);
+    assert_eq!(f["ok"], true, "{f}");
+}
+
+/// Every file under `dir`, read whole.
+fn every_file(dir: &Path, out: &mut Vec<(std::path::PathBuf, Vec<u8>)>) {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if e.file_type().unwrap().is_dir() {
+            every_file(&p, out);
+        } else if let Ok(b) = std::fs::read(&p) {
+            out.push((p, b));
+        }
+    }
+}
+
+fn holds(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// A repository with text, a non-UTF-8 name and a 2 MB binary, committed.
+fn library() -> tempfile::TempDir {
+    let a = repo(false);
+    let d = a.path();
+    write(
+        d,
+        "notes/budget.md",
+        b"The quarterly budget moved to Friday afternoon.\n",
+    );
+    write(d, "photos/beach.jpg", &noise(2_000_000, 1));
+    std::fs::write(
+        d.join(std::ffi::OsStr::from_bytes(b"notes/caf\xe9.txt")),
+        b"latin-1 name",
+    )
+    .unwrap();
+    ok(d, &["commit", "-m", "library"]);
+    a
+}
+
+#[test]
+fn a_directory_remote_on_a_second_path_round_trips_byte_for_byte() {
+    let a = library();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let url = elsewhere.path().join("backup");
+    let url = url.to_str().unwrap();
+    lok(a.path(), None, &["remote", "add", "origin", url]);
+    let first = ljson(a.path(), None, &["push"]);
+    assert_eq!(first["schema"], "lifeos.push.v1");
+    assert_eq!(first["encrypted"], false);
+    assert!(first["objects"].as_u64().unwrap() > 5, "{first}");
+    let again = ljson(a.path(), None, &["push"]);
+    assert_eq!(again["objects"], 0, "{again}");
+    assert_eq!(again["heads_added"], 0, "{again}");
+
+    let parent = tempfile::tempdir().unwrap();
+    lok(parent.path(), None, &["clone", url, "b"]);
+    let b = parent.path().join("b");
+    assert_eq!(snapshot_of(&b), snapshot_of(a.path()));
+    assert_eq!(rev_id(&b, "@"), rev_id(a.path(), "@"));
+    fsck_ok(&b);
+
+    // The clone works on, pushes; the first device pulls it.
+    write(&b, "notes/budget.md", b"The budget is final.\n");
+    write(&b, "notes/new.md", b"from the second device\n");
+    ok(&b, &["commit", "-m", "second device"]);
+    lok(&b, None, &["push"]);
+    let pulled = ljson(a.path(), None, &["pull"]);
+    assert_eq!(pulled["schema"], "lifeos.pull.v1");
+    assert_eq!(pulled["moved_to"].as_str().unwrap(), rev_id(&b, "@"));
+    assert_eq!(snapshot_of(a.path()), snapshot_of(&b));
+    let status = ok(a.path(), &["status"]);
+    assert!(status.contains("nothing changed"), "{status}");
+    fsck_ok(a.path());
+}
+
+#[test]
+fn s3_round_trip_is_encrypted_and_the_server_holds_no_plaintext() {
+    let s3 = S3Server::start();
+    let a = library();
+    let url = format!("s3://{S3_BUCKET}/home");
+    let added = lok(a.path(), Some(&s3), &["remote", "add", "origin", &url]);
+    assert!(added.contains("encrypted"), "{added}");
+    let pushed = ljson(a.path(), Some(&s3), &["push"]);
+    assert_eq!(pushed["encrypted"], true, "{pushed}");
+
+    // Nothing the server keeps reveals the note, the photo or the photo's id.
+    let photo = noise(2_000_000, 1);
+    let id = blake3::hash(&photo);
+    let mut files = Vec::new();
+    every_file(s3.data.path(), &mut files);
+    assert!(files.iter().map(|(_, b)| b.len()).sum::<usize>() > 2_000_000);
+    for (path, bytes) in &files {
+        for (what, needle) in [
+            ("the note's phrase", b"quarterly budget".as_slice()),
+            ("the photo's bytes", &photo[1000..1064]),
+            ("the photo's id", id.as_bytes().as_slice()),
+            ("the photo's id in hex", id.to_hex().as_bytes()),
+        ] {
+            assert!(!holds(bytes, needle), "{} holds {what}", path.display());
+        }
+    }
+
+    // A wrong passphrase is a clear error and creates nothing.
+    let parent = tempfile::tempdir().unwrap();
+    let mut c = cmd(parent.path());
+    s3.env(&mut c).env("LIFEOS_PASSPHRASE", "wrong");
+    let out = c.args(["clone", &url, "b"]).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("wrong passphrase"), "{err}");
+    assert!(!parent.path().join("b").exists());
+
+    lok(parent.path(), Some(&s3), &["clone", &url, "b"]);
+    let b = parent.path().join("b");
+    assert_eq!(snapshot_of(&b), snapshot_of(a.path()));
+    fsck_ok(&b);
+    write(&b, "photos/new.jpg", &noise(300_000, 7));
+    ok(&b, &["commit", "-m", "from b"]);
+    lok(&b, Some(&s3), &["push"]);
+    lok(a.path(), Some(&s3), &["pull"]);
+    assert_eq!(snapshot_of(a.path()), snapshot_of(&b));
+}
+
+#[test]
+fn a_small_edit_to_a_large_file_pushes_a_few_chunks() {
+    let s3 = S3Server::start();
+    let a = repo(false);
+    let mut video = noise(24 << 20, 3);
+    write(a.path(), "video.mp4", &video);
+    ok(a.path(), &["commit", "-m", "video"]);
+    let url = format!("s3://{S3_BUCKET}/v");
+    lok(a.path(), Some(&s3), &["remote", "add", "origin", &url]);
+    let first = ljson(a.path(), Some(&s3), &["push"]);
+    assert!(first["bytes"].as_u64().unwrap() > 24 << 20, "{first}");
+    video[12 << 20..(12 << 20) + 100].copy_from_slice(&[7u8; 100]);
+    write(a.path(), "video.mp4", &video);
+    ok(a.path(), &["commit", "-m", "trim"]);
+    let second = ljson(a.path(), Some(&s3), &["push"]);
+    let bytes = second["bytes"].as_u64().unwrap();
+    assert!(
+        bytes < 1 << 20,
+        "a 100-byte edit pushed {bytes} bytes: {second}"
+    );
+    assert!(second["objects"].as_u64().unwrap() <= 12, "{second}");
+}
+
+#[test]
+fn two_devices_pushing_at_the_same_moment_both_land() {
+    let s3 = S3Server::start();
+    let a = library();
+    let url = format!("s3://{S3_BUCKET}/shared");
+    lok(a.path(), Some(&s3), &["remote", "add", "origin", &url]);
+    lok(a.path(), Some(&s3), &["push"]);
+    let parent = tempfile::tempdir().unwrap();
+    lok(parent.path(), Some(&s3), &["clone", &url, "b"]);
+    let b = parent.path().join("b");
+    let mut recorded = Vec::new();
+    for round in 0..3 {
+        write(
+            a.path(),
+            &format!("a/{round}.txt"),
+            format!("a {round}").as_bytes(),
+        );
+        write(
+            &b,
+            &format!("b/{round}.txt"),
+            format!("b {round}").as_bytes(),
+        );
+        ok(a.path(), &["commit", "-m", &format!("a {round}")]);
+        ok(&b, &["commit", "-m", &format!("b {round}")]);
+        recorded.push(rev_id(a.path(), "@"));
+        recorded.push(rev_id(&b, "@"));
+        let spawn = |d: &Path| {
+            let mut c = cmd(d);
+            s3.env(&mut c).env("LIFEOS_PASSPHRASE", PASS);
+            c.args(["push"])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        };
+        let (pa, pb) = (spawn(a.path()), spawn(&b));
+        for p in [pa, pb] {
+            let out = p.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "a concurrent push failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+    // A third device sees every commit either device recorded.
+    let c = parent.path().join("c");
+    lok(parent.path(), Some(&s3), &["clone", &url, "c"]);
+    let all = json(&c, &["log", "-r", "all()"]);
+    let ids: Vec<&str> = all["commits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["commit"].as_str().unwrap())
+        .collect();
+    for r in &recorded {
+        assert!(ids.contains(&r.as_str()), "commit {r} was lost: {ids:?}");
+    }
+    fsck_ok(&c);
+    // Each device fetches the other's work; both keep their own folder.
+    let fetched = ljson(a.path(), Some(&s3), &["fetch"]);
+    assert!(
+        !fetched["new_heads"].as_array().unwrap().is_empty(),
+        "{fetched}"
+    );
+    assert!(ok(a.path(), &["status"]).contains("nothing changed"));
+}
+
+#[test]
+fn a_killed_push_leaves_no_head_without_its_data_and_a_rerun_completes() {
+    let s3 = S3Server::start();
+    let a = repo(false);
+    let url = format!("s3://{S3_BUCKET}/killed");
+    lok(a.path(), Some(&s3), &["remote", "add", "origin", &url]);
+    let mut kills = 0;
+    for round in 0..6u64 {
+        write(a.path(), &format!("r{round}.bin"), &noise(20 << 20, round));
+        ok(a.path(), &["commit", "-m", &format!("round {round}")]);
+        let mut c = cmd(a.path());
+        s3.env(&mut c).env("LIFEOS_PASSPHRASE", PASS);
+        let mut child = c
+            .args(["push"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(200 + 150 * round));
+        if child.try_wait().unwrap().is_none() {
+            child.kill().unwrap();
+            kills += 1;
+        }
+        child.wait().unwrap();
+        // Whatever the remote holds is whole: a clone of it checks every object its
+        // heads reach, and the clone is healthy.
+        let parent = tempfile::tempdir().unwrap();
+        let out = lo(parent.path(), Some(&s3), &["clone", &url, "b"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        if out.status.success() {
+            fsck_ok(&parent.path().join("b"));
+        } else {
+            assert!(
+                err.contains("holds no lifeos remote yet"),
+                "after a killed push: {err}"
+            );
+        }
+    }
+    assert!(kills > 0, "no push was killed");
+    lok(a.path(), Some(&s3), &["push"]);
+    let parent = tempfile::tempdir().unwrap();
+    lok(parent.path(), Some(&s3), &["clone", &url, "b"]);
+    assert_eq!(snapshot_of(&parent.path().join("b")), snapshot_of(a.path()));
+}
+
+#[test]
+fn a_lazy_clone_reads_file_contents_on_demand() {
+    let s3 = S3Server::start();
+    let a = repo(false);
+    for i in 0..3 {
+        write(a.path(), &format!("rec/{i}.wav"), &noise(2_000_000, 10 + i));
+    }
+    ok(a.path(), &["commit", "-m", "recordings"]);
+    let url = format!("s3://{S3_BUCKET}/lazy");
+    lok(a.path(), Some(&s3), &["remote", "add", "origin", &url]);
+    lok(a.path(), Some(&s3), &["push"]);
+
+    let parent = tempfile::tempdir().unwrap();
+    let cloned = ljson(parent.path(), Some(&s3), &["clone", "--lazy", &url, "b"]);
+    assert_eq!(cloned["lazy"], true);
+    let b = parent.path().join("b");
+    let size = |d: &Path| {
+        let mut f = Vec::new();
+        every_file(&d.join(".lifeos"), &mut f);
+        f.iter().map(|(_, b)| b.len()).sum::<usize>()
+    };
+    assert!(
+        size(&b) < 1_000_000,
+        "a lazy clone holds {} bytes",
+        size(&b)
+    );
+    let listed = ok(&b, &["ls", "-r", "main"]);
+    assert!(listed.contains("rec/1.wav"), "{listed}");
+    // One file's contents come when read, not the others'.
+    let mut c = cmd(&b);
+    s3.env(&mut c).env("LIFEOS_PASSPHRASE", PASS);
+    let out = c.args(["cat", "-r", "main", "rec/1.wav"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stdout == noise(2_000_000, 11),
+        "cat returned other bytes"
+    );
+    let after = size(&b);
+    assert!((2_000_000..3_500_000).contains(&after), "{after}");
+    // checkout writes the files, reading what it lacks; fetch --all-data completes it.
+    lok(&b, Some(&s3), &["checkout", "main"]);
+    assert_eq!(snapshot_of(&b), snapshot_of(a.path()));
+    lok(&b, Some(&s3), &["fetch", "--all-data"]);
+    let remotes = json(&b, &["remote", "list"]);
+    assert_eq!(remotes["remotes"][0]["lazy"], false, "{remotes}");
+    fsck_ok(&b);
+}
+
+#[test]
+fn the_server_stopped_during_a_push_is_a_clear_error_and_a_retry_completes() {
+    let mut s3 = S3Server::start();
+    let a = repo(false);
+    write(a.path(), "big.bin", &noise(40 << 20, 5));
+    ok(a.path(), &["commit", "-m", "big"]);
+    let url = format!("s3://{S3_BUCKET}/stopped");
+    lok(a.path(), Some(&s3), &["remote", "add", "origin", &url]);
+    let mut c = cmd(a.path());
+    s3.env(&mut c).env("LIFEOS_PASSPHRASE", PASS);
+    let child = c
+        .args(["push"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    s3.stop();
+    let out = child.wait_with_output().unwrap();
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&format!("s3://{S3_BUCKET}/stopped")), "{err}");
+        assert!(err.contains("hint:"), "{err}");
+    }
+    // Stopped for good: a clear error, nothing changed here.
+    let err = lfails(a.path(), Some(&s3), &["push"]);
+    assert!(err.contains("error:") && err.contains("s3://"), "{err}");
+    s3.resume();
+    lok(a.path(), Some(&s3), &["push"]);
+    let parent = tempfile::tempdir().unwrap();
+    lok(parent.path(), Some(&s3), &["clone", &url, "b"]);
+    assert_eq!(snapshot_of(&parent.path().join("b")), snapshot_of(a.path()));
+}
+
+#[test]
+fn a_passphrase_changes_without_uploading_data_again() {
+    let s3 = S3Server::start();
+    let a = library();
+    let url = format!("s3://{S3_BUCKET}/keys");
+    lok(a.path(), Some(&s3), &["remote", "add", "origin", &url]);
+    lok(a.path(), Some(&s3), &["push"]);
+    let mut c = cmd(a.path());
+    s3.env(&mut c)
+        .env("LIFEOS_PASSPHRASE", PASS)
+        .env("LIFEOS_NEW_PASSPHRASE", "new phrase");
+    let out = c.args(["remote", "key", "--replace"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = lfails(a.path(), Some(&s3), &["push"]);
+    assert!(err.contains("wrong passphrase"), "{err}");
+    let mut c = cmd(a.path());
+    s3.env(&mut c).env("LIFEOS_PASSPHRASE", "new phrase");
+    let out = c.args(["push", "--json"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["objects"], 0, "{v}");
+}

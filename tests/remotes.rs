@@ -297,6 +297,23 @@ fn a_killed_push_leaves_no_head_without_its_data_and_a_rerun_completes() {
     }
     assert!(kills > 0, "no push was killed");
     lok(a.path(), Some(&s3), &["push"]);
+    let checked = ljson(a.path(), Some(&s3), &["fsck", "--remote", "origin"]);
+    assert_eq!(checked["ok"], true, "{checked}");
+    // What the killed pushes left that no head reaches goes; the rest stays whole.
+    let collected = ljson(a.path(), Some(&s3), &["gc", "--remote", "origin"]);
+    assert_eq!(collected["schema"], "lifeos.gc_remote.v1");
+    let checked = ljson(
+        a.path(),
+        Some(&s3),
+        &["fsck", "--remote", "origin", "--read-data"],
+    );
+    assert_eq!(checked["ok"], true, "{checked}");
+    assert_eq!(
+        checked["unindexed_packs"].as_array().unwrap().len(),
+        0,
+        "{checked}"
+    );
+    assert_eq!(checked["verified"], checked["objects"], "{checked}");
     let parent = tempfile::tempdir().unwrap();
     lok(parent.path(), Some(&s3), &["clone", &url, "b"]);
     assert_eq!(snapshot_of(&parent.path().join("b")), snapshot_of(a.path()));
@@ -412,4 +429,78 @@ fn a_passphrase_changes_without_uploading_data_again() {
     let out = c.args(["push", "--json"]).output().unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["objects"], 0, "{v}");
+}
+
+#[test]
+fn remote_checks_find_damage_and_gc_never_races_a_push() {
+    let a = library();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let root = elsewhere.path().join("r");
+    lok(
+        a.path(),
+        None,
+        &["remote", "add", "origin", root.to_str().unwrap()],
+    );
+    lok(a.path(), None, &["push"]);
+    let checked = ljson(
+        a.path(),
+        None,
+        &["fsck", "--remote", "origin", "--read-data"],
+    );
+    assert_eq!(checked["ok"], true, "{checked}");
+
+    // A push in progress (its lock object is fresh): gc removes nothing.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis();
+    std::fs::create_dir_all(root.join("locks")).unwrap();
+    std::fs::write(root.join("locks/push-0011223344556677"), now.to_string()).unwrap();
+    std::fs::write(
+        root.join("packs/00112233445566778899aabbccddeeff"),
+        b"orphan",
+    )
+    .unwrap();
+    let err = lfails(a.path(), None, &["gc", "--remote", "origin"]);
+    assert!(err.contains("a push is running"), "{err}");
+    assert!(root.join("packs/00112233445566778899aabbccddeeff").exists());
+    // A lock left by a killed push (stale) is ignored.
+    std::fs::write(root.join("locks/push-0011223344556677"), b"0").unwrap();
+    let collected = ljson(a.path(), None, &["gc", "--remote", "origin"]);
+    assert_eq!(collected["packs_removed"], 1, "{collected}");
+
+    // A damaged object is found and named.
+    let pack = std::fs::read_dir(root.join("packs"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let mut bytes = std::fs::read(&pack).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x55;
+    std::fs::write(&pack, bytes).unwrap();
+    let out = lo(
+        a.path(),
+        None,
+        &["fsck", "--remote", "origin", "--read-data", "--json"],
+    );
+    assert!(!out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["ok"], false, "{v}");
+    assert!(
+        v["problems"][0].as_str().unwrap().contains("object "),
+        "{v}"
+    );
+    // A clone from the damaged remote fails clearly and leaves no repository.
+    let parent = tempfile::tempdir().unwrap();
+    let err = lfails(parent.path(), None, &["clone", root.to_str().unwrap(), "b"]);
+    assert!(
+        err.contains("damaged") || err.contains("hashes to"),
+        "{err}"
+    );
+    assert!(
+        !parent.path().join("b").exists(),
+        "a failed clone left its folder"
+    );
 }

@@ -281,8 +281,19 @@ fn dispatch(cli: Cli, here: PathBuf, style: Style) -> CliResult<u8> {
             style,
         ),
         Command::Stats { json } => stats(&open(&here)?, json),
-        Command::Fsck { json } => fsck(&open(&here)?, json, style),
-        Command::Gc { json } => gc(&open(&here)?, json),
+        Command::Fsck {
+            remote: Some(name),
+            read_data,
+            pass,
+            json,
+        } => crate::remote::fsck(&open(&here)?, &name, read_data, pass, json),
+        Command::Fsck { json, .. } => fsck(&open(&here)?, json, style),
+        Command::Gc {
+            remote: Some(name),
+            pass,
+            json,
+        } => crate::remote::gc(&open(&here)?, &name, pass, json),
+        Command::Gc { json, .. } => gc(&open(&here)?, json),
         Command::Remote(cmd) => crate::remote::remote(&open(&here)?, cmd),
         Command::Push { name, pass, json } => crate::remote::push(&open(&here)?, name, pass, json),
         Command::Fetch {

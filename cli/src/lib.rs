@@ -358,7 +358,17 @@ pub enum Command {
     },
     /// Verify every pack, chunk and object, and that history is complete.
     Fsck {
-        /// Print JSON (schema lifeos.fsck.v1).
+        /// Check this remote instead: its indexes, packs and heads, and that everything
+        /// its heads reach is on it.
+        #[arg(long, value_name = "NAME")]
+        remote: Option<String>,
+        /// With --remote: also download every object and check it against its id.
+        #[arg(long, requires = "remote")]
+        read_data: bool,
+        #[command(flatten)]
+        #[allow(missing_docs)]
+        pass: remote::PassArgs,
+        /// Print JSON (schema lifeos.fsck.v1, or lifeos.fsck_remote.v1 with --remote).
         #[arg(long)]
         json: bool,
     },
@@ -409,7 +419,14 @@ pub enum Command {
     Clone(remote::CloneArgs),
     /// Remove data nothing in the operation log refers to.
     Gc {
-        /// Print JSON (schema lifeos.gc.v1).
+        /// Collect this remote instead: remove its packs that nothing its operations
+        /// reach is in (refused while a push to it runs).
+        #[arg(long, value_name = "NAME")]
+        remote: Option<String>,
+        #[command(flatten)]
+        #[allow(missing_docs)]
+        pass: remote::PassArgs,
+        /// Print JSON (schema lifeos.gc.v1, or lifeos.gc_remote.v1 with --remote).
         #[arg(long)]
         json: bool,
     },

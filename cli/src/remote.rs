@@ -558,6 +558,7 @@ pub fn clone(here: &Path, args: CloneArgs, style: Style) -> CliResult<u8> {
                 .hint("clone into a new or empty folder"),
         );
     }
+    let url_shown = url.clone();
     let spec = RemoteSpec {
         url,
         endpoint: s3.endpoint,
@@ -577,37 +578,27 @@ pub fn clone(here: &Path, args: CloneArgs, style: Style) -> CliResult<u8> {
                 "passphrase",
             )
         },
-        None,
+        Some(
+            target
+                .join(".lifeos")
+                .join(REMOTES_DIR)
+                .join("origin")
+                .join("index"),
+        ),
     )?;
-    drop(remote);
+    let created = !target.exists();
     let repo = Repo::init(&target, lifeos_store::StoreConfig::default())?;
-    let mut remotes = Remotes::default();
-    remotes.remote.insert("origin".into(), spec.clone());
-    remotes.save(repo.dot_dir())?;
-    let remote = open_spec(
-        repo.dot_dir(),
-        "origin",
-        &spec,
-        false,
-        pass.passphrase_file.clone(),
-    )?;
-    let bar = Bar::new("clone", json);
-    let r = remote.fetch(&repo, "origin", !lazy, &bar)?;
-    drop(bar);
-    if lazy {
-        let pass_file = pass.passphrase_file.clone();
-        let dot = repo.dot_dir().to_path_buf();
-        lifeos_remote::serve_lazily(
-            &repo,
-            Box::new(move || open_spec(&dot, "origin", &spec, false, pass_file.clone())),
-        );
+    let result = clone_into(&repo, remote, spec, lazy, json, style);
+    if result.is_err() {
+        // Nothing half-made is left: the folder was new or empty.
+        drop(repo);
+        let _ = if created {
+            std::fs::remove_dir_all(&target)
+        } else {
+            std::fs::remove_dir_all(target.join(".lifeos"))
+        };
     }
-    // A lazy clone writes no files: `checkout` does, reading what it needs.
-    let moved = if lazy {
-        None
-    } else {
-        move_to_remote(&repo, r.newest_remote, None, false, style)?
-    };
+    let (Cloned { report: r, branch }, moved) = result?;
     if json {
         let mut v = fetch_json("origin", &r);
         v["dir"] = json!(target.to_string_lossy());
@@ -617,7 +608,7 @@ pub fn clone(here: &Path, args: CloneArgs, style: Style) -> CliResult<u8> {
     } else {
         println!(
             "Cloned {} into {} ({} objects, {}{})",
-            spec_url(&repo),
+            url_shown,
             target.display(),
             r.objects,
             human_bytes(r.bytes),
@@ -628,20 +619,129 @@ pub fn clone(here: &Path, args: CloneArgs, style: Style) -> CliResult<u8> {
             }
         );
         if lazy {
-            let branch = r
-                .newest_remote
-                .and_then(|op| repo.op_state(&op).ok())
-                .and_then(|s| s.view.current_branch)
-                .unwrap_or_else(|| "main".into());
-            println!("The folder is empty: `lifeos checkout {branch}` writes its files; `lifeos ls -r {branch}`, `cat` and `log` work now");
+            println!("The folder is empty: `lifeos checkout {}` writes its files; `lifeos ls -r {0}`, `cat` and `log` work now", branch.unwrap_or_else(|| "main".into()));
         }
     }
     Ok(0)
 }
 
-fn spec_url(repo: &Repo) -> String {
-    Remotes::load(repo.dot_dir())
-        .ok()
-        .and_then(|r| r.remote.get("origin").map(|s| s.url.clone()))
-        .unwrap_or_default()
+/// What a clone fetched, where its folder moved, and its remote's current branch.
+struct Cloned {
+    report: lifeos_remote::FetchReport,
+    branch: Option<String>,
+}
+
+/// Fetches into the new repository `repo` and, unless `lazy`, writes the folder.
+fn clone_into(
+    repo: &Repo,
+    remote: Remote,
+    spec: RemoteSpec,
+    lazy: bool,
+    json: bool,
+    style: Style,
+) -> CliResult<(Cloned, Option<lifeos_store::Id>)> {
+    let mut remotes = Remotes::default();
+    remotes.remote.insert("origin".into(), spec);
+    remotes.save(repo.dot_dir())?;
+    let bar = Bar::new("clone", json);
+    let r = remote.fetch(repo, "origin", !lazy, &bar)?;
+    drop(bar);
+    let branch = r
+        .newest_remote
+        .and_then(|op| repo.op_state(&op).ok())
+        .and_then(|s| s.view.current_branch);
+    // A lazy clone writes no files: `checkout` does, reading what it needs.
+    let moved = if lazy {
+        lifeos_remote::serve_lazily(repo, Box::new(move || Ok(remote.clone())));
+        None
+    } else {
+        move_to_remote(repo, r.newest_remote, None, false, style)?
+    };
+    Ok((Cloned { report: r, branch }, moved))
+}
+
+/// A new folder for a remote check's scratch repository, removed when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new() -> Scratch {
+        Scratch(std::env::temp_dir().join(format!(
+            "lifeos-remote-walk-{}",
+            lifeos_store::store::random_hex(8)
+        )))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `lifeos fsck --remote NAME [--read-data]`.
+pub fn fsck(repo: &Repo, name: &str, read_data: bool, pass: PassArgs, json: bool) -> CliResult<u8> {
+    let (name, remote) = open_remote(repo, Some(name), false, &pass)?;
+    let scratch = Scratch::new();
+    let r = remote.check(&scratch.0, read_data)?;
+    let code = u8::from(!r.problems.is_empty());
+    if json {
+        print_json(
+            "lifeos.fsck_remote.v1",
+            json!({"remote": name, "location": remote.location(), "ok": r.problems.is_empty(),
+                   "packs": r.packs, "bytes": r.bytes, "objects": r.objects, "verified": r.verified,
+                   "heads": r.heads, "reachable": r.reachable, "unindexed_packs": r.unindexed,
+                   "problems": r.problems}),
+        );
+        return Ok(code);
+    }
+    println!(
+        "checked {name}: {} packs ({}), {} objects{}; {} heads reaching {} objects",
+        r.packs,
+        human_bytes(r.bytes),
+        r.objects,
+        if read_data {
+            format!(", {} downloaded and verified", r.verified)
+        } else {
+            String::new()
+        },
+        r.heads,
+        r.reachable
+    );
+    if !r.unindexed.is_empty() {
+        println!(
+            "{} packs without an index (left by a push that was stopped; `lifeos gc --remote {name}` removes them)",
+            r.unindexed.len()
+        );
+    }
+    if r.problems.is_empty() {
+        println!("no problems found");
+    } else {
+        for p in &r.problems {
+            println!("problem: {p}");
+        }
+    }
+    Ok(code)
+}
+
+/// `lifeos gc --remote NAME`.
+pub fn gc(repo: &Repo, name: &str, pass: PassArgs, json: bool) -> CliResult<u8> {
+    let (name, remote) = open_remote(repo, Some(name), false, &pass)?;
+    let scratch = Scratch::new();
+    let r = remote.gc(&scratch.0)?;
+    if json {
+        print_json(
+            "lifeos.gc_remote.v1",
+            json!({"remote": name, "packs_removed": r.packs_removed, "bytes_removed": r.bytes_removed,
+                   "packs_kept": r.packs_kept, "unreachable_kept": r.unreachable_kept}),
+        );
+    } else {
+        println!(
+            "removed {} packs ({}) from {name}; kept {} ({} unreachable objects in them)",
+            r.packs_removed,
+            human_bytes(r.bytes_removed),
+            r.packs_kept,
+            r.unreachable_kept
+        );
+    }
+    Ok(0)
 }

@@ -10,6 +10,7 @@
 
 #![warn(missing_docs)]
 
+mod check;
 pub mod format;
 pub mod places;
 pub mod s3;
@@ -23,6 +24,7 @@ use lifeos_store::remote::Backend;
 use lifeos_store::{Id, StoreError};
 use lifeos_vcs::VcsError;
 
+pub use check::{RemoteCheck, RemoteGc};
 pub use format::Place;
 pub use transfer::{serve_lazily, FetchReport, Progress, PushReport, Quiet};
 
@@ -87,9 +89,11 @@ pub enum RemoteError {
 /// Result alias for remotes.
 pub type Result<T, E = RemoteError> = std::result::Result<T, E>;
 
-/// An opened remote: its backend, and its keys if it is encrypted.
+/// An opened remote: its backend, and its keys if it is encrypted. Clones share the
+/// backend.
+#[derive(Clone)]
 pub struct Remote {
-    backend: Box<dyn Backend>,
+    backend: std::sync::Arc<dyn Backend>,
     keys: Option<Keys>,
     /// Where indexes already read are kept (`.lifeos/remotes/<name>/index`).
     cache: Option<PathBuf>,
@@ -129,7 +133,7 @@ impl Remote {
             Some(check) => Some(Self::unlock(&*backend, check, &passphrase()?)?),
         };
         Ok(Remote {
-            backend,
+            backend: backend.into(),
             keys,
             cache,
         })

@@ -87,6 +87,7 @@ impl Remote {
     /// sends only what is still missing.
     pub fn push(&self, repo: &Repo, progress: &dyn Progress) -> Result<PushReport> {
         let store = repo.store();
+        let _announced = self.push_lock()?;
         // Several local heads are merged first, so one head is published.
         repo.head()?;
         // Held shared for the whole push: a local gc waits rather than removing what

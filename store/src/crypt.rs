@@ -136,6 +136,7 @@ impl MasterKey {
 }
 
 /// The working keys of an encrypted remote.
+#[derive(Clone)]
 pub struct Keys {
     cipher: XChaCha20Poly1305,
     names: Zeroizing<[u8; 32]>,

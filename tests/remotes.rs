@@ -345,6 +345,8 @@ fn a_lazy_clone_reads_file_contents_on_demand() {
         "a lazy clone holds {} bytes",
         size(&b)
     );
+    let logged = ok(&b, &["log"]);
+    assert!(logged.contains("recordings"), "{logged}");
     let listed = ok(&b, &["ls", "-r", "main"]);
     assert!(listed.contains("rec/1.wav"), "{listed}");
     // One file's contents come when read, not the others'.

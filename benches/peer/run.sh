@@ -633,4 +633,5 @@ if __name__ == "__main__":
 PY
 }
 
-main "$@"
+# Sourced by remote.sh for its functions; run directly, it runs the benchmark.
+if [[ ${BASH_SOURCE[0]} == "$0" ]]; then main "$@"; fi

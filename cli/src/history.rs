@@ -102,7 +102,13 @@ pub fn log(
 ) -> CliResult<u8> {
     let view = view_at(repo, at)?;
     let ev = lifeos_vcs::revset::Evaluator::new(repo, &view)?;
-    let expr = lifeos_vcs::revset::parse(revset.unwrap_or("ancestors(@)"))?;
+    // A folder on no commit (a lazy clone before its first checkout) shows every commit.
+    let default = if view.at_commit().is_none() && !view.heads.is_empty() {
+        "all()"
+    } else {
+        "ancestors(@)"
+    };
+    let expr = lifeos_vcs::revset::parse(revset.unwrap_or(default))?;
     let mut ids = ev.sorted(ev.eval(&expr)?);
     let clean = lifeos_vcs::path::clean(path.unwrap_or_default())?;
     if !clean.is_empty() {

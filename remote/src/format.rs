@@ -6,7 +6,7 @@
 use lifeos_store::crypt::Keys;
 use lifeos_store::enc::{Reader, Writer};
 use lifeos_store::pack::verify_content;
-use lifeos_store::{Id, Kind};
+use lifeos_store::{Id, Kind, StoredAs};
 
 use crate::RemoteError;
 
@@ -107,12 +107,25 @@ fn object_context(id: &Id) -> Vec<u8> {
 }
 
 /// An object as a remote pack holds it: its kind, a codec byte (0 raw, 1 zstd) and its
-/// bytes, sealed for its id on an encrypted remote.
-pub fn encode_object(keys: Option<&Keys>, id: &Id, kind: Kind, raw: &[u8]) -> Vec<u8> {
-    let packed = zstd::bulk::compress(raw, 3)
-        .ok()
-        .filter(|z| z.len() < raw.len());
-    let mut plain = Vec::with_capacity(2 + packed.as_ref().map_or(raw.len(), Vec::len));
+/// bytes, sealed for its id on an encrypted remote. `stored` says how the local store
+/// keeps it: a zstd frame is reused and an object zstd could not shrink is not tried
+/// again; anything else is compressed here.
+pub fn encode_object(
+    keys: Option<&Keys>,
+    id: &Id,
+    kind: Kind,
+    raw: &[u8],
+    stored: &StoredAs,
+) -> Vec<u8> {
+    let packed: Option<std::borrow::Cow<'_, [u8]>> = match stored {
+        StoredAs::Zstd(frame) => Some(frame.as_slice().into()),
+        StoredAs::Raw => None,
+        StoredAs::Other => zstd::bulk::compress(raw, 3)
+            .ok()
+            .filter(|z| z.len() < raw.len())
+            .map(Into::into),
+    };
+    let mut plain = Vec::with_capacity(2 + packed.as_ref().map_or(raw.len(), |p| p.len()));
     plain.push(kind as u8);
     match packed {
         Some(z) => {
@@ -135,29 +148,45 @@ pub fn decode_object(
     kind: Kind,
     stored: Vec<u8>,
 ) -> Result<Vec<u8>, RemoteError> {
+    decode_object_parts(keys, id, kind, stored).map(|(raw, _)| raw)
+}
+
+/// Like [`decode_object`], also returning the zstd frame the raw bytes came from, if they
+/// came from one (so the local store can keep it as it is).
+pub fn decode_object_parts(
+    keys: Option<&Keys>,
+    id: &Id,
+    kind: Kind,
+    stored: Vec<u8>,
+) -> Result<(Vec<u8>, Option<Vec<u8>>), RemoteError> {
     let what = format!("object {}", id.to_hex());
-    let plain = open(keys, &object_context(id), stored, &what)?;
+    let mut plain = open(keys, &object_context(id), stored, &what)?;
     let damaged = |reason: String| RemoteError::Damaged {
         what: what.clone(),
         reason,
     };
-    let [k, codec, body @ ..] = plain.as_slice() else {
-        return Err(damaged("shorter than its two header bytes".into()));
+    let (k, codec) = match plain.as_slice() {
+        [k, codec, ..] => (*k, *codec),
+        _ => return Err(damaged("shorter than its two header bytes".into())),
     };
-    if Kind::from_u8(*k) != Some(kind) {
+    if Kind::from_u8(k) != Some(kind) {
         return Err(damaged(format!(
             "it is kind {k}, the index says {}",
             kind.name()
         )));
     }
-    let raw = match codec {
-        0 => body.to_vec(),
-        1 => zstd::bulk::decompress(body, lifeos_store::pack::MAX_ENTRY_LEN as usize)
-            .map_err(|e| damaged(format!("zstd: {e}")))?,
+    let body = plain.split_off(2);
+    let (raw, frame) = match codec {
+        0 => (body, None),
+        1 => {
+            let raw = zstd::bulk::decompress(&body, lifeos_store::pack::MAX_ENTRY_LEN as usize)
+                .map_err(|e| damaged(format!("zstd: {e}")))?;
+            (raw, Some(body))
+        }
         c => return Err(damaged(format!("unknown codec {c}"))),
     };
     verify_content(kind, id, &raw).map_err(damaged)?;
-    Ok(raw)
+    Ok((raw, frame))
 }
 
 /// Where an object is on the remote.
@@ -292,7 +321,7 @@ mod tests {
         for k in [None, Some(&keys)] {
             let raw = b"a tree's bytes, repeated, repeated, repeated, repeated".to_vec();
             let id = Id::hash(&raw);
-            let stored = encode_object(k, &id, Kind::Tree, &raw);
+            let stored = encode_object(k, &id, Kind::Tree, &raw, &StoredAs::Other);
             assert_eq!(
                 decode_object(k, &id, Kind::Tree, stored.clone()).unwrap(),
                 raw
@@ -312,7 +341,7 @@ mod tests {
         let keys = MasterKey::generate().keys();
         let raw = b"The budget meeting moved to Friday afternoon.".to_vec();
         let id = Id::hash(&raw);
-        let stored = encode_object(Some(&keys), &id, Kind::Chunk, &raw);
+        let stored = encode_object(Some(&keys), &id, Kind::Chunk, &raw, &StoredAs::Other);
         assert!(!stored.windows(6).any(|w| w == b"budget"));
         assert!(!stored.windows(32).any(|w| w == id.0));
     }

@@ -16,6 +16,64 @@ const PACK_TARGET: usize = 16 << 20;
 /// Neighbouring objects of one pack closer than this are read with one ranged read.
 const READ_GAP: u64 = 256 << 10;
 
+/// A ranged read covers at most this many bytes (unless one object is larger).
+const READ_MAX: u64 = 4 << 20;
+
+/// Ranged reads in flight at once.
+const READERS: usize = 4;
+
+/// A run of objects of one pack read with one ranged read.
+struct ReadRange<'c> {
+    key: String,
+    start: u64,
+    end: u64,
+    objects: Vec<(&'c Id, &'c Place)>,
+}
+
+/// An object read, checked and ready to store.
+struct Arrival {
+    id: Id,
+    kind: Kind,
+    raw: Vec<u8>,
+    frame: Option<Vec<u8>>,
+    len: u32,
+}
+
+/// The ranged reads that fetch `want`: per pack, runs of objects with gaps under
+/// [`READ_GAP`], each run at most [`READ_MAX`] bytes.
+fn read_ranges<'c>(want: Vec<(&'c Id, &'c Place)>) -> Vec<ReadRange<'c>> {
+    let mut by_pack: HashMap<&str, Vec<(&Id, &Place)>> = HashMap::new();
+    for (id, p) in want {
+        by_pack.entry(p.pack.as_str()).or_default().push((id, p));
+    }
+    let mut packs: Vec<_> = by_pack.into_iter().collect();
+    packs.sort_by(|a, b| a.0.cmp(b.0));
+    let mut ranges = Vec::new();
+    for (pack, mut objects) in packs {
+        objects.sort_by_key(|(_, p)| p.offset);
+        let mut current: Option<ReadRange<'c>> = None;
+        for (id, p) in objects {
+            let end = p.offset + u64::from(p.len);
+            if let Some(r) = current.as_mut() {
+                if p.offset <= r.end + READ_GAP && end - r.start <= READ_MAX {
+                    r.end = r.end.max(end);
+                    r.objects.push((id, p));
+                    continue;
+                }
+            }
+            ranges.extend(current.take());
+            current = Some(ReadRange {
+                key: format!("{PACKS_DIR}{pack}"),
+                start: p.offset,
+                end,
+                objects: vec![(id, p)],
+            });
+        }
+        ranges.extend(current);
+    }
+    ranges
+}
+
 /// Reports how a transfer goes: the bytes it will move, then the bytes moved.
 pub trait Progress {
     /// The total, once known.
@@ -117,27 +175,54 @@ impl Remote {
             present: (reach.ids.len() - missing.len()) as u64,
             ..PushReport::default()
         };
-        let mut out = PackOut::new();
         let keys = self.keys.as_ref();
-        for id in &missing {
-            let (kind, raw) = store.read_entry(id)?;
-            let blob = format::encode_object(keys, id, kind, &raw);
-            out.rows.push(IndexRow {
-                id: *id,
-                kind,
-                offset: out.bytes.len() as u64,
-                len: blob.len() as u32,
+        // Packs are uploaded on a thread of their own while the next one is filled.
+        let (to_upload, uploads) = std::sync::mpsc::sync_channel::<PackOut>(1);
+        let sent = std::thread::scope(|scope| -> Result<PushReport> {
+            let uploader = scope.spawn(move || -> Result<PushReport> {
+                let mut sent = PushReport::default();
+                for out in uploads {
+                    self.send_pack(out, &mut sent)?;
+                }
+                Ok(sent)
             });
-            out.bytes.extend_from_slice(&blob);
-            report.objects += 1;
-            progress.advance(blob.len() as u64);
-            if out.bytes.len() >= PACK_TARGET {
-                self.send_pack(std::mem::replace(&mut out, PackOut::new()), &mut report)?;
-            }
-        }
-        if !out.rows.is_empty() {
-            self.send_pack(out, &mut report)?;
-        }
+            let filled = (|| -> Result<()> {
+                let mut out = PackOut::new();
+                for id in &missing {
+                    let (kind, raw, stored) = store.read_entry_stored(id)?;
+                    let blob = format::encode_object(keys, id, kind, &raw, &stored);
+                    out.rows.push(IndexRow {
+                        id: *id,
+                        kind,
+                        offset: out.bytes.len() as u64,
+                        len: blob.len() as u32,
+                    });
+                    out.bytes.extend_from_slice(&blob);
+                    progress.advance(blob.len() as u64);
+                    if out.bytes.len() >= PACK_TARGET
+                        && to_upload
+                            .send(std::mem::replace(&mut out, PackOut::new()))
+                            .is_err()
+                    {
+                        // The uploader stopped; its error is reported below.
+                        return Ok(());
+                    }
+                }
+                if !out.rows.is_empty() {
+                    let _ = to_upload.send(out);
+                }
+                Ok(())
+            })();
+            drop(to_upload);
+            let sent = uploader
+                .join()
+                .expect("the uploading thread does not panic");
+            filled?;
+            sent
+        })?;
+        report.objects = sent.objects;
+        report.bytes = sent.bytes;
+        report.packs = sent.packs;
         // Every object is on the remote: the heads can now refer to them.
         let remote_heads = self.heads()?;
         let on_remote: HashSet<Id> = remote_heads.iter().map(|(_, id)| *id).collect();
@@ -172,8 +257,39 @@ impl Remote {
             self.save_cached(&dir.join(&name), &index)?;
         }
         report.packs += 1;
+        report.objects += out.rows.len() as u64;
         report.bytes += out.bytes.len() as u64;
         Ok(())
+    }
+
+    /// Reads one range and checks each object in it.
+    fn read_range(&self, r: &ReadRange<'_>) -> Vec<Result<Arrival>> {
+        let bytes = match self.backend.get_range(&r.key, r.start..r.end) {
+            Ok(b) => b,
+            Err(e) => return vec![Err(e.into())],
+        };
+        r.objects
+            .iter()
+            .map(|(id, p)| {
+                let from = (p.offset - r.start) as usize;
+                let blob =
+                    bytes
+                        .get(from..from + p.len as usize)
+                        .ok_or_else(|| RemoteError::Damaged {
+                            what: r.key.clone(),
+                            reason: format!("it ends before object {id}"),
+                        })?;
+                let (raw, frame) =
+                    format::decode_object_parts(self.keys.as_ref(), id, p.kind, blob.to_vec())?;
+                Ok(Arrival {
+                    id: **id,
+                    kind: p.kind,
+                    raw,
+                    frame,
+                    len: p.len,
+                })
+            })
+            .collect()
     }
 
     /// Downloads what the repository lacks (with `all_data`, every object; without, all
@@ -199,42 +315,38 @@ impl Remote {
         let mut report = FetchReport::default();
         progress.total(want.iter().map(|(_, p)| u64::from(p.len)).sum());
         let mut tx = store.transaction()?;
-        let mut by_pack: HashMap<&str, Vec<(&Id, &Place)>> = HashMap::new();
-        for (id, p) in want {
-            by_pack.entry(p.pack.as_str()).or_default().push((id, p));
-        }
-        let mut packs: Vec<_> = by_pack.into_iter().collect();
-        packs.sort_by(|a, b| a.0.cmp(b.0));
-        for (pack, mut objects) in packs {
-            objects.sort_by_key(|(_, p)| p.offset);
-            let key = format!("{PACKS_DIR}{pack}");
-            let mut i = 0;
-            while i < objects.len() {
-                // One ranged read for a run of objects with small gaps between them.
-                let start = objects[i].1.offset;
-                let mut j = i + 1;
-                let mut end = start + u64::from(objects[i].1.len);
-                while j < objects.len() && objects[j].1.offset <= end + READ_GAP {
-                    end = end.max(objects[j].1.offset + u64::from(objects[j].1.len));
-                    j += 1;
-                }
-                let bytes = self.backend.get_range(&key, start..end)?;
-                for (id, p) in &objects[i..j] {
-                    let from = (p.offset - start) as usize;
-                    let to = from + p.len as usize;
-                    let blob = bytes.get(from..to).ok_or_else(|| RemoteError::Damaged {
-                        what: key.clone(),
-                        reason: format!("it ends before object {id}"),
-                    })?;
-                    let raw = format::decode_object(self.keys.as_ref(), id, p.kind, blob.to_vec())?;
-                    tx.write_entry(**id, p.kind, &raw)?;
-                    report.objects += 1;
-                    report.bytes += u64::from(p.len);
-                    progress.advance(u64::from(p.len));
-                }
-                i = j;
+        let ranges = read_ranges(want);
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let (found, arrivals) = std::sync::mpsc::sync_channel::<Result<Arrival>>(16);
+        std::thread::scope(|scope| -> Result<()> {
+            for _ in 0..READERS {
+                let found = found.clone();
+                let (ranges, next) = (&ranges, &next);
+                scope.spawn(move || loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(range) = ranges.get(i) else {
+                        return;
+                    };
+                    for item in self.read_range(range) {
+                        let failed = item.is_err();
+                        if found.send(item).is_err() || failed {
+                            return;
+                        }
+                    }
+                });
             }
-        }
+            drop(found);
+            // Checked objects are stored as they come; the first error stops the readers
+            // (their sends fail once this loop has returned).
+            for item in arrivals {
+                let a = item?;
+                tx.write_as(a.id, a.kind, &a.raw, a.frame.as_deref())?;
+                report.objects += 1;
+                report.bytes += u64::from(a.len);
+                progress.advance(u64::from(a.len));
+            }
+            Ok(())
+        })?;
         // Held until the merge is published: nothing refers to the objects before it.
         let committed = tx.commit()?;
         let known = repo.op_ancestry(&repo.op_heads()?)?;

@@ -31,4 +31,4 @@ pub use error::{Result, StoreError};
 pub use id::{Id, IdMap, IdSet};
 pub use manifest::{ChunkRef, Manifest};
 pub use pack::Kind;
-pub use store::{ObjectSource, Store, StoreStats, Transaction, Written};
+pub use store::{ObjectSource, Store, StoreStats, StoredAs, Transaction, Written};

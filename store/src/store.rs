@@ -123,6 +123,17 @@ pub struct Store {
     pack_seq: Arc<std::sync::atomic::AtomicU64>,
 }
 
+/// How an entry is kept in its pack (see [`Store::read_entry_stored`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoredAs {
+    /// Uncompressed: zstd did not shrink it.
+    Raw,
+    /// This zstd frame of its raw bytes.
+    Zstd(Vec<u8>),
+    /// A delta, or a member of a block.
+    Other,
+}
+
 /// Where a store finds the objects it does not hold yet: the remote a lazy clone was
 /// made from. What it returns is stored before it is used.
 pub trait ObjectSource: Send + Sync {
@@ -698,6 +709,41 @@ impl Store {
     pub fn read_entry(&self, id: &Id) -> Result<(Kind, Vec<u8>)> {
         self.with_index_recovery(id, || {
             self.try_locations(id, |loc| self.read_at(id, loc, pack::MAX_DELTA_DEPTH))
+        })
+    }
+
+    /// Reads and verifies an entry, as [`Store::read_entry`] does, and also returns how it
+    /// is stored when that is a plain zstd frame ([`StoredAs::Zstd`]) or uncompressed
+    /// because compression did not shrink it ([`StoredAs::Raw`]), so a copy elsewhere
+    /// (a remote) need not compress it again. Deltas and block members are
+    /// [`StoredAs::Other`].
+    pub fn read_entry_stored(&self, id: &Id) -> Result<(Kind, Vec<u8>, StoredAs)> {
+        self.with_index_recovery(id, || {
+            self.try_locations(id, |loc| {
+                let file = self.pack_file(&loc.pack, id)?;
+                let path = self.pack_path(&loc.pack);
+                let h = pack::read_header_of(&file, &path, &loc.pack, u64::from(loc.offset), id)?;
+                if !matches!(h.codec, pack::Codec::Zstd | pack::Codec::Raw) || h.kind == Kind::Block
+                {
+                    let (kind, raw) = self.read_at(id, loc, pack::MAX_DELTA_DEPTH)?;
+                    return Ok((kind, raw, StoredAs::Other));
+                }
+                let (h, stored) = pack::read_stored(&file, &path, loc.offset)?;
+                let raw = pack::decode_entry(&h, stored.clone(), &mut |_| {
+                    Err("a whole entry has no base".into())
+                })
+                .and_then(|raw| pack::verify_content(h.kind, id, &raw).map(|()| raw))
+                .map_err(|reason| StoreError::Corrupt {
+                    id: *id,
+                    pack: loc.pack.to_string(),
+                    reason,
+                })?;
+                let how = match h.codec {
+                    pack::Codec::Zstd => StoredAs::Zstd(stored),
+                    _ => StoredAs::Raw,
+                };
+                Ok((h.kind, raw, how))
+            })
         })
     }
 
@@ -1474,6 +1520,41 @@ impl<'s> Transaction<'s> {
         Ok(written)
     }
 
+    /// Stores an entry as it arrived compressed: `frame` is a zstd frame of `raw`, or
+    /// `None` for an entry compression did not shrink (stored as it is). The caller has
+    /// checked that `raw` is what `id` names ([`pack::verify_content`]) and that `frame`
+    /// decompresses to it. Saves compressing again what a fetch brought compressed.
+    pub fn write_as(
+        &mut self,
+        id: Id,
+        kind: Kind,
+        raw: &[u8],
+        frame: Option<&[u8]>,
+    ) -> Result<Written> {
+        if !self.claim(&id)? {
+            return Ok(Written::Existing);
+        }
+        if raw.len() as u64 > pack::MAX_ENTRY_LEN {
+            return Err(StoreError::TooLarge(raw.len() as u64));
+        }
+        let (codec, stored) = match frame {
+            Some(f) => (pack::Codec::Zstd, f),
+            None => (pack::Codec::Raw, raw),
+        };
+        let header = EntryHeader {
+            id,
+            kind,
+            codec,
+            raw_len: raw.len() as u32,
+            stored_len: stored.len() as u32,
+        };
+        self.sink.put(&header, stored)?;
+        if kind != Kind::Chunk {
+            self.pending.insert(id, (kind, raw.to_vec()));
+        }
+        Ok(Written::Whole)
+    }
+
     /// Stores an object whose id is the hash of its bytes in a block (`docs/FORMAT.md`
     /// 5.8) with the other objects of its kind this transaction writes this way, in the
     /// order they come, so that zstd compresses what they share (the versions of a
@@ -1649,6 +1730,42 @@ mod tests {
             .filter_map(|p| p.file_name()?.to_str().map(String::from))
             .filter(|n| !n.ends_with(".lock") && !n.ends_with(".locking"))
             .collect()
+    }
+
+    /// What a remote brings compressed is stored as it came and read back as the same
+    /// frame, and an object zstd cannot shrink is reported as kept raw.
+    #[test]
+    fn entries_are_read_and_written_with_their_stored_form() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(dir.path(), StoreConfig::default()).unwrap();
+        let text = b"a line of a note, and the same line again. ".repeat(50);
+        let random = noise(10_000, 9);
+        let mut tx = store.transaction().unwrap();
+        let text_id = tx.write_object(Kind::Chunk, &text).unwrap();
+        let random_id = tx.write_object(Kind::Chunk, &random).unwrap();
+        drop(tx.commit().unwrap());
+        let (kind, raw, how) = store.read_entry_stored(&text_id).unwrap();
+        assert_eq!((kind, &raw), (Kind::Chunk, &text));
+        let StoredAs::Zstd(frame) = how else {
+            panic!("a compressible chunk is a zstd frame: {how:?}");
+        };
+        assert_eq!(zstd::bulk::decompress(&frame, text.len()).unwrap(), text);
+        let (_, raw, how) = store.read_entry_stored(&random_id).unwrap();
+        assert_eq!((raw, how), (random.clone(), StoredAs::Raw));
+
+        let other = tempfile::tempdir().unwrap();
+        let copy = Store::init(other.path(), StoreConfig::default()).unwrap();
+        let mut tx = copy.transaction().unwrap();
+        tx.write_as(text_id, Kind::Chunk, &text, Some(&frame))
+            .unwrap();
+        tx.write_as(random_id, Kind::Chunk, &random, None).unwrap();
+        drop(tx.commit().unwrap());
+        assert_eq!(copy.read_object(&text_id, Kind::Chunk).unwrap(), text);
+        assert_eq!(copy.read_object(&random_id, Kind::Chunk).unwrap(), random);
+        assert_eq!(
+            copy.read_entry_stored(&text_id).unwrap().2,
+            StoredAs::Zstd(frame)
+        );
     }
 
     /// An aborted transaction deleted packs it had already moved into `packs/`, though

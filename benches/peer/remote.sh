@@ -1,0 +1,203 @@
+#!/usr/bin/env bash
+# Remote peer benchmark: lifeos push and clone against restic backup, both to the same
+# S3-compatible server (SeaweedFS 4.48, started here on 127.0.0.1), on run.sh's library.
+#
+# For each run and tool the library is generated afresh; lifeos commits v1 and pushes it
+# (timed), then five rounds of (edit, commit, push); restic backs up v1, then five rounds
+# of (edit, backup). Then lifeos clones the remote lazily (timed until `log` and `ls` have
+# answered) and fully (timed, checked byte for byte against v6), and the server's own GET
+# throughput is measured by reading every pack lifeos wrote straight from its filer.
+#
+# Environment: as run.sh (LIFEOS_BIN, PEER_WORKDIR, RUNS, PEER_SCALE); PEER_WORKDIR
+# defaults to /tmp/lifeos-peer-remote.
+set -Eeuo pipefail
+
+HERE=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
+export PEER_WORKDIR=${PEER_WORKDIR:-/tmp/lifeos-peer-remote}
+TOOLS="lifeos restic"
+# shellcheck source=run.sh
+. "$HERE/run.sh"
+# shellcheck source=../../scripts/setup-deps.sh
+. "$REPO_ROOT/scripts/setup-deps.sh"
+
+BUCKET=lifeos
+WEED_PID=
+
+start_server() {
+    lifeos_need_s3_server >&2
+    PORT=$(python3 - <<'PY'
+import random, socket
+def free(p):
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p)); return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+while True:
+    b = random.randrange(20000, 29000, 10)
+    if all(free(b + i) and free(b + i + 10000) for i in range(10)):
+        print(b); break
+PY
+)
+    mkdir -p "$WORK/s3"
+    "$LIFEOS_TEST_WEED" mini -dir="$WORK/s3" -ip=127.0.0.1 -ip.bind=127.0.0.1 \
+        -s3.port=$PORT -master.port=$((PORT + 1)) -master.port.grpc=$((PORT + 2)) \
+        -filer.port=$((PORT + 3)) -filer.port.grpc=$((PORT + 4)) \
+        -volume.port=$((PORT + 5)) -volume.port.grpc=$((PORT + 6)) \
+        -admin.port=$((PORT + 7)) -admin.port.grpc=$((PORT + 8)) \
+        -admin.ui=false -webdav=false -s3.port.iceberg=0 -s3.port.lance=0 \
+        -bucket=$BUCKET >"$WORK/logs/weed.log" 2>&1 &
+    WEED_PID=$!
+    for _ in $(seq 600); do
+        grep -q "Press Ctrl+C" "$WORK/logs/weed.log" 2>/dev/null && break
+        sleep 0.1
+    done
+    grep -q "Press Ctrl+C" "$WORK/logs/weed.log" || die "SeaweedFS did not start (see $WORK/logs/weed.log)"
+    log "SeaweedFS on 127.0.0.1:$PORT (data in $WORK/s3)"
+}
+
+stop_server() { [[ -z $WEED_PID ]] || kill "$WEED_PID" 2>/dev/null || true; }
+trap stop_server EXIT
+
+# measure_as METRIC FUNC ARGS...: like measure, with the step's peak RSS kept under its
+# own name (METRIC_rss_kib), so push and clone memory are reported apart.
+measure_as() {
+    local metric=$1
+    measure "$@"
+    record "${metric}_rss_kib" "$(awk 'NF == 2 { if ($2 > m) m = $2 } END { print m + 0 }' "$TIMEFILE")"
+}
+
+lifeos_push() ( cd "$DATA" && timed "$LIFEOS" push )
+lifeos_lazy_ready() (
+    cd "$WORK"
+    rm -rf lazy
+    timed "$LIFEOS" clone --lazy "s3://$BUCKET/lifeos-$RUN" lazy
+    cd lazy
+    timed "$LIFEOS" log -n 20
+    timed "$LIFEOS" ls -r main
+)
+lifeos_full_clone() (
+    cd "$WORK"
+    rm -rf full
+    timed "$LIFEOS" clone "s3://$BUCKET/lifeos-$RUN" full
+)
+restic_backup() (
+    cd "$DATA"
+    timed restic -r "s3:http://127.0.0.1:$PORT/$BUCKET/restic-$RUN" backup --quiet --exclude .lifeos .
+)
+
+# The server's GET throughput: every pack lifeos wrote, read from the filer with curl.
+get_baseline() {
+    local names bytes t0 t1
+    names=$(ls "$WORK/full/.lifeos/remotes/origin/index")
+    bytes=0
+    t0=$(date +%s.%N)
+    for n in $names; do
+        b=$(curl -sf -o /dev/null -w '%{size_download}' \
+            "http://127.0.0.1:$((PORT + 3))/buckets/$BUCKET/lifeos-$RUN/packs/$n")
+        bytes=$((bytes + b))
+    done
+    t1=$(date +%s.%N)
+    record get_bytes "$bytes"
+    record get_s "$(echo "$t1 - $t0" | bc)"
+    log "  server GET: $bytes bytes in $(echo "$t1 - $t0" | bc) s"
+}
+
+run_remote() {
+    TOOL=$1 RUN=$2
+    RUN_DIR=$WORK/state/$TOOL.$RUN
+    LOG=$WORK/logs/$TOOL.$RUN.log
+    mkdir -p "$RUN_DIR"
+    : >"$LOG"
+    rm -rf -- "$DATA" "$WORK/cache"
+    mkdir -p "$WORK/cache"
+    log "=== $TOOL, run $RUN/$RUNS: generating library"
+    python3 "$GEN" gen "$DATA"
+    if [[ $TOOL == lifeos ]]; then
+        "$LIFEOS" init "$DATA" >>"$LOG" 2>&1
+        (cd "$DATA" && "$LIFEOS" commit -m v1 >>"$LOG" 2>&1)
+        (cd "$DATA" && "$LIFEOS" remote add origin "s3://$BUCKET/lifeos-$RUN" >>"$LOG" 2>&1)
+        measure_as first_push lifeos_push
+    else
+        restic -r "s3:http://127.0.0.1:$PORT/$BUCKET/restic-$RUN" init >>"$LOG" 2>&1
+        measure_as first_push restic_backup
+    fi
+    for ((r = 1; r <= ROUNDS; r++)); do
+        python3 "$GEN" edit "$DATA" "$r"
+        if [[ $TOOL == lifeos ]]; then
+            (cd "$DATA" && "$LIFEOS" commit -m "v$((r + 1))" >>"$LOG" 2>&1)
+            measure_as later_push lifeos_push
+        else
+            measure_as later_push restic_backup
+        fi
+    done
+    if [[ $TOOL == lifeos ]]; then
+        measure_as lazy_ready lifeos_lazy_ready
+        measure_as full_clone lifeos_full_clone
+        checksum_tree "$DATA" >"$RUN_DIR/v6.sha256"
+        checksum_tree "$WORK/full" >"$RUN_DIR/clone.sha256"
+        if cmp -s "$RUN_DIR/v6.sha256" "$RUN_DIR/clone.sha256"; then
+            record clone_ok 1
+        else
+            record clone_ok 0
+            log "  the full clone differs from v6"
+        fi
+        get_baseline
+        record remote_bytes "$(du -sb "$WORK/s3" | cut -f1)"
+    fi
+}
+
+report() {
+    python3 - "$RAW" <<'PY'
+import statistics, sys
+from collections import defaultdict
+vals = defaultdict(list)
+for line in open(sys.argv[1]):
+    tool, run, metric, value = line.rstrip("\n").split("\t")
+    vals[(tool, metric)].append(float(value))
+def med(tool, metric):
+    v = vals.get((tool, metric))
+    return statistics.median(v) if v else float("nan")
+l, r = "lifeos", "restic"
+print("| step | lifeos | restic | lifeos / restic |")
+print("|---|---:|---:|---:|")
+for m, name in [("first_push", "initial push / backup (s)"), ("later_push", "push / backup after an edit round, median (s)")]:
+    a, b = med(l, m), med(r, m)
+    print(f"| {name} | {a:.2f} | {b:.2f} | {a / b:.2f}× |")
+for m, name in [("first_push_rss_kib", "peak RSS, initial (MiB)"), ("later_push_rss_kib", "peak RSS, later (MiB)")]:
+    a, b = med(l, m), med(r, m)
+    print(f"| {name} | {a / 1024:.0f} | {b / 1024:.0f} | {a / b:.2f}× |")
+print()
+get_mbs = med(l, "get_bytes") / 1e6 / med(l, "get_s")
+clone_mbs = med(l, "get_bytes") / 1e6 / med(l, "full_clone")
+print(f"- lazy clone ready (clone --lazy, then log -n 20 and ls -r main): {med(l, 'lazy_ready'):.2f} s, peak RSS {med(l, 'lazy_ready_rss_kib') / 1024:.0f} MiB")
+print(f"- full clone: {med(l, 'full_clone'):.2f} s for {med(l, 'get_bytes') / 1e6:.0f} MB of packs = {clone_mbs:.0f} MB/s;"
+      f" the server's GET throughput (curl, every pack from the filer): {get_mbs:.0f} MB/s; ratio {clone_mbs / get_mbs:.2f};"
+      f" peak RSS {med(l, 'full_clone_rss_kib') / 1024:.0f} MiB; clone equal to v6: {'yes' if med(l, 'clone_ok') == 1 else 'NO'}")
+PY
+}
+
+main_remote() {
+    [[ $RUNS =~ ^[1-9][0-9]*$ ]] || die "RUNS must be a positive integer"
+    install_deps
+    command -v curl >/dev/null && command -v bc >/dev/null || die "curl and bc are needed"
+    find_lifeos
+    prepare_workdir
+    export AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench-secret AWS_REGION=us-east-1
+    export LIFEOS_PASSPHRASE=bench RESTIC_PASSWORD=bench
+    start_server
+    export AWS_ENDPOINT_URL=http://127.0.0.1:$PORT
+    local run tool
+    for ((run = 1; run <= RUNS; run++)); do
+        for tool in lifeos restic; do
+            run_remote "$tool" "$run"
+        done
+    done
+    TOOL= LOG=
+    report | tee "$WORK/results.md"
+    log "results written to $WORK/results.md"
+}
+
+main_remote "$@"

@@ -42,6 +42,20 @@ fn lfails(dir: &Path, s3: Option<&S3Server>, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// The output of `child`, which must exit within `secs` seconds (it is killed and the
+/// test fails otherwise: a push that hangs when its server goes away is a bug).
+fn finishes_within(mut child: std::process::Child, secs: u64) -> Output {
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(secs) {
+            child.kill().unwrap();
+            panic!("the command did not finish within {secs} s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
 fn fsck_ok(dir: &Path) {
     let f = json(dir, &["fsck"]);
     assert_eq!(f["ok"], true, "{f}");
@@ -391,7 +405,7 @@ fn the_server_stopped_during_a_push_is_a_clear_error_and_a_retry_completes() {
         .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(600));
     s3.stop();
-    let out = child.wait_with_output().unwrap();
+    let out = finishes_within(child, 120);
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(&format!("s3://{S3_BUCKET}/stopped")), "{err}");

@@ -5,7 +5,8 @@
 # For each run and tool the library is generated afresh; lifeos commits v1 and pushes it
 # (timed), then five rounds of (edit, commit, push); restic backs up v1, then five rounds
 # of (edit, backup). Then lifeos clones the remote lazily (timed until `log` and `ls` have
-# answered) and fully (timed, checked byte for byte against v6), and the server's own GET
+# answered), completes that clone (fetch --all-data, timed), clones fully (timed, checked
+# byte for byte against v6), and the server's own GET
 # throughput is measured by reading every pack lifeos wrote straight from its filer.
 #
 # Environment: as run.sh (LIFEOS_BIN, PEER_WORKDIR, RUNS, PEER_SCALE); PEER_WORKDIR
@@ -78,6 +79,10 @@ lifeos_lazy_ready() (
     timed "$LIFEOS" log -n 20
     timed "$LIFEOS" ls -r main
 )
+lifeos_fetch_all() (
+    cd "$WORK/lazy"
+    timed "$LIFEOS" fetch --all-data
+)
 lifeos_full_clone() (
     cd "$WORK"
     rm -rf full
@@ -135,6 +140,7 @@ run_remote() {
     done
     if [[ $TOOL == lifeos ]]; then
         measure_as lazy_ready lifeos_lazy_ready
+        measure_as fetch_all lifeos_fetch_all
         measure_as full_clone lifeos_full_clone
         checksum_tree "$DATA" >"$RUN_DIR/v6.sha256"
         checksum_tree "$WORK/full" >"$RUN_DIR/clone.sha256"
@@ -173,7 +179,10 @@ print()
 get_mbs = med(l, "get_bytes") / 1e6 / med(l, "get_s")
 clone_mbs = med(l, "get_bytes") / 1e6 / med(l, "full_clone")
 print(f"- lazy clone ready (clone --lazy, then log -n 20 and ls -r main): {med(l, 'lazy_ready'):.2f} s, peak RSS {med(l, 'lazy_ready_rss_kib') / 1024:.0f} MiB")
-print(f"- full clone: {med(l, 'full_clone'):.2f} s for {med(l, 'get_bytes') / 1e6:.0f} MB of packs = {clone_mbs:.0f} MB/s;"
+fetch_mbs = med(l, "get_bytes") / 1e6 / med(l, "fetch_all")
+print(f"- completing the lazy clone (fetch --all-data, every file's chunks into the local store): {med(l, 'fetch_all'):.2f} s = {fetch_mbs:.0f} MB/s;"
+      f" ratio to the server's GET throughput {fetch_mbs / get_mbs:.2f}; peak RSS {med(l, 'fetch_all_rss_kib') / 1024:.0f} MiB")
+print(f"- full clone (fetch and write the folder): {med(l, 'full_clone'):.2f} s for {med(l, 'get_bytes') / 1e6:.0f} MB of packs = {clone_mbs:.0f} MB/s;"
       f" the server's GET throughput (curl, every pack from the filer): {get_mbs:.0f} MB/s; ratio {clone_mbs / get_mbs:.2f};"
       f" peak RSS {med(l, 'full_clone_rss_kib') / 1024:.0f} MiB; clone equal to v6: {'yes' if med(l, 'clone_ok') == 1 else 'NO'}")
 PY

@@ -153,7 +153,7 @@ impl Remote {
                 let master = MasterKey::generate();
                 let slot = KeySlot::create(&master, p, KdfParams::default())?;
                 let key = format!("{KEYS_DIR}{}", lifeos_store::store::random_hex(8));
-                backend.put(&key, &slot.encode())?;
+                backend.put(&key, slot.encode())?;
                 slot_key = Some(key);
                 RemoteConfig {
                     format: format::LAYOUT_VERSION,
@@ -243,7 +243,7 @@ impl Remote {
         let master = master.ok_or(CryptError::WrongPassphrase)?;
         let slot = KeySlot::create(&master, new, KdfParams::default())?;
         let key = format!("{KEYS_DIR}{}", lifeos_store::store::random_hex(8));
-        self.backend.put(&key, &slot.encode())?;
+        self.backend.put(&key, slot.encode())?;
         Ok(opened_by_old.len())
     }
 

@@ -11,7 +11,10 @@ use crate::format::{self, IndexRow, Place, INDEX_DIR, PACKS_DIR, PACK_MAGIC};
 use crate::{Remote, RemoteError, Result};
 
 /// A remote pack is sent once it holds this many bytes.
-const PACK_TARGET: usize = 16 << 20;
+const PACK_TARGET: usize = 8 << 20;
+
+/// Packs uploaded at once.
+const UPLOADERS: usize = 4;
 
 /// Neighbouring objects of one pack closer than this are read with one ranged read.
 const READ_GAP: u64 = 256 << 10;
@@ -130,8 +133,10 @@ struct PackOut {
 
 impl PackOut {
     fn new() -> PackOut {
+        let mut bytes = Vec::with_capacity(PACK_TARGET + (1 << 20));
+        bytes.extend_from_slice(PACK_MAGIC);
         PackOut {
-            bytes: PACK_MAGIC.to_vec(),
+            bytes,
             rows: Vec::new(),
         }
     }
@@ -176,16 +181,34 @@ impl Remote {
             ..PushReport::default()
         };
         let keys = self.keys.as_ref();
-        // Packs are uploaded on a thread of their own while the next one is filled.
-        let (to_upload, uploads) = std::sync::mpsc::sync_channel::<PackOut>(1);
+        // Packs are uploaded by threads of their own, several at once, while the next
+        // one is filled.
+        let (to_upload, uploads) = std::sync::mpsc::sync_channel::<PackOut>(0);
+        // An uploader that fails drops the receiver, so the filling loop's next send fails
+        // and it stops instead of waiting for uploaders that are gone.
+        let uploads = std::sync::Mutex::new(Some(uploads));
         let sent = std::thread::scope(|scope| -> Result<PushReport> {
-            let uploader = scope.spawn(move || -> Result<PushReport> {
-                let mut sent = PushReport::default();
-                for out in uploads {
-                    self.send_pack(out, &mut sent)?;
-                }
-                Ok(sent)
-            });
+            let uploaders: Vec<_> = (0..UPLOADERS)
+                .map(|_| {
+                    let uploads = &uploads;
+                    scope.spawn(move || -> Result<PushReport> {
+                        let mut sent = PushReport::default();
+                        loop {
+                            let next = match uploads.lock().expect("upload queue lock").as_ref() {
+                                Some(queue) => queue.recv(),
+                                None => return Ok(sent),
+                            };
+                            let Ok(out) = next else {
+                                return Ok(sent);
+                            };
+                            if let Err(e) = self.send_pack(out, &mut sent) {
+                                uploads.lock().expect("upload queue lock").take();
+                                return Err(e);
+                            }
+                        }
+                    })
+                })
+                .collect();
             let filled = (|| -> Result<()> {
                 let mut out = PackOut::new();
                 for id in &missing {
@@ -214,11 +237,25 @@ impl Remote {
                 Ok(())
             })();
             drop(to_upload);
-            let sent = uploader
-                .join()
-                .expect("the uploading thread does not panic");
+            let mut sent = PushReport::default();
+            let mut failed = None;
+            for u in uploaders {
+                match u.join().expect("an uploading thread does not panic") {
+                    Ok(s) => {
+                        sent.objects += s.objects;
+                        sent.bytes += s.bytes;
+                        sent.packs += s.packs;
+                    }
+                    Err(e) => {
+                        failed.get_or_insert(e);
+                    }
+                }
+            }
             filled?;
-            sent
+            match failed {
+                Some(e) => Err(e),
+                None => Ok(sent),
+            }
         })?;
         report.objects = sent.objects;
         report.bytes = sent.bytes;
@@ -249,16 +286,16 @@ impl Remote {
     /// whole), and caches the index.
     fn send_pack(&self, out: PackOut, report: &mut PushReport) -> Result<()> {
         let name = random_hex(16);
-        self.backend
-            .put(&format!("{PACKS_DIR}{name}"), &out.bytes)?;
+        let (objects, bytes) = (out.rows.len() as u64, out.bytes.len() as u64);
+        self.backend.put(&format!("{PACKS_DIR}{name}"), out.bytes)?;
         let index = format::encode_index(self.keys.as_ref(), &name, &out.rows);
-        self.backend.put(&format!("{INDEX_DIR}{name}"), &index)?;
         if let Some(dir) = &self.cache {
             self.save_cached(&dir.join(&name), &index)?;
         }
+        self.backend.put(&format!("{INDEX_DIR}{name}"), index)?;
         report.packs += 1;
-        report.objects += out.rows.len() as u64;
-        report.bytes += out.bytes.len() as u64;
+        report.objects += objects;
+        report.bytes += bytes;
         Ok(())
     }
 

@@ -21,7 +21,7 @@ pub trait Backend: Send + Sync {
     fn get_range(&self, key: &str, range: Range<u64>) -> Result<Vec<u8>>;
     /// Stores `bytes` at `key`, replacing what was there; a reader sees the old object or
     /// the new one, never part of either.
-    fn put(&self, key: &str, bytes: &[u8]) -> Result<()>;
+    fn put(&self, key: &str, bytes: Vec<u8>) -> Result<()>;
     /// Stores `bytes` at `key` only if nothing is there: `false` (and nothing written) if
     /// something was. Of several callers racing for one key, exactly one gets `true`.
     fn create(&self, key: &str, bytes: &[u8]) -> Result<bool>;
@@ -126,10 +126,10 @@ impl Backend for DirBackend {
         Ok(buf)
     }
 
-    fn put(&self, key: &str, bytes: &[u8]) -> Result<()> {
+    fn put(&self, key: &str, bytes: Vec<u8>) -> Result<()> {
         let dest = self.path(key)?;
         let parent = self.parent_of(&dest)?;
-        let tmp = self.stage(bytes)?;
+        let tmp = self.stage(&bytes)?;
         if let Err(e) = std::fs::rename(&tmp, &dest) {
             let _ = std::fs::remove_file(&tmp);
             return Err(e).io("renaming into place", dest);
@@ -208,11 +208,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let b = DirBackend::open(dir.path()).unwrap();
         assert_eq!(b.get("packs/a1").unwrap(), None);
-        b.put("packs/a1", b"hello pack").unwrap();
-        b.put("index/a1", b"i").unwrap();
+        b.put("packs/a1", b"hello pack".to_vec()).unwrap();
+        b.put("index/a1", b"i".to_vec()).unwrap();
         assert_eq!(b.get("packs/a1").unwrap().unwrap(), b"hello pack");
         assert_eq!(b.get_range("packs/a1", 6..100).unwrap(), b"pack");
-        b.put("packs/a1", b"replaced").unwrap();
+        b.put("packs/a1", b"replaced".to_vec()).unwrap();
         assert_eq!(b.get("packs/a1").unwrap().unwrap(), b"replaced");
         assert_eq!(
             b.list("").unwrap(),
@@ -272,7 +272,7 @@ mod tests {
         check_key("packs/0a1b-c_d.e").unwrap();
         let dir = tempfile::tempdir().unwrap();
         let b = DirBackend::open(&dir.path().join("remote")).unwrap();
-        let err = b.put("../escaped", b"x").unwrap_err().to_string();
+        let err = b.put("../escaped", b"x".to_vec()).unwrap_err().to_string();
         assert!(err.contains("../escaped"), "{err}");
         assert!(!dir.path().join("escaped").exists());
         // A stray file with a name outside the key alphabet is not listed.

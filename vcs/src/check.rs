@@ -293,8 +293,10 @@ impl Repo {
                     ));
                 }
                 if chunks {
+                    // A lazy clone's chunks are on its remote until they are read.
+                    let lazy = self.store().has_source();
                     for c in m.chunks {
-                        if r.ids.insert(c.id) && !self.store().contains(&c.id)? {
+                        if r.ids.insert(c.id) && !lazy && !self.store().contains(&c.id)? {
                             problems.push(problem(
                                 "missing-object",
                                 c.id,

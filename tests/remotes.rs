@@ -381,9 +381,17 @@ fn a_lazy_clone_reads_file_contents_on_demand() {
     // checkout writes the files, reading what it lacks; fetch --all-data completes it.
     lok(&b, Some(&s3), &["checkout", "main"]);
     assert_eq!(snapshot_of(&b), snapshot_of(a.path()));
+    // Its remote holds what it has not read: it cannot be forgotten yet.
+    let err = fails(&b, &["remote", "remove", "origin"]);
+    assert!(
+        err.contains("lazy clone") && err.contains("--all-data"),
+        "{err}"
+    );
     lok(&b, Some(&s3), &["fetch", "--all-data"]);
     let remotes = json(&b, &["remote", "list"]);
     assert_eq!(remotes["remotes"][0]["lazy"], false, "{remotes}");
+    fsck_ok(&b);
+    ok(&b, &["remote", "remove", "origin"]);
     fsck_ok(&b);
 }
 

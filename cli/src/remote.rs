@@ -319,9 +319,16 @@ pub fn remote(repo: &Repo, cmd: RemoteCmd) -> CliResult<u8> {
             }
         }
         RemoteCmd::Remove { name } => {
-            if remotes.remote.remove(&name).is_none() {
-                return Err(RemoteError::Unknown(name).into());
+            if remotes.get(&name)?.lazy {
+                // Files this repository has not fetched yet exist only there.
+                return Err(CliError::new(format!(
+                    "this repository is a lazy clone of {name}: file contents it has not read yet are only on {name}"
+                ))
+                .hint(format!(
+                    "run `lifeos fetch {name} --all-data` first; nothing was changed"
+                )));
             }
+            remotes.remote.remove(&name);
             remotes.save(dot)?;
             let cache = dot.join(REMOTES_DIR).join(&name);
             if cache.exists() {

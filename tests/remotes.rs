@@ -130,6 +130,21 @@ fn a_directory_remote_on_a_second_path_round_trips_byte_for_byte() {
     let status = ok(a.path(), &["status"]);
     assert!(status.contains("nothing changed"), "{status}");
     fsck_ok(a.path());
+
+    // Both devices commit: pull says the branch diverged and moves nothing; the other
+    // device's commit is kept for a merge.
+    write(&b, "notes/b.md", b"b\n");
+    ok(&b, &["commit", "-m", "b again"]);
+    lok(&b, None, &["push"]);
+    write(a.path(), "notes/a.md", b"a\n");
+    ok(a.path(), &["commit", "-m", "a again"]);
+    let before = snapshot_of(a.path());
+    let err = lfails(a.path(), None, &["pull"]);
+    assert!(err.contains("diverged"), "{err}");
+    assert_eq!(snapshot_of(a.path()), before);
+    let theirs = rev_id(&b, "@");
+    let all = json(a.path(), &["log", "-r", "all()"]);
+    assert!(all.to_string().contains(&theirs), "{all}");
 }
 
 #[test]

@@ -161,7 +161,7 @@ fn open_remote(
     name: Option<&str>,
     create: bool,
     pass: &PassArgs,
-) -> CliResult<(String, Remote)> {
+) -> CliResult<(String, Remote, bool)> {
     let remotes = Remotes::load(repo.dot_dir())?;
     let (name, spec) = remotes.choose(name)?;
     let remote = open_spec(
@@ -171,7 +171,7 @@ fn open_remote(
         create,
         pass.passphrase_file.clone(),
     )?;
-    Ok((name, remote))
+    Ok((name, remote, spec.lazy))
 }
 
 fn open_spec(
@@ -343,7 +343,7 @@ pub fn remote(repo: &Repo, cmd: RemoteCmd) -> CliResult<u8> {
             pass,
             new_passphrase_file,
         } => {
-            let (name, remote) = open_remote(repo, name.as_deref(), false, &pass)?;
+            let (name, remote, _) = open_remote(repo, name.as_deref(), false, &pass)?;
             let old = passphrase(
                 pass.passphrase_file.as_deref(),
                 "LIFEOS_PASSPHRASE",
@@ -354,9 +354,8 @@ pub fn remote(repo: &Repo, cmd: RemoteCmd) -> CliResult<u8> {
                 "LIFEOS_NEW_PASSPHRASE",
                 "new passphrase",
             )?;
-            remote.set_passphrase(&new, Some(&old))?;
+            remote.change_passphrase(&old, &new, replace)?;
             if replace {
-                remote.remove_passphrase(&old)?;
                 println!("Changed the passphrase of {name}");
             } else {
                 println!("Added a passphrase to {name}");
@@ -378,7 +377,7 @@ fn absolute_url(url: &str) -> CliResult<String> {
 
 /// `lifeos push [NAME]`.
 pub fn push(repo: &Repo, name: Option<String>, pass: PassArgs, json: bool) -> CliResult<u8> {
-    let (name, remote) = open_remote(repo, name.as_deref(), true, &pass)?;
+    let (name, remote, _) = open_remote(repo, name.as_deref(), true, &pass)?;
     let bar = Bar::new("push", json);
     let r = remote.push(repo, &bar)?;
     drop(bar);
@@ -423,12 +422,6 @@ fn say_fetched(name: &str, r: &lifeos_remote::FetchReport, style: Style) {
     }
 }
 
-/// Whether this repository is a lazy clone of remote `name` (it then fetches file
-/// contents only when they are read).
-fn is_lazy(repo: &Repo, name: &str) -> CliResult<bool> {
-    Ok(Remotes::load(repo.dot_dir())?.get(name)?.lazy)
-}
-
 /// `lifeos fetch [NAME] [--all-data]`.
 pub fn fetch(
     repo: &Repo,
@@ -438,8 +431,8 @@ pub fn fetch(
     json: bool,
     style: Style,
 ) -> CliResult<u8> {
-    let (name, remote) = open_remote(repo, name.as_deref(), false, &pass)?;
-    let all_data = all_data || !is_lazy(repo, &name)?;
+    let (name, remote, lazy) = open_remote(repo, name.as_deref(), false, &pass)?;
+    let all_data = all_data || !lazy;
     let bar = Bar::new("fetch", json);
     let r = remote.fetch(repo, &name, all_data, &bar)?;
     drop(bar);
@@ -499,8 +492,8 @@ pub fn pull(
     json: bool,
     style: Style,
 ) -> CliResult<u8> {
-    let (name, remote) = open_remote(repo, name.as_deref(), false, &pass)?;
-    let all_data = !is_lazy(repo, &name)?;
+    let (name, remote, lazy) = open_remote(repo, name.as_deref(), false, &pass)?;
+    let all_data = !lazy;
     let bar = Bar::new("fetch", json);
     let r = remote.fetch(repo, &name, all_data, &bar)?;
     drop(bar);
@@ -573,25 +566,14 @@ pub fn clone(here: &Path, args: CloneArgs, style: Style) -> CliResult<u8> {
         encrypt: None,
         lazy,
     };
-    // The remote is opened (and the passphrase checked) before anything is created.
-    let probe = places::backend(&spec)?;
-    let remote = Remote::open(
-        probe,
-        Create::No,
-        &|| {
-            passphrase(
-                pass.passphrase_file.as_deref(),
-                "LIFEOS_PASSPHRASE",
-                "passphrase",
-            )
-        },
-        Some(
-            target
-                .join(".lifeos")
-                .join(REMOTES_DIR)
-                .join("origin")
-                .join("index"),
-        ),
+    // The remote is opened (and the passphrase checked) before anything is created; its
+    // indexes are cached in the repository once that exists.
+    let remote = open_spec(
+        &target.join(".lifeos"),
+        "origin",
+        &spec,
+        false,
+        pass.passphrase_file.clone(),
     )?;
     let created = !target.exists();
     let repo = Repo::init(&target, lifeos_store::StoreConfig::default())?;
@@ -687,7 +669,7 @@ impl Drop for Scratch {
 
 /// `lifeos fsck --remote NAME [--read-data]`.
 pub fn fsck(repo: &Repo, name: &str, read_data: bool, pass: PassArgs, json: bool) -> CliResult<u8> {
-    let (name, remote) = open_remote(repo, Some(name), false, &pass)?;
+    let (name, remote, _) = open_remote(repo, Some(name), false, &pass)?;
     let scratch = Scratch::new();
     let r = remote.check(&scratch.0, read_data)?;
     let code = u8::from(!r.problems.is_empty());
@@ -732,7 +714,7 @@ pub fn fsck(repo: &Repo, name: &str, read_data: bool, pass: PassArgs, json: bool
 
 /// `lifeos gc --remote NAME`.
 pub fn gc(repo: &Repo, name: &str, pass: PassArgs, json: bool) -> CliResult<u8> {
-    let (name, remote) = open_remote(repo, Some(name), false, &pass)?;
+    let (name, remote, _) = open_remote(repo, Some(name), false, &pass)?;
     let scratch = Scratch::new();
     let r = remote.gc(&scratch.0)?;
     if json {

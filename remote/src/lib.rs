@@ -182,23 +182,35 @@ impl Remote {
     /// The master key's working keys, from the first slot `passphrase` opens whose key
     /// matches the remote's key check.
     fn unlock(backend: &dyn Backend, check: &str, passphrase: &[u8]) -> Result<Keys> {
-        let slots = backend.list(KEYS_DIR)?;
-        let mut first_err = None;
-        for (key, _) in slots {
+        let opened = Self::slots_opened_by(backend, check, passphrase, true)?;
+        match opened.into_iter().next() {
+            Some((_, master)) => Ok(master.keys()),
+            None => Err(CryptError::WrongPassphrase.into()),
+        }
+    }
+
+    /// The key slots `passphrase` opens to the master key `check` names, with their
+    /// keys (only the first with `first_only`: each try is an Argon2id derivation). A
+    /// slot that does not decode is damage, named.
+    fn slots_opened_by(
+        backend: &dyn Backend,
+        check: &str,
+        passphrase: &[u8],
+        first_only: bool,
+    ) -> Result<Vec<(String, MasterKey)>> {
+        let mut opened = Vec::new();
+        for (key, _) in backend.list(KEYS_DIR)? {
             let Some(bytes) = backend.get(&key)? else {
                 continue;
             };
-            let opened = KeySlot::decode(&bytes).and_then(|s| s.open(passphrase));
-            match opened {
-                Ok(master) => {
-                    let keys = master.keys();
-                    if RemoteConfig::key_check_of(&keys) == check {
-                        return Ok(keys);
+            match KeySlot::decode(&bytes).and_then(|s| s.open(passphrase)) {
+                Ok(master) if RemoteConfig::key_check_of(&master.keys()) == check => {
+                    opened.push((key, master));
+                    if first_only {
+                        break;
                     }
                 }
-                Err(e @ CryptError::WrongPassphrase) => {
-                    first_err.get_or_insert(e);
-                }
+                Ok(_) | Err(CryptError::WrongPassphrase) => {}
                 Err(e) => {
                     return Err(RemoteError::Damaged {
                         what: key,
@@ -207,13 +219,14 @@ impl Remote {
                 }
             }
         }
-        Err(first_err.unwrap_or(CryptError::WrongPassphrase).into())
+        Ok(opened)
     }
 
-    /// Adds a key slot for passphrase `new` (the remote must be open, so its key is
-    /// known); with `replace`, removes the slots `old` opens once the new one is
-    /// written. Nothing else is re-sealed. Returns how many slots were removed.
-    pub fn set_passphrase(&self, new: &[u8], old: Option<&[u8]>) -> Result<usize> {
+    /// Adds a key slot for passphrase `new` under the master key `old` opens; with
+    /// `replace`, then removes the slots `old` opens (the new one stays, so the remote
+    /// always keeps a way in). Nothing else is re-sealed. Returns how many slots were
+    /// removed.
+    pub fn change_passphrase(&self, old: &[u8], new: &[u8], replace: bool) -> Result<usize> {
         let Some(keys) = &self.keys else {
             return Err(RemoteError::Refused(format!(
                 "the remote at {} is not encrypted; it has no passphrase",
@@ -221,53 +234,17 @@ impl Remote {
             )));
         };
         let check = RemoteConfig::key_check_of(keys);
-        let existing = self.backend.list(KEYS_DIR)?;
-        let mut master = None;
-        let mut opened_by_old = Vec::new();
-        for (key, _) in &existing {
-            let Some(bytes) = self.backend.get(key)? else {
-                continue;
-            };
-            let Ok(slot) = KeySlot::decode(&bytes) else {
-                continue;
-            };
-            if let Some(old) = old {
-                if let Ok(m) = slot.open(old) {
-                    if RemoteConfig::key_check_of(&m.keys()) == check {
-                        opened_by_old.push(key.clone());
-                        master = Some(m);
-                    }
-                }
-            }
-        }
-        let master = master.ok_or(CryptError::WrongPassphrase)?;
-        let slot = KeySlot::create(&master, new, KdfParams::default())?;
+        let opened = Self::slots_opened_by(&*self.backend, &check, old, !replace)?;
+        let Some((_, master)) = opened.first() else {
+            return Err(CryptError::WrongPassphrase.into());
+        };
+        let slot = KeySlot::create(master, new, KdfParams::default())?;
         let key = format!("{KEYS_DIR}{}", lifeos_store::store::random_hex(8));
         self.backend.put(&key, slot.encode())?;
-        Ok(opened_by_old.len())
-    }
-
-    /// Removes the key slots `passphrase` opens, keeping at least one slot.
-    pub fn remove_passphrase(&self, passphrase: &[u8]) -> Result<usize> {
-        let slots = self.backend.list(KEYS_DIR)?;
-        let mut opened = Vec::new();
-        for (key, _) in &slots {
-            if let Some(bytes) = self.backend.get(key)? {
-                if KeySlot::decode(&bytes)
-                    .and_then(|s| s.open(passphrase))
-                    .is_ok()
-                {
-                    opened.push(key.clone());
-                }
-            }
+        if !replace {
+            return Ok(0);
         }
-        if opened.len() == slots.len() {
-            return Err(RemoteError::Refused(
-                "that passphrase opens every key slot; add another passphrase before removing it"
-                    .into(),
-            ));
-        }
-        for k in &opened {
+        for (k, _) in &opened {
             self.backend.delete(k)?;
         }
         Ok(opened.len())

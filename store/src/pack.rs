@@ -800,6 +800,18 @@ pub fn scan(file: &File, path: &Path) -> Result<(Vec<ScannedEntry>, Option<Strin
 /// Reads the header and stored (still compressed) bytes of the entry at `offset`.
 pub fn read_stored(file: &File, path: &Path, offset: u32) -> Result<(EntryHeader, Vec<u8>)> {
     let h = read_header(file, path, u64::from(offset))?;
+    let stored = read_stored_after(file, path, offset, &h)?;
+    Ok((h, stored))
+}
+
+/// Reads the stored (still compressed) bytes of the entry at `offset` whose header, read
+/// already, is `h`.
+pub fn read_stored_after(
+    file: &File,
+    path: &Path,
+    offset: u32,
+    h: &EntryHeader,
+) -> Result<Vec<u8>> {
     let mut stored = vec![0u8; h.stored_len as usize];
     read_exact_at(
         file,
@@ -807,7 +819,7 @@ pub fn read_stored(file: &File, path: &Path, offset: u32) -> Result<(EntryHeader
         &mut stored,
         u64::from(offset) + ENTRY_HEADER_LEN as u64,
     )?;
-    Ok((h, stored))
+    Ok(stored)
 }
 
 #[cfg(test)]

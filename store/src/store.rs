@@ -728,7 +728,7 @@ impl Store {
                     let (kind, raw) = self.read_at(id, loc, pack::MAX_DELTA_DEPTH)?;
                     return Ok((kind, raw, StoredAs::Other));
                 }
-                let (h, stored) = pack::read_stored(&file, &path, loc.offset)?;
+                let stored = pack::read_stored_after(&file, &path, loc.offset, &h)?;
                 let raw = pack::decode_entry(&h, stored.clone(), &mut |_| {
                     Err("a whole entry has no base".into())
                 })

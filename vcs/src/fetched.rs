@@ -82,21 +82,6 @@ impl Repo {
         Ok(best.map(|(_, id)| id))
     }
 
-    /// Whether commit `ancestor` is `descendant` or one of its ancestors.
-    pub fn is_commit_ancestor(&self, ancestor: &Id, descendant: &Id) -> Result<bool> {
-        let mut seen = HashSet::new();
-        let mut todo = vec![*descendant];
-        while let Some(c) = todo.pop() {
-            if c == *ancestor {
-                return Ok(true);
-            }
-            if seen.insert(c) {
-                todo.extend(self.commit(&c)?.parents);
-            }
-        }
-        Ok(false)
-    }
-
     /// Makes branch `branch` point at `target` and current, and moves the folder there
     /// (as `checkout` does: uncommitted changes are refused unless `force` saves them as
     /// a commit first). The branch must be unset, or an ancestor of `target`: what it
@@ -111,7 +96,9 @@ impl Repo {
         let head = self.head()?;
         let mut view = head.view.clone();
         if let Some(ours) = view.branch(branch) {
-            if !self.is_commit_ancestor(&ours, &target)? {
+            // Ours is an ancestor of the target exactly when the walk from ours meets
+            // the target's ancestors at once.
+            if self.merge_base(&target, &ours)? != Some(ours) {
                 return Err(VcsError::Diverged {
                     branch: branch.to_string(),
                     ours,

@@ -552,7 +552,15 @@ pub struct EntityQueries<'r> {
     cat: crate::catalog::Catalog,
     /// The schema last read, with the commit it was read at.
     schema: Option<(Option<Id>, crate::schema::Schema)>,
+    /// Entities decoded by earlier queries, by object id (as a page cache keeps what the
+    /// last queries read): an object never changes, so an entry is never stale, whatever
+    /// was published, packed or collected since. Emptied when it holds
+    /// [`DECODED_CACHED`] entities.
+    decoded: std::collections::HashMap<Id, Entity>,
 }
+
+/// How many decoded entities [`EntityQueries`] keeps.
+const DECODED_CACHED: usize = 4096;
 
 impl EntityQueries<'_> {
     /// The entities that `q` selects in the view of operation `op` (whose view is
@@ -573,17 +581,30 @@ impl EntityQueries<'_> {
         schema.check_type(&q.kind)?;
         // One read of the catalog for the operation's place and the query: the place
         // stays right while it runs, and the catalog is locked and unlocked once.
+        let repo = self.repo;
+        let decoded = &mut self.decoded;
+        let mut read = |obj: &Id| -> Result<Entity> {
+            if let Some(e) = decoded.get(obj) {
+                return Ok(e.clone());
+            }
+            let e = repo.entity_object(obj)?;
+            if decoded.len() >= DECODED_CACHED {
+                decoded.clear();
+            }
+            decoded.insert(*obj, e.clone());
+            Ok(e)
+        };
         let hits = self.cat.reading(|cat| match cat.entity_seq(op)? {
-            Some(seq) => self.repo.query_in(cat, seq, q).map(Some),
+            Some(seq) => Repo::query_in(cat, seq, q, &mut read).map(Some),
             None => Ok(None),
         })?;
         if let Some(hits) = hits {
             return Ok(hits);
         }
-        self.cat.sync(self.repo)?;
+        self.cat.sync(repo)?;
         match self.cat.entity_seq(op)? {
-            Some(seq) => self.repo.query_in(&self.cat, seq, q),
-            None => self.repo.scan_entities(view, q),
+            Some(seq) => Repo::query_in(&self.cat, seq, q, &mut read),
+            None => repo.scan_entities(view, q),
         }
     }
 }
@@ -826,20 +847,20 @@ impl Repo {
             repo: self,
             cat: self.catalog()?,
             schema: None,
+            decoded: std::collections::HashMap::new(),
         })
     }
 
-    /// The entities that `q` selects in the view of the operation at `seq` of `cat`.
+    /// The entities that `q` selects in the view of the operation at `seq` of `cat`, each
+    /// entity object decoded by `read`.
     pub(crate) fn query_in(
-        &self,
         cat: &crate::catalog::Catalog,
         seq: i64,
         q: &crate::query::Query,
+        read: &mut dyn FnMut(&Id) -> Result<Entity>,
     ) -> Result<Vec<(Id, Entity)>> {
-        let decode = |objs: Vec<Id>| -> Result<Vec<(Id, Entity)>> {
-            objs.into_iter()
-                .map(|o| Ok((o, self.entity_object(&o)?)))
-                .collect()
+        let mut decode = |objs: Vec<Id>| -> Result<Vec<(Id, Entity)>> {
+            objs.into_iter().map(|o| Ok((o, read(&o)?))).collect()
         };
         match cat.select_entities(seq, q)? {
             crate::entity_index::Selected::Ordered(objs) => decode(objs),
@@ -848,7 +869,7 @@ impl Repo {
                 hits.sort_by(|a, b| a.1.id.cmp(&b.1.id));
                 let mut failed = None;
                 let mut follow = |id: &str| match cat.entity_at(seq, id) {
-                    Ok(Some(o)) => match self.entity_object(&o) {
+                    Ok(Some(o)) => match read(&o) {
                         Ok(e) => Some(e),
                         Err(e) => {
                             failed.get_or_insert(e);
@@ -1126,6 +1147,48 @@ mod tests {
 
     /// Two operations made from the same parent: edits of different entities, and of
     /// different attributes of one entity, are all kept; one attribute set differently
+    /// One [`EntityQueries`] kept open across edits answers each operation as a fresh one
+    /// does: the entities it decoded before are cached by object, never by entity id.
+    #[test]
+    fn a_query_handle_kept_open_sees_each_edit_and_each_past_operation() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repo::init(dir.path(), StoreConfig::default()).unwrap();
+        let q = crate::query::parse(r#"task where status = "open""#).unwrap();
+        let mut open = repo.entity_queries().unwrap();
+        let titles = |hits: Vec<(Id, Entity)>| -> Vec<String> {
+            hits.iter()
+                .map(|(_, e)| e.get("title").unwrap().render())
+                .collect()
+        };
+        let mut seen = Vec::new();
+        for (i, title) in ["first", "second", "third"].into_iter().enumerate() {
+            if i == 0 {
+                let add = EntityChange::Add {
+                    kind: "task".into(),
+                    attrs: vec![
+                        ("status".into(), Value::parse("open")),
+                        ("title".into(), Value::parse(title)),
+                    ],
+                };
+                repo.change_entity(Some("task:a"), add).unwrap();
+            } else {
+                set(&repo, "task:a", "title", title);
+            }
+            let head = repo.head().unwrap();
+            assert_eq!(titles(open.run(&head.id, &head.view, &q).unwrap()), [title]);
+            seen.push((head.id, title));
+        }
+        set(&repo, "task:a", "status", "done");
+        let head = repo.head().unwrap();
+        assert!(open.run(&head.id, &head.view, &q).unwrap().is_empty());
+        for (op, title) in seen {
+            let state = repo.op_state(&op).unwrap();
+            assert_eq!(titles(open.run(&op, &state.view, &q).unwrap()), [title]);
+            let fresh = repo.query_entities(&op, &state.view, &q).unwrap();
+            assert_eq!(titles(fresh), [title]);
+        }
+    }
+
     /// on both sides keeps the newer value and records a conflict; nothing is lost.
     #[test]
     fn concurrent_entity_edits_merge_and_conflicts_are_recorded() {

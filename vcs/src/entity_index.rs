@@ -923,7 +923,11 @@ mod tests {
                 let scanned = ids(repo.scan_entities(&state.view, &parsed).unwrap());
                 assert_eq!(indexed, scanned, "{q} at operation {}", op.short(12));
                 let seq = scans.entity_seq(&op).unwrap().unwrap();
-                let ordered = ids(repo.query_in(&scans, seq, &parsed).unwrap());
+                let ordered =
+                    ids(
+                        Repo::query_in(&scans, seq, &parsed, &mut |o| repo.entity_object(o))
+                            .unwrap(),
+                    );
                 assert_eq!(
                     ordered,
                     scanned,

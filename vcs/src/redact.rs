@@ -27,6 +27,31 @@ pub struct Redactor {
 }
 
 impl Redactor {
+    /// What the repository whose `.lifeos` folder is `dot_dir` redacts: the default
+    /// patterns plus the `redact` patterns of its config's `[ingest]` table, as ingest
+    /// applies them to extracted text. A config that cannot be read, or whose patterns
+    /// are not valid, is an error: nothing should be stored unredacted because of it.
+    pub fn configured(dot_dir: &std::path::Path) -> Result<Redactor, String> {
+        let path = dot_dir.join("config");
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        };
+        let config: toml::Table =
+            toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let extra = match config.get("ingest").and_then(|i| i.get("redact")) {
+            None => Vec::new(),
+            Some(toml::Value::Array(all)) => all
+                .iter()
+                .map(|p| p.as_str().map(str::to_string))
+                .collect::<Option<Vec<_>>>()
+                .ok_or("repository config [ingest]: redact is not a list of strings")?,
+            Some(_) => return Err("repository config [ingest]: redact is not a list".into()),
+        };
+        Redactor::new(&extra)
+    }
+
     /// The default patterns plus `extra` (from the repository config).
     pub fn new(extra: &[String]) -> Result<Redactor, String> {
         let mut patterns = Vec::new();

@@ -78,14 +78,21 @@ fn git_commit(dir: &Path, path: &str, bytes: &[u8]) {
     );
 }
 
-#[test]
-fn a_git_commit_proposes_an_http_action_that_posts_once_approved() {
+/// A temporary folder holding `work`, a git repository shared with lifeos, with lifeos's
+/// hooks installed.
+fn hooked_git_folder() -> (tempfile::TempDir, std::path::PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let w = tmp.path().join("work");
     std::fs::create_dir(&w).unwrap();
     git(&w, &["init", "-q", "-b", "main"]);
     ok(&w, &["init", "--git"]);
     ok(&w, &["git", "hooks", "install"]);
+    (tmp, w)
+}
+
+#[test]
+fn a_git_commit_proposes_an_http_action_that_posts_once_approved() {
+    let (_tmp, w) = hooked_git_folder();
     let (port, posts) = server(200);
     let rules = format!(
         "[[rule]]\nname = \"invoices\"\non = \"commit\"\npaths = [\"invoices/*.pdf\"]\n[rule.http]\nurl = \"http://127.0.0.1:{port}/inbox\"\nbody = {{ file = \"{{path}}\", commit = \"{{commit}}\" }}\ntimeout = \"5s\"\nretries = 0\n"
@@ -151,11 +158,23 @@ fn a_git_commit_proposes_an_http_action_that_posts_once_approved() {
     // A payload edited after approval is refused: payload_hash_mismatch.
     git_commit(&w, "invoices/y.pdf", b"%PDF-1.4 y");
     let y = id(&action_for(&w, "invoices/y.pdf"));
-    ok(&w, &["approve", &y]);
+    let seen = action_for(&w, "invoices/y.pdf")["payload_hash"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let approved = ok(&w, &["approve", &y, "--hash", &seen[..12]]);
+    assert!(
+        approved.contains(&seen),
+        "the pinned hash is shown: {approved}"
+    );
     let evil = format!(
         r#"{{"kind":"http","url":"http://127.0.0.1:{port}/elsewhere","body":{{}},"timeout_ms":5000,"retries":0}}"#
     );
     ok(&w, &["actions", "edit", &y, "--payload", &evil]);
+    assert_eq!(action_for(&w, "invoices/y.pdf")["state"], "tampered");
+    // Approving what the person read before the edit does not approve the edit.
+    let e = fails(&w, &["approve", &y, "--hash", &seen[..12]]);
+    assert!(e.contains("changed since you read it"), "{e}");
     assert_eq!(action_for(&w, "invoices/y.pdf")["state"], "tampered");
     let ran = json(&w, &["actions", "run", &y]);
     assert_eq!(ran["ran"][0]["state"], "blocked", "{ran}");
@@ -207,7 +226,7 @@ fn http_servers_that_refuse_or_hang_give_failed_receipts() {
     let hanging_port = hanging.local_addr().unwrap().port();
     let (err_port, posts) = server(503);
     let rules = format!(
-        "[[rule]]\nname = \"refused\"\non = \"commit\"\npaths = [\"a/*\"]\n[rule.http]\nurl = \"http://127.0.0.1:{closed_port}/\"\nretries = 0\n\n[[rule]]\nname = \"hangs\"\non = \"commit\"\npaths = [\"b/*\"]\n[rule.http]\nurl = \"http://127.0.0.1:{hanging_port}/\"\ntimeout = \"1s\"\nretries = 0\n\n[[rule]]\nname = \"busy\"\non = \"commit\"\npaths = [\"c/*\"]\n[rule.http]\nurl = \"http://127.0.0.1:{err_port}/\"\ntimeout = \"2s\"\nretries = 1\n"
+        "[[rule]]\nname = \"refused\"\non = \"commit\"\npaths = [\"a/*\"]\n[rule.http]\nurl = \"http://127.0.0.1:{closed_port}/\"\nretries = 0\n\n[[rule]]\nname = \"hangs\"\non = \"commit\"\npaths = [\"b/*\"]\n[rule.http]\nurl = \"http://127.0.0.1:{hanging_port}/\"\ntimeout = \"1s\"\nretries = 2\n\n[[rule]]\nname = \"busy\"\non = \"commit\"\npaths = [\"c/*\"]\n[rule.http]\nurl = \"http://127.0.0.1:{err_port}/\"\ntimeout = \"2s\"\nretries = 1\n"
     );
     write(d, "lifeos.rules.toml", rules.as_bytes());
     ok(d, &["commit", "-m", "rules"]);
@@ -239,6 +258,11 @@ fn http_servers_that_refuse_or_hang_give_failed_receipts() {
     );
     let hung = by_path("b/1");
     assert_eq!(hung["outcome"], "failed", "{hung}");
+    // A request that may have arrived is never sent again, whatever `retries` says.
+    assert!(
+        hung["reason"].as_str().unwrap().contains("not sent again"),
+        "{hung}"
+    );
     let busy = by_path("c/1");
     assert_eq!(busy["outcome"], "failed");
     assert_eq!(busy["status"], 503);
@@ -305,6 +329,14 @@ fn a_run_killed_mid_way_is_uncertain_and_never_run_again_blindly() {
     // The person says what happened.
     ok(d, &["actions", "resolve", &a, "--ran"]);
     assert_eq!(action_for(d, "in/a")["state"], "executed");
+    // The uncertain receipt stays, and the answer is a receipt of its own.
+    let r = receipts(d);
+    let outcomes: Vec<&str> = r.iter().map(|r| r["outcome"].as_str().unwrap()).collect();
+    assert_eq!(outcomes, ["uncertain", "executed"], "{r:?}");
+    assert!(
+        r[1]["reason"].as_str().unwrap().contains("said it ran"),
+        "{r:?}"
+    );
     let e = fails(d, &["actions", "resolve", &a, "--did-not-run"]);
     assert!(e.contains("not uncertain"), "{e}");
 }
@@ -498,7 +530,8 @@ fn branches_tags_entities_and_extracted_text_fire_rules() {
         "[[rule]]\nname = \"releases\"\non = \"branch\"\nnames = [\"release/*\"]\napproval = \"auto\"\n[rule.run]\nargv = [\"echo branch {{name}} >> {m}\"]\nshell = true\n\n\
          [[rule]]\nname = \"tags\"\non = \"tag\"\napproval = \"auto\"\n[rule.run]\nargv = [\"echo tag {{name}} >> {m}\"]\nshell = true\n\n\
          [[rule]]\nname = \"task status\"\non = \"entity\"\ntypes = [\"task\"]\nattributes = [\"status\"]\napproval = \"auto\"\n[rule.run]\nargv = [\"echo {{type}} {{change}} {{attributes}} >> {m}\"]\nshell = true\n\n\
-         [[rule]]\nname = \"budget talk\"\non = \"ingest\"\npaths = [\"notes/*.md\"]\nphrase = \"budget meeting\"\napproval = \"auto\"\n[rule.run]\nargv = [\"echo said {{path}}: {{match}} >> {m}\"]\nshell = true\n"
+         [[rule]]\nname = \"budget talk\"\non = \"ingest\"\npaths = [\"notes/*.md\"]\nphrase = \"budget meeting\"\napproval = \"auto\"\n[rule.run]\nargv = [\"echo said {{path}}: {{match}} >> {m}\"]\nshell = true\n\n\
+         [[rule]]\nname = \"amounts\"\non = \"ingest\"\npaths = [\"notes/*.md\"]\nkinds = [\"markdown\"]\nmatch = \"[0-9]+ EUR\"\napproval = \"auto\"\n[rule.run]\nargv = [\"echo amount {{path}}: {{match}} >> {m}\"]\nshell = true\n"
     );
     write(d, "lifeos.rules.toml", rules.as_bytes());
     ok(d, &["commit", "-m", "rules"]);
@@ -534,10 +567,19 @@ fn branches_tags_entities_and_extracted_text_fire_rules() {
         b"# Monday\n\nThe Budget Meeting moved to Friday.\n",
     );
     write(d, "notes/b.md", b"# Tuesday\n\nNothing about money.\n");
+    write(d, "notes/c.md", b"# Wednesday\n\nRent is 950 EUR now.\n");
     ok(d, &["commit", "-m", "notes"]);
-    assert_eq!(lines()[4..], ["said notes/a.md: Budget Meeting"]);
+    let mut said = lines()[4..].to_vec();
+    said.sort();
+    assert_eq!(
+        said,
+        [
+            "amount notes/c.md: 950 EUR",
+            "said notes/a.md: Budget Meeting"
+        ]
+    );
     // Every one of them left a receipt.
-    assert_eq!(receipts(d).len(), 5);
+    assert_eq!(receipts(d).len(), 6);
 }
 
 #[test]
@@ -556,7 +598,6 @@ fn watch_commits_an_edit_fires_rules_and_stops_cleanly_on_sigterm() {
     );
     write(d, "lifeos.rules.toml", rules.as_bytes());
     ok(d, &["commit", "-m", "rules"]);
-    ok(d, &["rules", "trust"]);
     let log_path = outside.path().join("watch.log");
     let mut watcher = cmd(d)
         .args(["watch", "--quiet", "300ms", "--no-ingest"])
@@ -565,6 +606,12 @@ fn watch_commits_an_edit_fires_rules_and_stops_cleanly_on_sigterm() {
         .unwrap();
     let log = || std::fs::read_to_string(&log_path).unwrap_or_default();
     wait_for("the watcher to start", || log().contains("watching"));
+    assert!(log().contains("0 time rules"), "{}", log());
+    // Rules trusted while it runs are scheduled at once.
+    ok(d, &["rules", "trust"]);
+    wait_for("the watcher to read the trusted rules", || {
+        log().contains("rules trusted again: 1 time rules")
+    });
     write(d, "notes/a.md", b"remember the milk\n");
     wait_for("the edit to be committed and the rule to run", || {
         std::fs::read_to_string(&marks).is_ok_and(|m| m.contains("committed notes/a.md"))
@@ -624,6 +671,28 @@ fn an_entity_action_adds_a_task_and_rollback_removes_it() {
         .as_str()
         .unwrap()
         .to_string();
+    let tid = found[0]["id"].as_str().unwrap().to_string();
+
+    // An entity set action, and its rollback.
+    let more = format!("{rules}\n[[rule]]\nname = \"close\"\non = \"commit\"\npaths = [\"done/*\"]\napproval = \"auto\"\n[rule.entity]\nchange = \"set\"\nid = \"{tid}\"\nattrs = {{ status = \"done\", note = \"closed by {{path}}\" }}\n");
+    write(d, "lifeos.rules.toml", more.as_bytes());
+    ok(d, &["commit", "-m", "close rule"]);
+    ok(d, &["rules", "trust"]);
+    write(d, "done/letter", b"");
+    ok(d, &["commit", "-m", "done"]);
+    let shown = json(d, &["entity", "show", &tid]);
+    assert_eq!(shown["attrs"]["status"], "done", "{shown}");
+    assert_eq!(shown["attrs"]["note"], "closed by done/letter", "{shown}");
+    let closed = receipts(d)
+        .into_iter()
+        .find(|r| r["rule"] == "close")
+        .unwrap();
+    assert_eq!(closed["outcome"], "executed", "{closed}");
+    ok(d, &["rollback", closed["id"].as_str().unwrap()]);
+    let shown = json(d, &["entity", "show", &tid]);
+    assert_eq!(shown["attrs"]["status"], "open", "{shown}");
+    assert!(shown["attrs"]["note"].is_null(), "{shown}");
+
     ok(d, &["rollback", &receipt]);
     let q = json(d, &["query", "task"]);
     assert!(q["entities"].as_array().unwrap().is_empty(), "{q}");
@@ -658,4 +727,200 @@ fn rules_in_a_cloned_repository_do_not_run_until_trusted() {
     write(&copy, "b.txt", b"b");
     ok(&copy, &["commit", "-m", "b"]);
     assert_eq!(std::fs::read_to_string(&marks).unwrap(), "ran\n");
+}
+
+/// Regression: a `run` action fired by a git hook ran again each time the hook fired
+/// again, because the event it got on stdin named the operation it was seen at. It also
+/// checks what a command gets: the event as JSON on stdin and in LIFEOS_EVENT, each field
+/// as LIFEOS_<FIELD>, its working folder, and its output capped and redacted with the
+/// repository's own patterns.
+#[test]
+fn a_hook_fired_twice_runs_a_command_once_with_the_event_on_stdin() {
+    let (tmp, w) = hooked_git_folder();
+    let config = w.join(".lifeos/config");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("\n[ingest]\nredact = [\"INTERNAL-[0-9]{4}\"]\n");
+    std::fs::write(&config, text).unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let o = outside.path().display();
+    let line = format!(
+        "cat > {o}/stdin-$LIFEOS_SHORT.json; printf %s \\\"$LIFEOS_EVENT\\\" > {o}/env-$LIFEOS_SHORT.json; echo \\\"$LIFEOS_EVENT_NAME $LIFEOS_HOOK $(basename $(pwd))\\\" >> {o}/marks; echo password=hunter2 INTERNAL-1234; head -c 5000 /dev/zero | tr '\\\\0' x"
+    );
+    let pushes = outside.path().join("pushes");
+    let rules = format!(
+        "[[rule]]\nname = \"after commit\"\non = \"hook\"\nhook = \"post-commit\"\napproval = \"auto\"\n[rule.run]\nargv = [\"{line}\"]\nshell = true\ncwd = \"tools\"\noutput_cap = 1000\n\n\
+         [[rule]]\nname = \"git branches\"\non = \"branch\"\nnames = [\"feature/*\"]\napproval = \"auto\"\n[rule.run]\nargv = [\"echo branch {{name}} >> {p}\"]\nshell = true\n\n\
+         [[rule]]\nname = \"before push\"\non = \"hook\"\nhook = \"pre-push\"\napproval = \"auto\"\n[rule.run]\nargv = [\"echo pushing to {{args}} >> {p}\"]\nshell = true\n",
+        p = pushes.display()
+    );
+    std::fs::create_dir(w.join("tools")).unwrap();
+    write(&w, "tools/keep", b"");
+    git_commit(&w, "lifeos.rules.toml", rules.as_bytes());
+    ok(&w, &["rules", "trust"]);
+    git_commit(&w, "a.txt", b"a");
+    let marks = outside.path().join("marks");
+    assert_eq!(
+        std::fs::read_to_string(&marks).unwrap(),
+        "hook post-commit tools\n"
+    );
+    // The hook fires again (git runs it twice, a person runs it by hand): nothing runs.
+    ok(&w, &["git", "hook", "post-commit"]);
+    ok(&w, &["git", "hook", "post-commit"]);
+    ok(&w, &["actions", "run"]);
+    assert_eq!(
+        std::fs::read_to_string(&marks).unwrap(),
+        "hook post-commit tools\n",
+        "ran once"
+    );
+    let r = receipts(&w);
+    let outcomes: Vec<&str> = r.iter().map(|r| r["outcome"].as_str().unwrap()).collect();
+    assert_eq!(outcomes, ["executed", "noop", "noop"], "{r:?}");
+    // A duplicate's receipt names its rule and event like any other.
+    assert_eq!(r[1]["rule"], "after commit", "{r:?}");
+    assert_eq!(r[1]["event"]["hook"], "post-commit", "{r:?}");
+
+    let stdin_file = std::fs::read_dir(outside.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().contains("stdin-"))
+        .unwrap();
+    let stdin: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&stdin_file).unwrap()).unwrap();
+    assert_eq!(stdin["event"], "hook", "{stdin}");
+    assert_eq!(stdin["hook"], "post-commit", "{stdin}");
+    assert_eq!(stdin["branch"], "main", "{stdin}");
+    let env_file = stdin_file.to_string_lossy().replace("stdin-", "env-");
+    let env: serde_json::Value = serde_json::from_slice(&std::fs::read(env_file).unwrap()).unwrap();
+    assert_eq!(env, stdin, "LIFEOS_EVENT is the event as JSON");
+
+    let shown = json(
+        &w,
+        &["receipt", "show", &r[0]["id"].as_str().unwrap()[..12]],
+    );
+    let text = shown["receipts"][0]["output_text"].as_str().unwrap();
+    assert!(text.contains("password=[REDACTED]"), "{text}");
+    assert!(
+        !text.contains("INTERNAL-1234"),
+        "the repository's pattern: {text}"
+    );
+    assert!(text.contains("[output cut at 1000 bytes]"), "{text}");
+    assert!(text.len() < 1200, "{}", text.len());
+
+    // A branch git made fires the branch rules; pre-push tells where it pushes.
+    git(&w, &["branch", "feature/x"]);
+    let bare = tmp.path().join("bare.git");
+    git(
+        tmp.path(),
+        &["init", "-q", "--bare", bare.to_str().unwrap()],
+    );
+    git(&w, &["remote", "add", "origin", bare.to_str().unwrap()]);
+    git(&w, &["push", "-q", "origin", "main"]);
+    assert_eq!(
+        std::fs::read_to_string(&pushes).unwrap(),
+        format!("branch feature/x\npushing to origin {}\n", bare.display())
+    );
+}
+
+/// Regression: a tag or branch action whose event names no commit deleted the ref
+/// instead of setting it. Built-in tag and branch actions set refs, and rollback puts
+/// them back.
+#[test]
+fn tag_and_branch_actions_set_refs_roll_back_and_never_delete_for_an_event_without_a_commit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    ok(d, &["init"]);
+    let outside = tempfile::tempdir().unwrap();
+    let marks = outside.path().join("marks");
+    let rules = format!("[[rule]]\nname = \"mark\"\non = \"commit\"\npaths = [\"releases/*\"]\napproval = \"auto\"\n[rule.tag]\nname = \"released-{{short}}\"\n\n\
+         [[rule]]\nname = \"follow\"\non = \"commit\"\npaths = [\"releases/*\"]\napproval = \"auto\"\n[rule.branch]\nname = \"latest-release\"\n\n\
+         [[rule]]\nname = \"tagged\"\non = \"tag\"\nnames = [\"released-*\"]\napproval = \"auto\"\n[rule.run]\nargv = [\"echo tagged {{name}} >> {}\"]\nshell = true\n\n\
+         [[rule]]\nname = \"no commit here\"\non = \"entity\"\ntypes = [\"task\"]\napproval = \"auto\"\n[rule.tag]\nname = \"keep\"\n", marks.display());
+    write(d, "lifeos.rules.toml", rules.as_bytes());
+    ok(d, &["commit", "-m", "rules"]);
+    ok(d, &["rules", "trust"]);
+    ok(d, &["tag", "create", "keep"]);
+    let tags = || json(d, &["tag", "list"]);
+    let keep_before = tags().to_string();
+    assert!(keep_before.contains("keep"), "{keep_before}");
+
+    write(d, "releases/1.txt", b"one");
+    ok(d, &["commit", "-m", "release one"]);
+    let head = json(d, &["log", "-n", "1"]);
+    let commit = head["commits"][0]["commit"].as_str().unwrap().to_string();
+    let tag = format!("released-{}", &commit[..12]);
+    let t = tags().to_string();
+    assert!(t.contains(&tag), "{t}");
+    let b = json(d, &["branch", "list"]).to_string();
+    assert!(b.contains("latest-release"), "{b}");
+    // What an action did fires no rule (rules never set each other off); what a person
+    // does, does.
+    assert!(!marks.exists(), "a rule fired on a tag another rule made");
+    ok(d, &["tag", "create", "released-by-hand"]);
+    assert_eq!(
+        std::fs::read_to_string(&marks).unwrap(),
+        "tagged released-by-hand\n"
+    );
+
+    // An entity event names no commit: the tag rule is skipped, and `keep` survives.
+    let out = cmd(d)
+        .args(["entity", "add", "task", "title=x"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("names no commit"), "{err}");
+    assert!(tags().to_string().contains("\"keep\""), "{}", tags());
+
+    // Rollback of the tag action deletes the tag it made (it was not there before).
+    let r = receipts(d);
+    let marked = r.iter().find(|r| r["rule"] == "mark").unwrap();
+    assert_eq!(marked["outcome"], "executed", "{marked}");
+    assert!(marked["effect_operation"].is_string(), "{marked}");
+    ok(d, &["rollback", marked["id"].as_str().unwrap()]);
+    assert!(!tags().to_string().contains(&tag), "{}", tags());
+    let after = receipts(d);
+    let marked = after.iter().find(|r| r["rule"] == "mark").unwrap();
+    assert_eq!(
+        marked["compensated_by"].as_array().unwrap().len(),
+        1,
+        "{marked}"
+    );
+}
+
+/// Rules a merge brings in are rules from elsewhere: they wait for trust like an edit.
+#[test]
+fn rules_changed_by_a_merge_wait_for_trust() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    ok(d, &["init"]);
+    let outside = tempfile::tempdir().unwrap();
+    let marks = outside.path().join("marks");
+    let rule = |word: &str| {
+        format!(
+            "[[rule]]\nname = \"note\"\non = \"commit\"\npaths = [\"a/*\"]\napproval = \"auto\"\n[rule.run]\nargv = [\"echo {word} >> {}\"]\nshell = true\n",
+            marks.display()
+        )
+    };
+    write(d, "lifeos.rules.toml", rule("mine").as_bytes());
+    ok(d, &["commit", "-m", "rules"]);
+    ok(d, &["rules", "trust"]);
+    ok(d, &["branch", "create", "other"]);
+    ok(d, &["checkout", "other"]);
+    write(d, "lifeos.rules.toml", rule("theirs").as_bytes());
+    ok(d, &["commit", "-m", "their rules"]);
+    ok(d, &["checkout", "main"]);
+    write(d, "a/1", b"1");
+    ok(d, &["commit", "-m", "a1"]);
+    assert_eq!(std::fs::read_to_string(&marks).unwrap(), "mine\n");
+    ok(d, &["merge", "other"]);
+    write(d, "a/2", b"2");
+    let out = cmd(d).args(["commit", "-m", "a2"]).output().unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not trusted"), "{err}");
+    assert_eq!(std::fs::read_to_string(&marks).unwrap(), "mine\n");
+    ok(d, &["rules", "trust"]);
+    write(d, "a/3", b"3");
+    ok(d, &["commit", "-m", "a3"]);
+    assert_eq!(std::fs::read_to_string(&marks).unwrap(), "mine\ntheirs\n");
 }

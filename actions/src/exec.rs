@@ -157,8 +157,9 @@ pub fn run(payload: &Json, workdir: &Path, env: &[(String, String)]) -> Ran {
     }
 }
 
-/// POSTs an `http` payload's body as JSON, retrying when the server cannot be reached
-/// or answers 5xx.
+/// POSTs an `http` payload's body as JSON, retrying when no connection could be made or
+/// the server answers 429, 502, 503 or 504 (the request was not handled); never after a
+/// timeout or a broken connection once it was sent, which the server may have received.
 pub fn http(payload: &Json) -> Ran {
     let url = payload["url"].as_str().unwrap_or_default();
     let timeout = Duration::from_millis(payload["timeout_ms"].as_u64().unwrap_or(10_000));
@@ -181,9 +182,22 @@ pub fn http(payload: &Json) -> Ran {
         let (status, resp) = match answer {
             Ok(r) => (r.status(), Some(r)),
             Err(ureq::Error::Status(code, r)) => (code, Some(r)),
-            Err(ureq::Error::Transport(t)) => {
+            // Sent again only when it surely did not arrive: no connection was made.
+            Err(ureq::Error::Transport(t))
+                if matches!(
+                    t.kind(),
+                    ureq::ErrorKind::Dns | ureq::ErrorKind::ConnectionFailed
+                ) =>
+            {
                 last = failed(format!("POST {url}: {t}"), None, Vec::new());
                 continue;
+            }
+            Err(ureq::Error::Transport(t)) => {
+                return failed(
+                    format!("POST {url}: {t}; not sent again, as the server may have received it"),
+                    None,
+                    Vec::new(),
+                )
             }
         };
         let text = resp
@@ -200,7 +214,8 @@ pub fn http(payload: &Json) -> Ran {
         } else {
             failed(format!("HTTP {status}"), Some(i64::from(status)), text)
         };
-        if status < 500 {
+        // Tried again only on answers that say the request was not handled.
+        if !matches!(status, 429 | 502 | 503 | 504) {
             return ran;
         }
         last = ran;

@@ -89,6 +89,8 @@ pub enum Trigger {
         commit: Option<Id>,
         /// The branch, if any.
         branch: Option<String>,
+        /// The arguments git gave the hook (for `pre-push`: the remote's name and URL).
+        args: Vec<String>,
     },
     /// A branch or tag was created, moved or deleted.
     Ref {
@@ -261,6 +263,10 @@ pub struct Receipt {
     pub effect: Option<Id>,
     /// The payload's hash when it ended.
     pub payload_hash: Option<Id>,
+    /// The action this one's action compensates (it came from a rollback), if any.
+    pub compensates: Option<String>,
+    /// The actions proposed to compensate this one's action (rollbacks of it).
+    pub compensated_by: Vec<String>,
     /// The approval it ran under.
     pub approval: Option<state::Approval>,
     /// Who recorded it.
@@ -419,9 +425,14 @@ impl<'r> Actions<'r> {
         Ok(Ok((id, ix)))
     }
 
+    /// The file that pins the trusted rules file (local, never versioned).
+    pub fn trust_file(&self) -> std::path::PathBuf {
+        self.repo.dot_dir().join(TRUST_FILE)
+    }
+
     /// The trusted rules file's id, if one was trusted.
     pub fn trusted(&self) -> Result<Option<Id>> {
-        let path = self.repo.dot_dir().join(TRUST_FILE);
+        let path = self.trust_file();
         match std::fs::read_to_string(&path) {
             Ok(t) => Ok(Id::from_hex(t.trim())),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -441,7 +452,7 @@ impl<'r> Actions<'r> {
             ))
         })?;
         let rules = Rules::parse(&text).map_err(ActionsError::Rules)?;
-        let path = self.repo.dot_dir().join(TRUST_FILE);
+        let path = self.trust_file();
         lifeos_store::store::write_atomic(&path, format!("{}\n", id.to_hex()).as_bytes())?;
         Ok((id, rules))
     }
@@ -469,6 +480,26 @@ impl<'r> Actions<'r> {
                 let op = *op;
                 let event = json!(fields);
                 let mut payload = rule.payload(&fields, &event);
+                // The same event seen again (a hook run twice) is seen at a later
+                // operation: what makes it a duplicate is the payload it renders without
+                // the operation it was seen at.
+                let unseen = {
+                    let mut f = fields.clone();
+                    f.insert("op".into(), String::new());
+                    let p = rule.payload(&f, &json!(f));
+                    Id::hash(&serde_json::to_vec(&p).expect("JSON values serialize"))
+                };
+                if matches!(payload["kind"].as_str(), Some("tag" | "branch"))
+                    && payload["commit"].as_str().is_none_or(str::is_empty)
+                {
+                    // An empty commit deletes a ref (what a rollback does); a rule's event
+                    // that names no commit must not.
+                    fired.skipped.push(format!(
+                        "rule {:?}: its {} event names no commit to point {} at",
+                        rule.name, fields["event"], payload["name"]
+                    ));
+                    continue;
+                }
                 if payload["kind"] == "restore" {
                     // What is approved names the commit, not a moment read later.
                     let at = payload["at"].as_str().unwrap_or_default().to_string();
@@ -489,7 +520,7 @@ impl<'r> Actions<'r> {
                     }
                 }
                 let payload = serde_json::to_vec(&payload).expect("JSON values serialize");
-                proposals.push((rule, identity, event.to_string(), payload, op));
+                proposals.push((rule, identity, event.to_string(), payload, unseen, op));
             }
         }
         if proposals.is_empty() {
@@ -499,23 +530,36 @@ impl<'r> Actions<'r> {
         let mut records = Vec::new();
         let mut auto = Vec::new();
         let mut names = Vec::new();
-        for (rule, identity, event, payload, op) in proposals {
+        for (rule, identity, event, payload, unseen, op) in proposals {
             let mut key = blake3::Hasher::new();
             key.update(rule.name.as_bytes())
                 .update(b"\0")
                 .update(identity.as_bytes())
                 .update(b"\0")
-                .update(Id::hash(&payload).0.as_slice());
+                .update(unseen.0.as_slice());
             let id = key.finalize().to_hex()[..16].to_string();
             let known = action::newest(&held.tx, &held.view, &id)?.is_some()
                 || records.iter().any(|r: &ActionRecord| r.action == id);
+            let stage = Stage::Proposed {
+                rule: rule.name.clone(),
+                rules_file: rules_id,
+                event,
+                trigger_op: op,
+                payload,
+                compensates: None,
+            };
             if known {
                 key.update(&now_ms().to_le_bytes())
                     .update(&std::process::id().to_le_bytes());
                 let noop = key.finalize().to_hex()[..16].to_string();
+                // The duplicate is an action of its own, proposed and finished at once,
+                // so its receipt names its rule and event like any other.
+                let proposed = record(&noop, None, &self.me, stage);
+                let prev = id_of(&proposed);
+                records.push(proposed);
                 records.push(record(
                     &noop,
-                    None,
+                    Some(prev),
                     &self.me,
                     Stage::Finished {
                         outcome: Outcome::Noop,
@@ -532,14 +576,6 @@ impl<'r> Actions<'r> {
                 fired.duplicates.push((noop, id));
                 continue;
             }
-            let stage = Stage::Proposed {
-                rule: rule.name.clone(),
-                rules_file: rules_id,
-                event,
-                trigger_op: op,
-                payload,
-                compensates: None,
-            };
             let by_rule = format!("rule {:?} (approval = \"auto\")", rule.name);
             let auto_by = (rule.approval == rules::Approval::Auto).then_some(by_rule.as_str());
             records.extend(self.proposal(&id, stage, auto_by));
@@ -597,6 +633,23 @@ impl<'r> Actions<'r> {
             }
         }
         ops.sort_by_key(|(id, op)| (op.end_ms, *id));
+        // What actions did fires no rule: a rule reacts to what the person did, so
+        // rules can never set each other off in a loop.
+        let mut effects = std::collections::HashSet::new();
+        for (_, op) in &ops {
+            for e in &op.events {
+                if let lifeos_vcs::object::Event::ActionRecorded { record, .. } = e {
+                    if let Stage::Finished {
+                        effect: Some(effect),
+                        ..
+                    } = action::stored_record(self.repo, record)?.stage
+                    {
+                        effects.insert(effect);
+                    }
+                }
+            }
+        }
+        ops.retain(|(id, _)| !effects.contains(id));
         let mut paths: Option<BTreeMap<Id, Vec<String>>> = None;
         let mut out = Vec::new();
         for (op_id, op) in ops {
@@ -917,16 +970,54 @@ impl<'r> Actions<'r> {
     /// that no receipt followed and whose process is gone.
     pub fn receipts(&self) -> Result<Vec<Receipt>> {
         let head = self.repo.head()?;
-        let mut out = Vec::new();
+        let mut chains = Vec::new();
+        let mut compensations: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for (_, newest) in action::all(self.repo, &head.view)? {
             let mut chain = action::chain(self.repo, &newest)?;
             chain.reverse();
             let parsed = Action::from_records(chain.clone());
+            if let Some(of) = parsed.as_ref().and_then(|a| a.compensates.clone()) {
+                let by = parsed.as_ref().map(|a| a.id.clone()).unwrap_or_default();
+                compensations.entry(of).or_default().push(by);
+            }
+            chains.push((chain, parsed));
+        }
+        let mut out = Vec::new();
+        for (chain, parsed) in chains {
             let rule = parsed.as_ref().map(|a| a.rule.clone());
             let trigger = parsed.as_ref().map(|a| (a.event.clone(), a.trigger_op));
+            let compensates = parsed.as_ref().and_then(|a| a.compensates.clone());
+            let compensated_by = parsed
+                .as_ref()
+                .and_then(|a| compensations.get(&a.id).cloned())
+                .unwrap_or_default();
             let mut approval: Option<state::Approval> = None;
             let mut payload: Option<Vec<u8>> = None;
             let mut started: Option<(Id, &ActionRecord)> = None;
+            // The receipt of a start that no outcome followed.
+            let uncertain =
+                |id: Id, r: &ActionRecord, payload: &Option<Vec<u8>>, approval| Receipt {
+                    id,
+                    action: r.action.clone(),
+                    rule: rule.clone(),
+                    trigger: trigger.clone(),
+                    outcome: "uncertain",
+                    reason: format!(
+                        "process {} of {} started it and stopped before recording how it ended; \
+                     `lifeos actions resolve {} --ran` or `--did-not-run`",
+                        r.pid, r.by, r.action
+                    ),
+                    started_ms: r.at_ms,
+                    ended_ms: r.at_ms,
+                    status: None,
+                    output: None,
+                    effect: None,
+                    payload_hash: payload.as_deref().map(Id::hash),
+                    compensates: compensates.clone(),
+                    compensated_by: compensated_by.clone(),
+                    approval,
+                    by: r.by.clone(),
+                };
             for (id, r) in &chain {
                 match &r.stage {
                     Stage::Proposed { payload: p, .. } | Stage::Edited { payload: p } => {
@@ -963,36 +1054,40 @@ impl<'r> Actions<'r> {
                             status: *status,
                             output: *output,
                             payload_hash: payload.as_deref().map(Id::hash),
+                            compensates: compensates.clone(),
+                            compensated_by: compensated_by.clone(),
                             approval: approval.clone(),
                             by: r.by.clone(),
                         });
                     }
-                    Stage::Resolved { .. } => started = None,
+                    // The uncertain start stays on record, and the person's answer is a
+                    // receipt of its own.
+                    Stage::Resolved { ran } => {
+                        if let Some((sid, sr)) = started.take() {
+                            out.push(uncertain(sid, sr, &payload, approval.clone()));
+                            out.push(Receipt {
+                                id: *id,
+                                outcome: if *ran { "executed" } else { "failed" },
+                                reason: if *ran {
+                                    format!("{} said it ran", r.by)
+                                } else {
+                                    format!(
+                                        "{} said it did not run; `lifeos actions run` may run it again",
+                                        r.by
+                                    )
+                                },
+                                ended_ms: r.at_ms,
+                                by: r.by.clone(),
+                                ..uncertain(sid, sr, &payload, approval.clone())
+                            });
+                        }
+                    }
                     Stage::Rejected => {}
                 }
             }
-            let uncertain = parsed.is_some_and(|a| self.state(&a) == State::Uncertain);
-            if let (Some((id, r)), true) = (started, uncertain) {
-                out.push(Receipt {
-                    id,
-                    action: r.action.clone(),
-                    rule: rule.clone(),
-                    trigger: trigger.clone(),
-                    outcome: "uncertain",
-                    reason: format!(
-                        "process {} of {} started it and stopped before recording how it ended; \
-                         `lifeos actions resolve {} --ran` or `--did-not-run`",
-                        r.pid, r.by, r.action
-                    ),
-                    started_ms: r.at_ms,
-                    ended_ms: r.at_ms,
-                    status: None,
-                    output: None,
-                    effect: None,
-                    payload_hash: payload.as_deref().map(Id::hash),
-                    approval,
-                    by: r.by.clone(),
-                });
+            let uncertain_now = parsed.is_some_and(|a| self.state(&a) == State::Uncertain);
+            if let (Some((id, r)), true) = (started, uncertain_now) {
+                out.push(uncertain(id, r, &payload, approval));
             }
         }
         out.sort_by_key(|r| (r.ended_ms, r.id));
@@ -1034,9 +1129,20 @@ impl<'r> Actions<'r> {
         Ok((a, ids[0]))
     }
 
-    /// Approves action `id`'s payload as it is now, for `ttl_ms`.
-    pub fn approve(&self, id: &str, ttl_ms: i64) -> Result<Id> {
-        let (_, rec) = self.advance(id, "approve", &|a, s| match s {
+    /// Approves action `id`'s payload as it is now, for `ttl_ms`; with `expected`, only
+    /// if the payload's hash (in hex) starts with it, so that a payload edited since the
+    /// person read it is never approved unseen. Returns the hash pinned.
+    pub fn approve(&self, id: &str, ttl_ms: i64, expected: Option<&str>) -> Result<Id> {
+        let (a, _) = self.advance(id, "approve", &|a, s| match s {
+            _ if expected.is_some_and(|h| h.is_empty() || !a.payload_hash().has_hex_prefix(h)) => {
+                Err(format!(
+                    "action {}'s payload hash is {}, not {:?}: its payload changed since you read it; read it again with `lifeos actions show {}`",
+                    a.id,
+                    a.payload_hash().to_hex(),
+                    expected.unwrap_or_default(),
+                    a.id
+                ))
+            }
             State::Pending
             | State::Fresh
             | State::NearingExpiry
@@ -1052,7 +1158,7 @@ impl<'r> Actions<'r> {
                 other.name()
             )),
         })?;
-        Ok(rec)
+        Ok(a.payload_hash())
     }
 
     /// Rejects action `id`: it never runs.
@@ -1182,14 +1288,26 @@ impl<'r> Actions<'r> {
             Vec::new(),
             &format!("start action {id}"),
         )?;
-        let ran = self.carry_out(&a);
-        let output = if ran.output.is_empty() {
-            None
-        } else {
-            let text = String::from_utf8_lossy(&ran.output);
-            let redactor = lifeos_vcs::redact::Redactor::new(&[])
-                .expect("the default redaction patterns are valid");
-            Some(redactor.redact(&text).into_bytes())
+        let mut ran = self.carry_out(&a);
+        // Output and reason are redacted as ingest redacts extracted text; when the
+        // repository's patterns cannot be read, the output is not kept at all.
+        let output = match lifeos_vcs::redact::Redactor::configured(self.repo.dot_dir()) {
+            Ok(r) => {
+                ran.reason = r.redact(&ran.reason);
+                (!ran.output.is_empty())
+                    .then(|| r.redact(&String::from_utf8_lossy(&ran.output)).into_bytes())
+            }
+            Err(e) => {
+                let kept = if ran.output.is_empty() {
+                    String::new()
+                } else {
+                    format!("; its output was not kept ({e})")
+                };
+                let redactor = lifeos_vcs::redact::Redactor::new(&[])
+                    .expect("the default redaction patterns are valid");
+                ran.reason = format!("{}{kept}", redactor.redact(&ran.reason));
+                None
+            }
         };
         let mut held = self.hold()?;
         let newest = action::newest(&held.tx, &held.view, id)?.unwrap_or(id_of(&start));
@@ -1256,10 +1374,16 @@ impl<'r> Actions<'r> {
                         self.repo.workdir().display().to_string(),
                     ),
                 ];
+                // Each field as LIFEOS_<FIELD>, but the event's name as LIFEOS_EVENT_NAME:
+                // LIFEOS_EVENT is the whole event.
                 if let Ok(Json::Object(fields)) = serde_json::from_str::<Json>(&a.event) {
                     for (k, v) in fields {
                         if let Some(v) = v.as_str() {
-                            env.push((format!("LIFEOS_{}", k.to_ascii_uppercase()), v.into()));
+                            let name = match k.as_str() {
+                                "event" => "EVENT_NAME".to_string(),
+                                k => k.to_ascii_uppercase(),
+                            };
+                            env.push((format!("LIFEOS_{name}"), v.into()));
                         }
                     }
                 }
@@ -1424,9 +1548,11 @@ fn instances(trigger: &Trigger, op: Option<Id>) -> Vec<(String, BTreeMap<String,
             hook,
             commit,
             branch,
+            args,
         } => {
             let mut f = base("hook", commit.as_ref(), branch);
             f.insert("hook".into(), hook.clone());
+            f.insert("args".into(), args.join(" "));
             let identity = format!(
                 "hook {hook} {}",
                 commit.map(|c| c.to_hex()).unwrap_or_default()

@@ -42,7 +42,7 @@ fn fields(event: &str) -> &'static [&'static str] {
         "entity" => &["event", "entity", "type", "change", "attributes", "op"],
         "ingest" => &["event", "path", "file", "kind", "match", "op"],
         "time" => &["event", "time", "op"],
-        _ => &["event", "hook", "commit", "short", "branch", "op"],
+        _ => &["event", "hook", "args", "commit", "short", "branch", "op"],
     }
 }
 
@@ -378,6 +378,32 @@ fn line_starts(text: &str) -> Vec<usize> {
         .collect()
 }
 
+/// The offset in `text` of the first line of `region` that sets `key` (`key = ...`, in
+/// the rule's table or one of its sub-tables), or of the first `needle` in it when `key`
+/// is `None`.
+fn find_in(
+    text: &str,
+    region: std::ops::Range<usize>,
+    key: Option<&str>,
+    needle: &str,
+) -> Option<usize> {
+    let part = text.get(region.clone())?;
+    let Some(key) = key else {
+        return part.find(needle).map(|i| region.start + i);
+    };
+    let mut at = region.start;
+    for line in part.split_inclusive('\n') {
+        let t = line.trim_start();
+        if let Some(rest) = t.strip_prefix(key) {
+            if rest.trim_start().starts_with('=') {
+                return Some(at + line.len() - t.len());
+            }
+        }
+        at += line.len();
+    }
+    None
+}
+
 /// Reads a duration such as `500ms`, `10s`, `2m`, `1h` or `1d`.
 pub fn parse_duration(text: &str) -> Option<i64> {
     let t = text.trim();
@@ -592,8 +618,17 @@ impl Rules {
         let mut rules: Vec<Rule> = Vec::new();
         let starts = line_starts(text);
         let mut names = std::collections::HashSet::new();
-        for spanned in raw.rule {
-            let (line, column) = line_col(&starts, spanned.span().start);
+        // Each rule's text runs to the next rule's start.
+        let ends: Vec<usize> = raw
+            .rule
+            .iter()
+            .skip(1)
+            .map(|r| r.span().start)
+            .chain([text.len()])
+            .collect();
+        for (spanned, end) in raw.rule.into_iter().zip(ends) {
+            let region = spanned.span().start..end;
+            let (line, column) = line_col(&starts, region.start);
             let err = |message: String| RuleError {
                 line,
                 column,
@@ -608,14 +643,24 @@ impl Rules {
                 return Err(err(format!("a second rule named {name:?}")));
             }
             let at = |m: String| err(format!("rule {name:?}: {m}"));
+            // A problem with one key (or one piece of text) points at it.
+            let at_found = |key: Option<&str>, needle: &str, m: String| {
+                let (line, column) = find_in(text, region.clone(), key, needle)
+                    .map_or((line, column), |o| line_col(&starts, o));
+                RuleError {
+                    line,
+                    column,
+                    message: format!("rule {name:?}: {m}"),
+                }
+            };
+            let at_key = |key: &str, m: String| at_found(Some(key), "", m);
             if !EVENTS.contains(&r.on.as_str()) {
-                return Err(at(format!(
-                    "unknown event {:?}; events are {}",
-                    r.on,
-                    EVENTS.join(", ")
-                )));
+                return Err(at_key(
+                    "on",
+                    format!("unknown event {:?}; events are {}", r.on, EVENTS.join(", ")),
+                ));
             }
-            let globs = |list: &[String]| Globs::new(list).map_err(&at);
+            let globs = |key: &str, list: &[String]| Globs::new(list).map_err(|m| at_key(key, m));
             let on = r.on.as_str();
             let paths = match (on, r.paths.is_empty()) {
                 ("commit", true) => {
@@ -623,18 +668,21 @@ impl Rules {
                         "a commit rule needs paths = [\"glob\", ...] (\"**\" for any)".into(),
                     ))
                 }
-                ("commit" | "ingest", false) => Some(globs(&r.paths)?),
+                ("commit" | "ingest", false) => Some(globs("paths", &r.paths)?),
                 (_, false) => {
-                    return Err(at("paths applies to commit and ingest rules only".into()))
+                    return Err(at_key(
+                        "paths",
+                        "paths applies to commit and ingest rules only".into(),
+                    ))
                 }
                 (_, true) => None,
             };
             let only = |key: &str, given: bool, events: &[&str]| {
                 if given && !events.contains(&on) {
-                    Err(at(format!(
-                        "{key} applies to {} rules only",
-                        events.join(" and ")
-                    )))
+                    Err(at_key(
+                        key,
+                        format!("{key} applies to {} rules only", events.join(" and ")),
+                    ))
                 } else {
                     Ok(())
                 }
@@ -656,9 +704,10 @@ impl Rules {
                 }
                 ("time", Some(every)) => {
                     let every_ms = parse_duration(every).ok_or_else(|| {
-                        at(format!(
-                            "every {every:?} is not a duration such as 30m, 1h or 1d"
-                        ))
+                        at_key(
+                            "every",
+                            format!("every {every:?} is not a duration such as 30m, 1h or 1d"),
+                        )
                     })?;
                     let at_min = match &r.at {
                         None => None,
@@ -670,12 +719,16 @@ impl Rules {
                                 })
                                 .filter(|(h, m)| (0..24).contains(h) && (0..60).contains(m))
                                 .ok_or_else(|| {
-                                    at(format!("at {t:?} is not a time of day such as 09:00"))
+                                    at_key(
+                                        "at",
+                                        format!("at {t:?} is not a time of day such as 09:00"),
+                                    )
                                 })?;
                             if every_ms % 86_400_000 != 0 {
-                                return Err(at(format!(
-                                    "with at, every is whole days (1d, 7d), not {every:?}"
-                                )));
+                                return Err(at_key(
+                                    "every",
+                                    format!("with at, every is whole days (1d, 7d), not {every:?}"),
+                                ));
                             }
                             Some(hm.0 * 60 + hm.1)
                         }
@@ -684,51 +737,59 @@ impl Rules {
                 }
                 _ => None,
             };
-            let names = r.names.as_deref().map(globs).transpose()?;
+            let names = r.names.as_deref().map(|n| globs("names", n)).transpose()?;
             if let Some(c) = r
                 .changes
                 .iter()
                 .find(|c| !["created", "changed", "removed", "linked"].contains(&c.as_str()))
             {
-                return Err(at(format!(
-                    "unknown change {c:?}; changes are created, changed, removed, linked"
-                )));
+                return Err(at_key(
+                    "changes",
+                    format!("unknown change {c:?}; changes are created, changed, removed, linked"),
+                ));
             }
             let text = match (r.pattern, r.phrase) {
-                (Some(_), Some(_)) => return Err(at("give match or phrase, not both".into())),
+                (Some(_), Some(_)) => {
+                    return Err(at_key("phrase", "give match or phrase, not both".into()))
+                }
                 (Some(p), None) => Some(
                     regex::RegexBuilder::new(&p)
                         .size_limit(1 << 20)
                         .build()
-                        .map_err(|e| at(format!("match {p:?} is not a valid pattern: {e}")))?,
+                        .map_err(|e| {
+                            at_key("match", format!("match {p:?} is not a valid pattern: {e}"))
+                        })?,
                 ),
                 (None, Some(p)) => Some(
                     regex::RegexBuilder::new(&regex::escape(&p))
                         .case_insensitive(true)
                         .build()
-                        .map_err(|e| at(format!("phrase {p:?}: {e}")))?,
+                        .map_err(|e| at_key("phrase", format!("phrase {p:?}: {e}")))?,
                 ),
                 (None, None) => None,
             };
             let hook = match (r.on.as_str(), r.hook) {
                 ("hook", Some(h)) if HOOKS.contains(&h.as_str()) => Some(h),
                 ("hook", Some(h)) => {
-                    return Err(at(format!(
-                        "unknown hook {h:?}; hooks are {}",
-                        HOOKS.join(", ")
-                    )))
+                    return Err(at_key(
+                        "hook",
+                        format!("unknown hook {h:?}; hooks are {}", HOOKS.join(", ")),
+                    ))
                 }
                 ("hook", None) => return Err(at("a hook rule needs hook = \"...\"".into())),
-                (_, Some(_)) => return Err(at("hook applies to hook rules only".into())),
+                (_, Some(_)) => {
+                    return Err(at_key("hook", "hook applies to hook rules only".into()))
+                }
                 (_, None) => None,
             };
             let approval = match r.approval.as_deref() {
                 None | Some("required") => Approval::Required,
                 Some("auto") => Approval::Auto,
                 Some(other) => {
-                    return Err(at(format!(
-                        "approval is \"required\" or \"auto\", not {other:?}"
-                    )))
+                    return Err(at_key(
+                        "approval",
+                        format!("approval is \"required\" or \"auto\", not {other:?}"),
+                    ))
                 }
             };
             let action = RawAction {
@@ -741,7 +802,7 @@ impl Rules {
                 ingest: r.ingest,
             };
             let action = action_of(action).map_err(at)?.ok_or_else(|| {
-                at("a rule needs an action: [rule.run], [rule.http], [rule.tag], [rule.branch] or [rule.restore]".into())
+                at("a rule needs an action: [rule.run], [rule.http], [rule.tag], [rule.branch], [rule.restore], [rule.entity] or [rule.ingest]".into())
             })?;
             let compensate = match r.compensate {
                 None => None,
@@ -768,17 +829,21 @@ impl Rules {
                 templates.extend(c.templates());
             }
             for t in templates {
-                for p in placeholders(t).map_err(at)? {
+                for p in placeholders(t).map_err(|m| at_found(None, t, m))? {
                     if !known.contains(&p) {
-                        return Err(at(format!(
-                            "unknown field {{{p}}}; a {} event has {}",
-                            r.on,
-                            known
-                                .iter()
-                                .map(|f| format!("{{{f}}}"))
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        )));
+                        return Err(at_found(
+                            None,
+                            &format!("{{{p}}}"),
+                            format!(
+                                "unknown field {{{p}}}; a {} event has {}",
+                                r.on,
+                                known
+                                    .iter()
+                                    .map(|f| format!("{{{f}}}"))
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            ),
+                        ));
                     }
                 }
             }
@@ -852,10 +917,11 @@ impl ActionSpec {
                 "timeout_ms": timeout_ms,
                 "retries": retries,
             }),
+            // The event's commit, or where a moved branch or tag now points.
             ActionSpec::Tag { name } | ActionSpec::Branch { name } => json!({
                 "kind": self.kind(),
                 "name": render(name, fields),
-                "commit": fields.get("commit").cloned().unwrap_or_default(),
+                "commit": fields.get("commit").or_else(|| fields.get("to")).cloned().unwrap_or_default(),
             }),
             ActionSpec::Restore { path, at } => json!({
                 "kind": "restore",
@@ -910,10 +976,15 @@ mod tests {
 
         let bad = |t: &str| Rules::parse(t).unwrap_err();
         let e = bad("[[rule]]\nname = \"x\"\non = \"commit\"\npaths = [\"*\"]\n[rule.run]\nargv = [\"echo\", \"{nope}\"]\n");
-        assert_eq!((e.line, e.column), (1, 1), "{e}");
+        assert_eq!((e.line, e.column), (6, 18), "{e}");
         assert!(e.message.contains("unknown field {nope}"), "{e}");
         let e = bad("[[rule]]\nname = \"x\"\non = \"sometimes\"\n[rule.tag]\nname = \"t\"\n");
         assert!(e.message.contains("unknown event \"sometimes\""), "{e}");
+        assert_eq!((e.line, e.column), (3, 1), "{e}");
+        // A second rule's problem points into that rule, at the key.
+        let e = bad("[[rule]]\nname = \"a\"\non = \"tag\"\n[rule.tag]\nname = \"t\"\n\n[[rule]]\nname = \"b\"\non = \"commit\"\npaths = [\"*\"]\n  approval = \"sometimes\"\n[rule.tag]\nname = \"t\"\n");
+        assert_eq!((e.line, e.column), (11, 3), "{e}");
+        assert!(e.message.contains("rule \"b\": approval is"), "{e}");
         let e = bad("[[rule]]\nname = \"x\"\non = \"commit\"\npaths = [\"*\"]\ncolour = 1\n");
         assert_eq!(e.line, 5, "{e}");
         assert!(e.message.contains("colour"), "{e}");

@@ -3,10 +3,9 @@
 //! full snapshot, so a lost event or a failed watcher costs a delay, never a wrong answer.
 
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
-use std::time::Duration;
 
 use notify::{EventKind, RecursiveMode, Watcher};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 
 /// Why the watcher woke up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -15,12 +14,16 @@ pub enum Wake {
     Changed,
     /// The watcher lost events or failed: look at the whole folder.
     Rescan,
+    /// The file that pins the trusted rules changed (`lifeos rules trust`): read the
+    /// time rules again.
+    Trust,
 }
 
-/// Watches a folder (recursively, leaving out `.lifeos` and `.git`).
+/// Watches a folder (recursively, leaving out `.lifeos` and `.git`, but for one file of
+/// `.lifeos` whose changes it reports as [`Wake::Trust`]).
 pub struct FolderWatch {
     _watcher: notify::RecommendedWatcher,
-    rx: Receiver<Wake>,
+    rx: UnboundedReceiver<Wake>,
 }
 
 /// Whether `path` (under `root`) is inside the repository's own data or git's.
@@ -32,14 +35,17 @@ fn private(root: &Path, path: &Path) -> bool {
 }
 
 impl FolderWatch {
-    /// Starts watching `root`.
-    pub fn start(root: &Path) -> Result<FolderWatch, String> {
-        let (tx, rx) = channel();
+    /// Starts watching `root`; `trust` is the file that pins the trusted rules. Events are
+    /// read from an async task ([`FolderWatch::next`]); notify's own thread sends them.
+    pub fn start(root: &Path, trust: &Path) -> Result<FolderWatch, String> {
+        let (tx, rx) = unbounded_channel();
         let base: PathBuf = root.to_path_buf();
+        let trust = trust.to_path_buf();
         let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
             let wake = match res {
                 Ok(e) if matches!(e.kind, EventKind::Access(_)) => return,
                 Ok(e) if e.need_rescan() => Wake::Rescan,
+                Ok(e) if e.paths.contains(&trust) => Wake::Trust,
                 Ok(e) if !e.paths.is_empty() && e.paths.iter().all(|p| private(&base, p)) => return,
                 Ok(_) => Wake::Changed,
                 Err(_) => Wake::Rescan,
@@ -56,13 +62,10 @@ impl FolderWatch {
         })
     }
 
-    /// Waits at most `timeout` for a change; `None` when nothing happened.
-    pub fn wait(&self, timeout: Duration) -> Option<Wake> {
-        match self.rx.recv_timeout(timeout) {
-            Ok(w) => Some(w),
-            Err(RecvTimeoutError::Timeout) => None,
-            Err(RecvTimeoutError::Disconnected) => Some(Wake::Rescan),
-        }
+    /// The next change; `None` once the watcher has stopped (then only periodic rescans
+    /// find changes).
+    pub async fn next(&mut self) -> Option<Wake> {
+        self.rx.recv().await
     }
 }
 

@@ -18,7 +18,8 @@ pub struct ActionsArgs {
     /// What to do (default: list pending and recent actions).
     #[command(subcommand)]
     pub cmd: Option<ActionsCmd>,
-    /// List every action, finished ones too.
+    /// List every action (without it: those pending or running, and those that ended in
+    /// the last day).
     #[arg(long)]
     pub all: bool,
     /// Print JSON (schema lifeos.actions.v1).
@@ -163,6 +164,9 @@ fn receipt_json(r: &Receipt) -> Json {
             "by": p.by, "at": local_time(p.at_ms), "ttl_ms": p.ttl_ms, "pinned_hash": p.pinned.to_hex(),
         })),
         "by": r.by,
+        "effect_operation": hex(r.effect),
+        "compensates": r.compensates,
+        "compensated_by": r.compensated_by,
     })
 }
 
@@ -177,6 +181,7 @@ fn run_json(r: &RunReport) -> Json {
 
 /// One line saying what an action does.
 fn summary(payload: &Json) -> String {
+    let text = |k: &str| payload[k].as_str().unwrap_or_default().to_string();
     match payload["kind"].as_str() {
         Some("run") => format!(
             "run {}",
@@ -190,8 +195,24 @@ fn summary(payload: &Json) -> String {
                 .unwrap_or_default()
         ),
         Some("http") => format!("POST {}", payload["url"].as_str().unwrap_or_default()),
-        Some("tag") => format!("tag {}", payload["name"].as_str().unwrap_or_default()),
-        _ => "unknown action".into(),
+        Some(kind @ ("tag" | "branch")) => match payload["commit"].as_str() {
+            Some(c) if !c.is_empty() => {
+                format!("{kind} {} at {}", text("name"), c.get(..12).unwrap_or(c))
+            }
+            _ => format!("delete {kind} {}", text("name")),
+        },
+        Some("restore") => format!(
+            "restore {} from {}",
+            text("path"),
+            text("commit").get(..12).unwrap_or_default()
+        ),
+        Some("entity") => match text("change").as_str() {
+            "add" => format!("add a {}", text("type")),
+            "restore" if text("object").is_empty() => format!("remove entity {}", text("id")),
+            change => format!("{change} entity {}", text("id")),
+        },
+        Some("ingest") => "ingest what is new".into(),
+        other => format!("unknown action kind {other:?}"),
     }
 }
 
@@ -289,10 +310,16 @@ pub fn actions(repo: &Repo, args: ActionsArgs, style: Style) -> CliResult<u8> {
     let actions = actions_of(repo);
     match args.cmd {
         None => {
+            // What is still to do, and what ended in the last day.
+            let recent = lifeos_vcs::repo::now_ms() - 24 * 3_600_000;
             let list: Vec<Action> = actions
                 .list()?
                 .into_iter()
-                .filter(|a| args.all || !actions.state(a).is_final())
+                .filter(|a| {
+                    args.all
+                        || !actions.state(a).is_final()
+                        || a.records.last().is_some_and(|(_, r)| r.at_ms >= recent)
+                })
                 .collect();
             if args.json {
                 print_json(
@@ -304,7 +331,11 @@ pub fn actions(repo: &Repo, args: ActionsArgs, style: Style) -> CliResult<u8> {
             if list.is_empty() {
                 println!(
                     "No {}actions.",
-                    if args.all { "" } else { "pending or running " }
+                    if args.all {
+                        ""
+                    } else {
+                        "pending, running or recent "
+                    }
                 );
             }
             for a in &list {
@@ -427,14 +458,25 @@ pub fn actions(repo: &Repo, args: ActionsArgs, style: Style) -> CliResult<u8> {
 }
 
 /// `lifeos approve ID [--ttl] [--run]`.
-pub fn approve(repo: &Repo, id: &str, ttl: &str, run: bool, style: Style) -> CliResult<u8> {
+pub fn approve(
+    repo: &Repo,
+    id: &str,
+    ttl: &str,
+    run: bool,
+    expected: Option<&str>,
+    style: Style,
+) -> CliResult<u8> {
     let ttl_ms = lifeos_actions::rules::parse_duration(ttl).ok_or_else(|| {
         CliError::new(format!("--ttl {ttl:?} is not a duration")).hint("for example 30m, 2h or 1d")
     })?;
     let actions = actions_of(repo);
     let id = actions.resolve_id(id)?;
-    actions.approve(&id, ttl_ms)?;
-    println!("Approved action {} for {ttl}", style.id(&id));
+    let pinned = actions.approve(&id, ttl_ms, expected)?;
+    println!(
+        "Approved action {} for {ttl}, pinning payload hash {}",
+        style.id(&id),
+        pinned.to_hex()
+    );
     if run {
         let r = actions.run_one(&id)?;
         print_run(&r, style);
@@ -535,6 +577,15 @@ pub fn receipt(repo: &Repo, cmd: ReceiptCmd, style: Style) -> CliResult<u8> {
             local_time(p.at_ms),
             p.ttl_ms
         );
+    }
+    if let Some(op) = r.effect {
+        println!("effect   operation {}", op.short(12));
+    }
+    if let Some(of) = &r.compensates {
+        println!("compensates action {of}");
+    }
+    for by in &r.compensated_by {
+        println!("compensated by action {by}");
     }
     if let Some(text) = output {
         println!("output:\n{text}");

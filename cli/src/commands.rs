@@ -232,8 +232,8 @@ fn dispatch(cli: Cli, here: PathBuf, style: Style) -> CliResult<u8> {
         Command::Merge { branch } => history::merge(&open(&here)?, &branch, style),
         Command::Op(o) => history::op(&open(&here)?, o, style),
         Command::Actions(a) => crate::actions::actions(&open(&here)?, a, style),
-        Command::Approve { id, ttl, run } => {
-            crate::actions::approve(&open(&here)?, &id, &ttl, run, style)
+        Command::Approve { id, ttl, run, hash } => {
+            crate::actions::approve(&open(&here)?, &id, &ttl, run, hash.as_deref(), style)
         }
         Command::Reject { id } => crate::actions::reject(&open(&here)?, &id, style),
         Command::Watch {

@@ -442,6 +442,7 @@ fn hook(repo: &Repo, name: &str, args: &[String]) {
     if name == "reference-transaction" && args.first().map(String::as_str) != Some("committed") {
         return;
     }
+    let start = lifeos_vcs::repo::now_ms();
     let result = if lifeos_git::colocate::is_colocated(repo) {
         lifeos_git::colocate::sync_in(repo).map(|r| r.map(|r| r.new_commits))
     } else {
@@ -455,13 +456,16 @@ fn hook(repo: &Repo, name: &str, args: &[String]) {
             return;
         }
     }
-    fire_hook_rules(repo, name);
+    let style = crate::output::Style::detect(crate::ColorChoice::Never);
+    fire_hook_rules(repo, name, args, style);
+    // Branches and tags git moved fire their rules as lifeos's own commands do.
+    crate::actions::fire_since(repo, start, style);
 }
 
-/// Fires the rules for git hook `name` (and, after a commit or a merge, for the commit
-/// git made), once what git did is imported. Never fails the git command.
-fn fire_hook_rules(repo: &Repo, name: &str) {
-    let style = crate::output::Style::detect(crate::ColorChoice::Never);
+/// Fires the rules for git hook `name` (given `args` by git; and, after a commit or a
+/// merge, for the commit git made), once what git did is imported. Never fails the git
+/// command.
+fn fire_hook_rules(repo: &Repo, name: &str, args: &[String], style: crate::output::Style) {
     let head = match repo.head() {
         Ok(h) => h,
         Err(e) => return eprintln!("lifeos: warning: rules did not fire ({name}): {e}"),
@@ -485,6 +489,7 @@ fn fire_hook_rules(repo: &Repo, name: &str) {
             hook: name.to_string(),
             commit,
             branch: head.view.current_branch.clone(),
+            args: args.to_vec(),
         },
         Some(head.id),
     ));

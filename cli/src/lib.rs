@@ -260,6 +260,10 @@ pub enum Command {
         /// Run it now.
         #[arg(long)]
         run: bool,
+        /// Approve only if the payload's BLAKE3 hash starts with this (what `lifeos
+        /// actions show` printed), so an edit made since is never approved unseen.
+        #[arg(long, value_name = "HEX")]
+        hash: Option<String>,
     },
     /// Reject an action: it never runs.
     Reject {

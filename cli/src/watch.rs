@@ -49,10 +49,42 @@ pub fn watch(repo: &Repo, quiet: &str, rescan: &str, ingest: bool, style: Style)
     };
     let quiet = duration("--quiet", quiet)?;
     let rescan = duration("--rescan", rescan)?;
-    let folder = FolderWatch::start(repo.workdir()).map_err(CliError::new)?;
+    // One thread: the steps (commit, ingest, rules) block it while they run, and the
+    // runtime only waits for what comes next.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .build()
+        .map_err(|e| CliError::new(format!("cannot start the watcher's runtime: {e}")))?;
+    runtime.block_on(watch_loop(repo, quiet, rescan, ingest, style))
+}
+
+/// What `lifeos watch` does until a signal asks it to stop.
+async fn watch_loop(
+    repo: &Repo,
+    quiet: Duration,
+    rescan: Duration,
+    ingest: bool,
+    style: Style,
+) -> CliResult<u8> {
+    use tokio::signal::unix::{signal, SignalKind};
+    use tokio::time::{sleep_until, Instant as Deadline};
+    let actions = crate::actions::actions_of(repo);
+    let mut folder =
+        FolderWatch::start(repo.workdir(), &actions.trust_file()).map_err(CliError::new)?;
+    let signals = |kind: SignalKind| {
+        signal(kind).map_err(|e| CliError::new(format!("cannot wait for signals: {e}")))
+    };
+    let (mut term, mut int, mut hup) = (
+        signals(SignalKind::terminate())?,
+        signals(SignalKind::interrupt())?,
+        signals(SignalKind::hangup())?,
+    );
+    // Signals only ask: the loop stops between two steps, and a step that changes the
+    // folder stops between two files.
     let interrupt = crate::signals::interrupt();
-    let (requested, default_allowed) =
-        (interrupt.requested_flag(), interrupt.default_allowed_flag());
+    let default_allowed = interrupt.default_allowed_flag();
+    default_allowed.store(false, Ordering::SeqCst);
     let tz = jiff::tz::TimeZone::system();
     let mut schedule = time_rules(repo, now_ms(), &tz);
     log(&format!(
@@ -64,68 +96,41 @@ pub fn watch(repo: &Repo, quiet: &str, rescan: &str, ingest: bool, style: Style)
     // A first look for what changed while nothing watched.
     let mut changed_at: Option<Instant> = Some(Instant::now() - quiet);
     let mut next_rescan = Instant::now() + rescan;
+    let mut watching = true;
     loop {
-        // Signals only ask: the loop stops between two steps.
-        default_allowed.store(false, Ordering::SeqCst);
-        if requested.load(Ordering::SeqCst) {
-            break;
-        }
         let now = Instant::now();
-        let mut wait = next_rescan.saturating_duration_since(now);
+        let mut wake_at = next_rescan;
         if let Some(t) = changed_at {
-            wait = wait.min((t + quiet).saturating_duration_since(now));
+            wake_at = wake_at.min(t + quiet);
         }
         if let Some(next) = schedule.iter().map(|s| s.2).min() {
-            wait = wait.min(Duration::from_millis((next - now_ms()).max(0) as u64));
+            wake_at = wake_at.min(now + Duration::from_millis((next - now_ms()).max(0) as u64));
         }
-        // Short waits, so a signal is noticed within a quarter of a second.
-        match folder.wait(wait.min(Duration::from_millis(250))) {
-            Some(Wake::Changed) => changed_at = Some(Instant::now()),
-            Some(Wake::Rescan) => changed_at = Some(Instant::now() - quiet),
-            None => {}
-        }
-        if requested.load(Ordering::SeqCst) {
-            break;
+        tokio::select! {
+            biased;
+            _ = term.recv() => break,
+            _ = int.recv() => break,
+            _ = hup.recv() => break,
+            wake = folder.next(), if watching => match wake {
+                Some(Wake::Changed) => changed_at = Some(Instant::now()),
+                Some(Wake::Rescan) => changed_at = Some(Instant::now() - quiet),
+                Some(Wake::Trust) => {
+                    schedule = time_rules(repo, now_ms(), &tz);
+                    log(&format!("rules trusted again: {} time rules", schedule.len()));
+                }
+                None => {
+                    log("warning: the folder watcher stopped; changes are found by the periodic rescan");
+                    watching = false;
+                }
+            },
+            _ = sleep_until(Deadline::from_std(wake_at)) => {}
         }
         if changed_at.is_some_and(|t| t.elapsed() >= quiet) {
             changed_at = None;
-            let start = now_ms();
-            match crate::commands::record_folder(
-                repo,
-                "changes seen by lifeos watch",
-                false,
-                false,
-                &lifeos_vcs::working_copy::NoProgress,
-                style,
-            ) {
-                Ok(out) => {
-                    if let Some(c) = out.commit {
-                        log(&format!(
-                            "committed {} ({} files, {} read)",
-                            c.short(12),
-                            out.snapshot.files,
-                            out.snapshot.files_read
-                        ));
-                        if ingest {
-                            if let Err(e) = crate::knowledge::ingest(repo, false, false) {
-                                log(&format!("warning: ingest failed: {}", e.message));
-                            }
-                        }
-                        if lifeos_git::colocate::is_colocated(repo) {
-                            if let Err(e) = crate::git::sync_out(repo) {
-                                log(&format!("warning: not exported to git: {}", e.message));
-                            }
-                        }
-                        crate::actions::fire_since(repo, start, style);
-                        schedule = time_rules(repo, now_ms(), &tz);
-                    }
-                }
-                Err(e) => {
-                    // A file still being written, a full disk: try again after the next
-                    // quiet period.
-                    log(&format!("warning: not committed: {}", e.message));
-                    changed_at = Some(Instant::now());
-                }
+            if let Err(again) = commit_step(repo, ingest, style) {
+                changed_at = Some(again);
+            } else {
+                schedule = time_rules(repo, now_ms(), &tz);
             }
         }
         let now = now_ms();
@@ -150,4 +155,45 @@ pub fn watch(repo: &Repo, quiet: &str, rescan: &str, ingest: bool, style: Style)
     }
     log("stopped");
     Ok(0)
+}
+
+/// Commits what changed, then indexes it, exports it to git and fires the rules. A commit
+/// that failed (a file still being written, a full disk) returns when to try again.
+fn commit_step(repo: &Repo, ingest: bool, style: Style) -> Result<(), Instant> {
+    let start = now_ms();
+    match crate::commands::record_folder(
+        repo,
+        "changes seen by lifeos watch",
+        false,
+        false,
+        &lifeos_vcs::working_copy::NoProgress,
+        style,
+    ) {
+        Ok(out) => {
+            if let Some(c) = out.commit {
+                log(&format!(
+                    "committed {} ({} files, {} read)",
+                    c.short(12),
+                    out.snapshot.files,
+                    out.snapshot.files_read
+                ));
+                if ingest {
+                    if let Err(e) = crate::knowledge::ingest(repo, false, false) {
+                        log(&format!("warning: ingest failed: {}", e.message));
+                    }
+                }
+                if lifeos_git::colocate::is_colocated(repo) {
+                    if let Err(e) = crate::git::sync_out(repo) {
+                        log(&format!("warning: not exported to git: {}", e.message));
+                    }
+                }
+                crate::actions::fire_since(repo, start, style);
+            }
+            Ok(())
+        }
+        Err(e) => {
+            log(&format!("warning: not committed: {}", e.message));
+            Err(Instant::now())
+        }
+    }
 }

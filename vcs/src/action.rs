@@ -320,6 +320,16 @@ pub fn read_record(tx: &Transaction<'_>, id: &Id) -> Result<ActionRecord> {
     })
 }
 
+/// Reads record `id` from the store.
+pub fn stored_record(repo: &Repo, id: &Id) -> Result<ActionRecord> {
+    let raw = repo.store().read_object(id, Kind::Action)?;
+    ActionRecord::decode(&raw).map_err(|source| VcsError::Decode {
+        kind: "action record",
+        id: *id,
+        source,
+    })
+}
+
 /// How far along an action's chain is, to settle two concurrent records of one action
 /// (an operation merge): a receipt beats a start, a start beats an approval or rejection.
 fn rank(stage: &Stage) -> u8 {
@@ -417,12 +427,7 @@ pub fn chain(repo: &Repo, newest: &Id) -> Result<Vec<(Id, ActionRecord)>> {
     let mut out = Vec::new();
     let mut next = Some(*newest);
     while let Some(id) = next {
-        let raw = repo.store().read_object(&id, Kind::Action)?;
-        let rec = ActionRecord::decode(&raw).map_err(|source| VcsError::Decode {
-            kind: "action record",
-            id,
-            source,
-        })?;
+        let rec = stored_record(repo, &id)?;
         next = rec.prev;
         out.push((id, rec));
         if out.len() > 100_000 {

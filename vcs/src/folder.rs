@@ -79,19 +79,25 @@ impl Interrupt {
         }
     }
 
-    /// Defers the signals' default action until the guard is dropped.
+    /// Defers the signals' default action until the guard is dropped, which gives back
+    /// what was there before: a long-running process that handles signals itself (`lifeos
+    /// watch`) keeps handling them after the change.
     fn defer(&self) -> Deferred<'_> {
-        self.requested.store(false, Ordering::SeqCst);
-        self.default_allowed.store(false, Ordering::SeqCst);
-        Deferred(self)
+        let before = self.default_allowed.swap(false, Ordering::SeqCst);
+        if before {
+            // A signal would have ended the process; what is flagged is from an earlier
+            // change, not a request to stop this one.
+            self.requested.store(false, Ordering::SeqCst);
+        }
+        Deferred(self, before)
     }
 }
 
-struct Deferred<'a>(&'a Interrupt);
+struct Deferred<'a>(&'a Interrupt, bool);
 
 impl Drop for Deferred<'_> {
     fn drop(&mut self) {
-        self.0.default_allowed.store(true, Ordering::SeqCst);
+        self.0.default_allowed.store(self.1, Ordering::SeqCst);
     }
 }
 

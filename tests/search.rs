@@ -110,6 +110,12 @@ fn search_cites_the_exact_place() {
         img[0]
     );
     assert!(hits(d, &["pixel", "--type", "pdf"]).is_empty());
+    // A type that does not exist is an error naming the valid ones, not an empty answer.
+    let e = fails(d, &["search", "pixel", "--type", "vidoe"]);
+    assert!(
+        e.contains("possible values") && e.contains("audio") && e.contains("'video'"),
+        "{e}"
+    );
     // Phrases and exclusions.
     assert!(hits(d, &["\"budget quarterly\""]).is_empty());
     let ex = hits(d, &["budget -meeting"]);
@@ -518,4 +524,36 @@ fn a_video_with_sidecar_subtitles_is_searchable_at_once() {
         text.starts_with("meetings/2026-11-03.mp4 (subtitles meetings/2026-11-03.srt)"),
         "{text}"
     );
+}
+
+/// Regression: a bad `[ingest]` or `[speech]` table in `.lifeos/config` stopped `lifeos
+/// commit` (which only indexes small changes with it), and `[speech]` errors were labelled
+/// `[ingest]`.
+#[test]
+fn a_bad_ingest_or_speech_table_does_not_stop_a_commit_and_names_its_table() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    ok(d, &["init"]);
+    let config = d.join(".lifeos/config");
+    let good = std::fs::read_to_string(&config).unwrap();
+    for (table, line) in [("speech", "threads = \"x\""), ("ingest", "ocr = \"maybe\"")] {
+        std::fs::write(&config, format!("{good}\n[{table}]\n{line}\n")).unwrap();
+        write(d, &format!("{table}.txt"), b"budget meeting notes\n");
+        let out = cmd(d).args(["commit", "-m", table]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        assert!(
+            err.contains(&format!("repository config [{table}]")),
+            "{err}"
+        );
+        assert!(err.contains("lifeos ingest"), "{err}");
+        let e = fails(d, &["ingest"]);
+        assert!(e.contains(&format!("repository config [{table}]")), "{e}");
+    }
+    let log = ok(d, &["log"]);
+    assert!(log.contains("speech") && log.contains("ingest"), "{log}");
+    // Fixed, the next ingest indexes what the commits left.
+    std::fs::write(&config, good).unwrap();
+    ok(d, &["ingest"]);
+    assert_eq!(hits(d, &["budget"]).len(), 2);
 }

@@ -279,3 +279,31 @@ fn init_into_a_named_folder_does_not_nest_it() {
     ok(tmp.path(), &["-C", "other", "init"]);
     assert!(tmp.path().join("other/.lifeos/config").is_file());
 }
+
+/// `cat --json` gives the exact bytes (base64), with size, id and the commit read.
+#[test]
+fn cat_json_carries_the_exact_bytes_of_any_version() {
+    use base64::Engine as _;
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    ok(d, &["init"]);
+    let v1: Vec<u8> = (0..=255u8).chain([0xff, 0xfe, 0x00]).collect();
+    write(d, "bin/blob", &v1);
+    ok(d, &["commit", "-m", "v1"]);
+    write(d, "bin/blob", b"second");
+    ok(d, &["commit", "-m", "v2"]);
+    let j = json(d, &["cat", "bin/blob", "-r", "@-"]);
+    assert_eq!(j["schema"], "lifeos.cat.v1", "{j}");
+    assert_eq!(j["path"], "bin/blob");
+    assert_eq!(j["size"], v1.len());
+    assert_eq!(j["executable"], false);
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(j["content_base64"].as_str().unwrap())
+        .unwrap();
+    assert_eq!(bytes, v1);
+    let now = json(d, &["cat", "bin/blob"]);
+    assert_eq!(now["content_base64"], "c2Vjb25k");
+    assert_ne!(now["id"], j["id"]);
+    let e = fails(d, &["cat", "bin", "--json"]);
+    assert!(e.contains("directory"), "{e}");
+}

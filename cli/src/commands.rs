@@ -153,7 +153,12 @@ fn dispatch(cli: Cli, here: PathBuf, style: Style) -> CliResult<u8> {
             &at,
             json,
         ),
-        Command::Cat { path, revision, at } => cat(&open(&here)?, arg_bytes(&path), &revision, &at),
+        Command::Cat {
+            path,
+            revision,
+            at,
+            json,
+        } => cat(&open(&here)?, arg_bytes(&path), &revision, &at, json),
         Command::Restore {
             path,
             to,
@@ -273,7 +278,7 @@ fn dispatch(cli: Cli, here: PathBuf, style: Style) -> CliResult<u8> {
             query.as_deref(),
             &at,
             all_history,
-            file_type.as_deref(),
+            file_type.map(crate::SearchType::name),
             path.as_deref(),
             mentions.as_deref(),
             limit,
@@ -396,11 +401,23 @@ pub(crate) fn record_folder(
     style: Style,
 ) -> CliResult<lifeos_vcs::commit::CommitOutcome> {
     let wc = lock_folder(repo, style)?;
-    // Small changes are indexed for search as part of the commit (`[ingest] after_commit`).
-    let settings = lifeos_ingest::run::Settings::load(repo)?;
+    // Small changes are indexed for search as part of the commit (`[ingest] after_commit`);
+    // a config ingest cannot read leaves that to `lifeos ingest`, never the commit undone.
+    let settings = match lifeos_ingest::run::Settings::load(repo) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            eprintln!(
+                "warning: this commit is recorded without indexing it for search (fix the config, then `lifeos ingest`): {e}"
+            );
+            None
+        }
+    };
     let hook = |tx: &mut lifeos_store::Transaction<'_>,
                 files: &[(BString, lifeos_store::Id, u64)]| {
-        lifeos_ingest::run::extract_small_change(repo, &settings, tx, files)
+        match &settings {
+            Some(settings) => lifeos_ingest::run::extract_small_change(repo, settings, tx, files),
+            None => Ok(Vec::new()),
+        }
     };
     let opts = CommitOptions {
         message: message.as_bytes(),
@@ -524,8 +541,8 @@ fn ls(repo: &Repo, path: Option<&[u8]>, rev: &str, at: &crate::AtArg, json: bool
     Ok(0)
 }
 
-fn cat(repo: &Repo, path: &[u8], rev: &str, at: &crate::AtArg) -> CliResult<u8> {
-    let (_, c) = resolve(repo, rev, at)?;
+fn cat(repo: &Repo, path: &[u8], rev: &str, at: &crate::AtArg, json: bool) -> CliResult<u8> {
+    let (commit, c) = resolve(repo, rev, at)?;
     let clean = lifeos_vcs::path::clean(path)?;
     let entry =
         repo.lookup_path(&c.tree, &clean)?
@@ -544,6 +561,24 @@ fn cat(repo: &Repo, path: &[u8], rev: &str, at: &crate::AtArg) -> CliResult<u8> 
             expected: "file",
         })
         .hint(format!("`lifeos ls {} -r {rev}` lists it", display(&clean))));
+    }
+    if json {
+        use base64::Engine as _;
+        let mut bytes = Vec::new();
+        repo.store().read_file(&entry.id, &mut bytes)?;
+        print_json(
+            "lifeos.cat.v1",
+            json!({
+                "path": display(&clean),
+                "commit": commit.to_hex(),
+                "id": entry.id.to_hex(),
+                "size": bytes.len(),
+                "executable": entry.kind == EntryKind::Executable,
+                "symlink": entry.kind == EntryKind::Symlink,
+                "content_base64": base64::engine::general_purpose::STANDARD.encode(&bytes),
+            }),
+        );
+        return Ok(0);
     }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     match repo.store().read_file(&entry.id, &mut out) {

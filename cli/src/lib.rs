@@ -24,6 +24,47 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 pub use error::{CliError, CliResult};
 
+/// The file types `lifeos search --type` knows: a closed set, so that a typo is an error
+/// naming the valid ones rather than a search that finds nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SearchType {
+    /// Plain text and code.
+    Text,
+    /// Markdown.
+    Markdown,
+    /// HTML.
+    Html,
+    /// Subtitles (.srt, .vtt).
+    Subtitles,
+    /// PDF documents.
+    Pdf,
+    /// Images (their OCR text).
+    Image,
+    /// Text, markdown, HTML and PDF.
+    Document,
+    /// Audio recordings (their transcripts).
+    Audio,
+    /// Videos (their transcripts and subtitles).
+    Video,
+}
+
+impl SearchType {
+    /// The name the index uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            SearchType::Text => "text",
+            SearchType::Markdown => "markdown",
+            SearchType::Html => "html",
+            SearchType::Subtitles => "subtitles",
+            SearchType::Pdf => "pdf",
+            SearchType::Image => "image",
+            SearchType::Document => "document",
+            SearchType::Audio => "audio",
+            SearchType::Video => "video",
+        }
+    }
+}
+
 /// When to colour output.
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum ColorChoice {
@@ -104,6 +145,9 @@ pub enum Command {
         #[command(flatten)]
         #[allow(missing_docs)]
         at: AtArg,
+        /// Print JSON (schema lifeos.cat.v1): the content as base64, with its size and id.
+        #[arg(long)]
+        json: bool,
     },
     /// Bring back files: a whole commit into a new folder (`--to`), or PATH into the working
     /// folder as a new commit.
@@ -334,9 +378,9 @@ pub enum Command {
         /// Every version that ever matched, grouped by file.
         #[arg(long, conflicts_with = "at")]
         all_history: bool,
-        /// Only files of this type: text, markdown, html, subtitles, pdf, image, document.
+        /// Only files of this type (document: text, markdown, html and pdf together).
         #[arg(long = "type", value_name = "TYPE")]
-        file_type: Option<String>,
+        file_type: Option<SearchType>,
         /// Only paths matching this glob.
         #[arg(long, value_name = "GLOB")]
         path: Option<String>,

@@ -21,9 +21,15 @@ pub enum IngestError {
     /// From the store.
     #[error(transparent)]
     Store(#[from] lifeos_store::StoreError),
-    /// The repository config's `[ingest]` section is invalid.
-    #[error("repository config [ingest]: {0}")]
-    Config(String),
+    /// A table of the repository config that ingest reads (`[ingest]` or `[speech]`) is
+    /// invalid.
+    #[error("repository config [{table}]: {message}")]
+    Config {
+        /// The table.
+        table: String,
+        /// What is wrong, and where.
+        message: String,
+    },
     /// A search query has nothing to search for, or cannot be used.
     #[error("{0}")]
     Query(String),

@@ -63,18 +63,38 @@ pub struct Settings {
 }
 
 impl Settings {
-    /// Reads `[ingest]` from `.lifeos/config`.
+    /// Reads `[ingest]` and `[speech]` from `.lifeos/config`. An error names the table it
+    /// is in.
     pub fn load(repo: &Repo) -> Result<Settings> {
         let text = std::fs::read_to_string(repo.dot_dir().join("config")).unwrap_or_default();
-        let cfg: ConfigFile =
-            toml::from_str(&text).map_err(|e| IngestError::Config(e.to_string()))?;
+        let cfg: ConfigFile = toml::from_str(&text).map_err(|e| {
+            // The table is the last header before the problem.
+            let table = e
+                .span()
+                .and_then(|s| text.get(..s.start))
+                .and_then(|before| {
+                    before.lines().rev().find_map(|l| {
+                        let l = l.trim();
+                        l.strip_prefix('[')?.strip_suffix(']').map(str::trim)
+                    })
+                })
+                .unwrap_or("ingest");
+            IngestError::Config {
+                table: table.to_string(),
+                message: e.to_string(),
+            }
+        })?;
+        let ingest = |message: String| IngestError::Config {
+            table: "ingest".into(),
+            message,
+        };
         let mut b = GlobSetBuilder::new();
         for g in &cfg.ingest.exclude {
-            b.add(Glob::new(g).map_err(|e| IngestError::Config(format!("exclude {g:?}: {e}")))?);
+            b.add(Glob::new(g).map_err(|e| ingest(format!("exclude {g:?}: {e}")))?);
         }
         Ok(Settings {
-            exclude: b.build().map_err(|e| IngestError::Config(e.to_string()))?,
-            redactor: Redactor::new(&cfg.ingest.redact).map_err(IngestError::Config)?,
+            exclude: b.build().map_err(|e| ingest(e.to_string()))?,
+            redactor: Redactor::new(&cfg.ingest.redact).map_err(ingest)?,
             ocr_wanted: cfg.ingest.ocr.unwrap_or(true),
             tesseract: std::sync::OnceLock::new(),
             after_commit: cfg.ingest.after_commit.unwrap_or(true),

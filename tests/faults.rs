@@ -371,7 +371,22 @@ fn kill_during_commit_leaves_a_healthy_repository_with_every_earlier_commit() {
     // gc removes what the killed commits left behind (keeping only what sits in packs
     // below the rewrite threshold), and everything still restores.
     let before = json(d, &["fsck"])["unreachable"].as_u64().unwrap();
+    // A dry run says what gc will do, and changes nothing.
+    let plan = json(d, &["gc", "--dry-run"]);
+    assert_eq!(plan["dry_run"], true);
+    assert_eq!(json(d, &["fsck"])["unreachable"], before, "{plan}");
     let g = json(d, &["gc"]);
+    for k in [
+        "objects_removed",
+        "objects_kept_unreachable",
+        "packs_deleted",
+        "packs_rewritten",
+        "packs_before",
+        "bytes_before",
+    ] {
+        assert_eq!(plan[k], g[k], "{k}: {plan} {g}");
+    }
+    assert!(plan["bytes_after"].as_u64() <= plan["bytes_before"].as_u64());
     let f = json(d, &["fsck"]);
     assert_eq!(f["ok"], true);
     assert_eq!(f["unreachable"], g["objects_kept_unreachable"], "{f} {g}");

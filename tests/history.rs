@@ -705,3 +705,51 @@ fn undo_after_three_concurrent_operations_undoes_only_the_newest() {
     ok(d, &["undo"]);
     assert_eq!(branch_names(d), ["first", "main", "second", "third"]);
 }
+
+/// `branch rename`: one operation; the target stays, the checked-out branch follows, and
+/// `undo` brings the old name back.
+#[test]
+fn a_branch_is_renamed_in_one_operation_and_the_folder_follows() {
+    let repo = repo(false);
+    let d = repo.path();
+    write(d, "a.txt", b"a");
+    ok(d, &["commit", "-m", "base"]);
+    ok(d, &["branch", "create", "side"]);
+    let before = json(d, &["branch", "list"]);
+    ok(d, &["branch", "rename", "main", "trunk"]);
+    assert_eq!(branch_names(d), ["side", "trunk"]);
+    let after = json(d, &["branch", "list"]);
+    let trunk = after["branches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["name"] == "trunk")
+        .unwrap()
+        .clone();
+    assert_eq!(trunk["current"], true, "{after}");
+    assert_eq!(trunk["commit"], before["branches"][0]["commit"], "{before}");
+    write(d, "b.txt", b"b");
+    ok(d, &["commit", "-m", "on trunk"]);
+    assert_eq!(log_messages(d, &["-r", "trunk"]), ["on trunk"]);
+    assert_eq!(log_messages(d, &[]), ["on trunk", "base"]);
+    let ops = json(d, &["op", "log", "-n", "2"]);
+    let rename = &ops["operations"][1];
+    let types: Vec<_> = rename["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(types, ["branch.moved", "branch.moved"], "{rename}");
+    let e = fails(d, &["branch", "rename", "trunk", "side"]);
+    assert!(e.contains("already exists"), "{e}");
+    let e = fails(d, &["branch", "rename", "nope", "x"]);
+    assert!(e.contains("no branch named \"nope\""), "{e}");
+    // The operation before the rename still names the old branch.
+    let before_rename = json(d, &["op", "log", "-n", "3"])["operations"][2]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    ok(d, &["op", "restore", &before_rename[..12]]);
+    assert_eq!(branch_names(d), ["main", "side"]);
+}

@@ -297,8 +297,9 @@ fn dispatch(cli: Cli, here: PathBuf, style: Style) -> CliResult<u8> {
             remote: Some(name),
             pass,
             json,
+            ..
         } => crate::remote::gc(&open(&here)?, &name, pass, json),
-        Command::Gc { json, .. } => gc(&open(&here)?, json),
+        Command::Gc { json, dry_run, .. } => gc(&open(&here)?, dry_run, json),
         Command::Remote(cmd) => crate::remote::remote(&open(&here)?, cmd),
         Command::Push { name, pass, json } => crate::remote::push(&open(&here)?, name, pass, json),
         Command::Fetch {
@@ -747,9 +748,9 @@ fn fsck(repo: &Repo, json: bool, style: Style) -> CliResult<u8> {
     Ok(code)
 }
 
-fn gc(repo: &Repo, json: bool) -> CliResult<u8> {
-    let pb = bar(0, "collecting");
-    let r = repo.gc(&|n| pb.inc(n))?;
+fn gc(repo: &Repo, dry_run: bool, json: bool) -> CliResult<u8> {
+    let pb = bar(0, if dry_run { "planning" } else { "collecting" });
+    let r = repo.gc(dry_run, &|n| pb.inc(n))?;
     pb.finish_and_clear();
     let r = match r {
         Ok(r) => r,
@@ -770,8 +771,25 @@ fn gc(repo: &Repo, json: bool) -> CliResult<u8> {
                 "objects_removed": r.objects_removed, "objects_kept_unreachable": r.objects_kept_unreachable,
                 "packs_rewritten": r.packs_rewritten, "packs_deleted": r.packs_deleted,
                 "packs_damaged": r.packs_damaged, "tmp_removed": r.tmp_removed,
+                "dry_run": dry_run,
             }),
         );
+    } else if dry_run {
+        println!(
+            "would remove {} unreachable entries and free {} ({} -> {}): {} packs deleted, {} rewritten; nothing was changed",
+            r.objects_removed,
+            human_bytes(r.bytes_before - r.bytes_after),
+            human_bytes(r.bytes_before),
+            human_bytes(r.bytes_after),
+            r.packs_deleted,
+            r.packs_rewritten,
+        );
+        if r.objects_kept_unreachable > 0 {
+            println!(
+                "{} unreachable entries would stay in packs below the rewrite threshold",
+                r.objects_kept_unreachable
+            );
+        }
     } else {
         println!(
             "removed {} unreachable entries; packs {} -> {}, {} -> {} ({} rewritten, {} deleted, {} temporary files removed)",

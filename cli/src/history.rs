@@ -293,6 +293,14 @@ pub fn branch(repo: &Repo, cmd: BranchCmd, style: Style) -> CliResult<u8> {
             repo.set_branch(&name, None, true)?;
             println!("Deleted branch {name}");
         }
+        BranchCmd::Rename { old, new } => {
+            let head = repo.head()?;
+            if head.view.branch(&old).is_none() {
+                return Err(unknown_ref(&head.view.branches, &old, "branch"));
+            }
+            repo.rename_branch(&old, &new)?;
+            println!("Renamed branch {old} to {}", style.name(&new));
+        }
         BranchCmd::List { at, json } => {
             let view = view_at(repo, &at)?;
             if json {

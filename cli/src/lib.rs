@@ -474,6 +474,9 @@ pub enum Command {
         #[command(flatten)]
         #[allow(missing_docs)]
         pass: remote::PassArgs,
+        /// Say what would be removed and how much space it frees; remove nothing.
+        #[arg(long, conflicts_with = "remote")]
+        dry_run: bool,
         /// Print JSON (schema lifeos.gc.v1, or lifeos.gc_remote.v1 with --remote).
         #[arg(long)]
         json: bool,
@@ -512,6 +515,13 @@ pub enum BranchCmd {
     Delete {
         /// Name.
         name: String,
+    },
+    /// Rename a branch (it keeps its target; if it is checked out, the folder follows).
+    Rename {
+        /// The current name.
+        old: String,
+        /// The new name.
+        new: String,
     },
     /// List branches.
     List {

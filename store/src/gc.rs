@@ -60,6 +60,31 @@ struct PackPlan {
     dead_bytes: u64,
 }
 
+/// What gc does with a pack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fate {
+    /// Nothing in it is live: it goes.
+    Delete,
+    /// Its dead share is above the threshold: its live entries move to a new pack.
+    Rewrite,
+    /// It stays as it is.
+    Keep,
+}
+
+impl PackPlan {
+    /// What gc does with this pack, given the configured garbage threshold.
+    fn fate(&self, threshold: f64) -> Fate {
+        let dead: u64 = self.entries.iter().map(|e| e.dead).sum();
+        if self.entries.iter().all(|e| e.live.is_empty()) {
+            Fate::Delete
+        } else if dead > 0 && (self.dead_bytes as f64) > threshold * self.size as f64 {
+            Fate::Rewrite
+        } else {
+            Fate::Keep
+        }
+    }
+}
+
 /// One entry of a pack, as `gc` sees it.
 struct EntryPlan {
     offset: u32,
@@ -154,18 +179,63 @@ impl Store {
     /// with duplicates that the next `gc` removes).
     pub fn gc(
         &self,
-        _lock: &ExclusiveLock,
+        lock: &ExclusiveLock,
         live: &HashSet<Id>,
         progress: &(dyn Fn(u64) + Sync),
     ) -> Result<GcReport> {
-        let mut report = GcReport {
-            tmp_removed: self.clean_tmp()?,
-            ..GcReport::default()
-        };
+        let tmp_removed = self.clean_tmp()?;
+        let (plans, damaged, mut report) = self.plan_gc(lock, live, progress)?;
+        report.tmp_removed = tmp_removed;
+        self.carry_out_gc(plans, damaged, report)
+    }
+
+    /// What [`Store::gc`] would do with `live`, changing nothing: the packs it would
+    /// delete or rewrite, the entries it would remove, and the bytes left after
+    /// (`bytes_after` counts a rewritten pack as its size less its dead bytes; `tmp_removed`
+    /// is 0).
+    pub fn gc_dry_run(
+        &self,
+        lock: &ExclusiveLock,
+        live: &HashSet<Id>,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> Result<GcReport> {
+        let (plans, _, mut report) = self.plan_gc(lock, live, progress)?;
+        let threshold = self.config().packs.gc_garbage_threshold;
+        let mut freed = 0;
+        for plan in &plans {
+            let dead: u64 = plan.entries.iter().map(|e| e.dead).sum();
+            match plan.fate(threshold) {
+                Fate::Delete => {
+                    report.packs_deleted += 1;
+                    report.objects_removed += dead;
+                    freed += plan.size;
+                }
+                Fate::Rewrite => {
+                    report.packs_rewritten += 1;
+                    report.objects_removed += dead;
+                    freed += plan.dead_bytes;
+                }
+                Fate::Keep => report.objects_kept_unreachable += dead,
+            }
+        }
+        report.packs_after = report.packs_before - report.packs_deleted;
+        report.bytes_after = report.bytes_before - freed;
+        Ok(report)
+    }
+
+    /// Reads every pack's footer and plans what gc does with it: the entries `live` (and
+    /// the bases of live deltas) keep, and the dead bytes. Damaged packs are listed apart,
+    /// to be kept whole. The report counts the packs and bytes before.
+    fn plan_gc(
+        &self,
+        _lock: &ExclusiveLock,
+        live: &HashSet<Id>,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> Result<(Vec<PackPlan>, Vec<PackInfo>, GcReport)> {
+        let mut report = GcReport::default();
         // A live delta keeps its base, whether or not anything else reaches it.
         let bases = self.delta_bases(live)?;
         let live = &|id: &Id| live.contains(id) || bases.contains(id);
-        let threshold = self.config().packs.gc_garbage_threshold;
         let mut plans = Vec::new();
         let mut damaged = Vec::new();
         for name in self.pack_names()? {
@@ -231,19 +301,28 @@ impl Store {
                 dead_bytes,
             });
         }
+        Ok((plans, damaged, report))
+    }
 
+    /// Carries out the plans of [`Store::plan_gc`]: copies what is live out of the packs
+    /// to delete or rewrite, writes one index layer, then removes the old packs.
+    fn carry_out_gc(
+        &self,
+        plans: Vec<PackPlan>,
+        damaged: Vec<PackInfo>,
+        mut report: GcReport,
+    ) -> Result<GcReport> {
+        let threshold = self.config().packs.gc_garbage_threshold;
         let mut tx = self.transaction_locked()?;
         let mut kept: Vec<&PackPlan> = Vec::new();
         let mut dropped: Vec<&PackPlan> = Vec::new();
         let mut copied = HashSet::new();
         for plan in &plans {
             let dead: u64 = plan.entries.iter().map(|e| e.dead).sum();
-            let all_dead = plan.entries.iter().all(|e| e.live.is_empty());
-            let rewrite =
-                !all_dead && dead > 0 && (plan.dead_bytes as f64) > threshold * plan.size as f64;
-            if all_dead || rewrite {
+            let fate = plan.fate(threshold);
+            if fate != Fate::Keep {
                 report.objects_removed += dead;
-                if all_dead {
+                if fate == Fate::Delete {
                     report.packs_deleted += 1;
                 } else {
                     report.packs_rewritten += 1;

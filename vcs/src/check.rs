@@ -336,10 +336,12 @@ impl Repo {
         })
     }
 
-    /// Removes everything the operation log cannot reach. Refuses to run if the walk
-    /// finds problems (removing data from a damaged repository could lose what is left).
+    /// Removes everything the operation log cannot reach (with `dry_run`, only says what
+    /// that would remove and free). Refuses to run if the walk finds problems (removing
+    /// data from a damaged repository could lose what is left).
     pub fn gc(
         &self,
+        dry_run: bool,
         progress: &(dyn Fn(u64) + Sync),
     ) -> Result<std::result::Result<GcReport, Vec<Problem>>> {
         let lock = self.store().gc_lock()?;
@@ -349,7 +351,11 @@ impl Repo {
         if !problems.is_empty() {
             return Ok(Err(problems));
         }
-        Ok(Ok(self.store().gc(&lock, &reach.ids, progress)?))
+        Ok(Ok(if dry_run {
+            self.store().gc_dry_run(&lock, &reach.ids, progress)?
+        } else {
+            self.store().gc(&lock, &reach.ids, progress)?
+        }))
     }
 
     /// Sizes of the current commit, of all history, and of the store.

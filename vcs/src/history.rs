@@ -464,6 +464,52 @@ impl Repo {
         )
     }
 
+    /// Renames branch `from` to `to` in one operation (its target stays; the folder's
+    /// current branch follows the new name). A branch named `to` must not exist.
+    pub fn rename_branch(&self, from: &str, to: &str) -> Result<Id> {
+        valid_ref_name(to)?;
+        let start = now_ms();
+        let head = self.head()?;
+        let target = head
+            .view
+            .branch(from)
+            .ok_or_else(|| VcsError::UnknownRevision {
+                rev: from.into(),
+                candidates: head.view.branches.iter().map(|(n, _)| n.clone()).collect(),
+            })?;
+        if head.view.branch(to).is_some() {
+            return Err(VcsError::Refused(format!(
+                "branch {to} already exists; delete it first or choose another name"
+            )));
+        }
+        let mut view = head.view.clone();
+        view.set_branch(from, None);
+        view.set_branch(to, Some(target));
+        if view.current_branch.as_deref() == Some(from) {
+            view.current_branch = Some(to.to_string());
+        }
+        let tx = self.store().transaction()?;
+        self.publish(
+            tx,
+            &[head.id],
+            view,
+            &format!("branch rename {from} to {to}"),
+            vec![
+                Event::BranchMoved {
+                    name: from.into(),
+                    from: Some(target),
+                    to: None,
+                },
+                Event::BranchMoved {
+                    name: to.into(),
+                    from: None,
+                    to: Some(target),
+                },
+            ],
+            start,
+        )
+    }
+
     /// Creates, moves or deletes a tag.
     pub fn set_tag(&self, name: &str, target: Option<Id>, allow_move: bool) -> Result<Id> {
         valid_ref_name(name)?;

@@ -753,3 +753,65 @@ fn a_branch_is_renamed_in_one_operation_and_the_folder_follows() {
     ok(d, &["op", "restore", &before_rename[..12]]);
     assert_eq!(branch_names(d), ["main", "side"]);
 }
+
+/// The bash completion script completes commands, and branch names where a revision or a
+/// branch is expected; the manual pages are generated from the same definitions.
+#[test]
+fn bash_completes_commands_and_branch_names_and_man_pages_are_written() {
+    let repo = repo(false);
+    let d = repo.path();
+    write(d, "a.txt", b"a");
+    ok(d, &["commit", "-m", "base"]);
+    ok(d, &["branch", "create", "feature/x"]);
+    let outside = tempfile::tempdir().unwrap();
+    let script = outside.path().join("lifeos.bash");
+    std::fs::write(&script, ok(d, &["completions", "bash"])).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin().parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let complete = |words: &[&str]| -> String {
+        let line = format!(
+            "source {}; COMP_WORDS=({}); COMP_CWORD={}; _lifeos_with_refs lifeos '{}' '{}'; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            script.display(),
+            words.join(" "),
+            words.len() - 1,
+            words[words.len() - 1],
+            words[words.len() - 2],
+        );
+        let out = std::process::Command::new("bash")
+            .args(["-c", &line])
+            .current_dir(d)
+            .env("PATH", &path)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let commands = complete(&["lifeos", "chec"]);
+    assert_eq!(commands.trim(), "checkout", "{commands}");
+    let branches = complete(&["lifeos", "checkout", "fe"]);
+    assert_eq!(branches.trim(), "feature/x", "{branches}");
+    let revisions = complete(&["lifeos", "log", "-r", ""]);
+    assert!(
+        revisions.contains("feature/x") && revisions.contains("main"),
+        "{revisions}"
+    );
+    for shell in ["zsh", "fish", "powershell"] {
+        assert!(ok(d, &["completions", shell]).contains("lifeos"), "{shell}");
+    }
+    let page = ok(d, &["man"]);
+    assert!(
+        page.contains(".TH lifeos 1") && page.contains("commit"),
+        "{page}"
+    );
+    let dir = outside.path().join("man1");
+    ok(d, &["man", "--dir", dir.to_str().unwrap()]);
+    let commit = std::fs::read_to_string(dir.join("lifeos-commit.1")).unwrap();
+    assert!(commit.contains(".SH NAME"), "{commit}");
+}

@@ -69,6 +69,8 @@ pub fn run(cli: Cli, style: Style) -> CliResult<u8> {
         // Hooks run inside git commands (reference-transaction while git holds its ref
         // locks): they import only, by themselves.
         Command::Init { .. }
+        | Command::Completions { .. }
+        | Command::Man { .. }
         | Command::Clone { .. }
         | Command::Model(_)
         | Command::Git(
@@ -300,6 +302,8 @@ fn dispatch(cli: Cli, here: PathBuf, style: Style) -> CliResult<u8> {
             ..
         } => crate::remote::gc(&open(&here)?, &name, pass, json),
         Command::Gc { json, dry_run, .. } => gc(&open(&here)?, dry_run, json),
+        Command::Completions { shell } => crate::docs::completions(shell),
+        Command::Man { dir } => crate::docs::man(dir.as_deref()),
         Command::Remote(cmd) => crate::remote::remote(&open(&here)?, cmd),
         Command::Push { name, pass, json } => crate::remote::push(&open(&here)?, name, pass, json),
         Command::Fetch {

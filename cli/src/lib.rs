@@ -6,6 +6,7 @@
 mod actions;
 mod commands;
 mod diff;
+mod docs;
 mod entity;
 mod error;
 mod git;
@@ -465,6 +466,20 @@ pub enum Command {
     },
     /// Make a new repository from a remote (s3://bucket/prefix, file:///path or a path).
     Clone(remote::CloneArgs),
+    /// Print a shell completion script: `lifeos completions bash >
+    /// ~/.local/share/bash-completion/completions/lifeos` (bash also completes branch and
+    /// tag names, asking `lifeos` for them).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff), or with `--dir`, write one page per command there
+    /// (`lifeos.1`, `lifeos-commit.1`, ...): `lifeos man --dir ~/.local/share/man/man1`.
+    Man {
+        /// Write every page into this folder instead.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
     /// Remove data nothing in the operation log refers to.
     Gc {
         /// Collect this remote instead: remove its packs that nothing its operations

@@ -815,3 +815,89 @@ fn bash_completes_commands_and_branch_names_and_man_pages_are_written() {
     let commit = std::fs::read_to_string(dir.join("lifeos-commit.1")).unwrap();
     assert!(commit.contains(".SH NAME"), "{commit}");
 }
+
+/// `commit` without -m asks an editor (on a list of the changes; an empty message records
+/// nothing), `commit PATH...` records only those paths, and `--amend` rewrites `@` with the
+/// same change id.
+#[test]
+fn commit_messages_from_an_editor_partial_commits_and_amend() {
+    let repo = repo(false);
+    let d = repo.path();
+    write(d, "a.txt", b"a1");
+    write(d, "b.txt", b"b1");
+    ok(d, &["commit", "-m", "base"]);
+    write(d, "a.txt", b"a2");
+    write(d, "notes/b.txt", b"new");
+    let outside = tempfile::tempdir().unwrap();
+    let seen = outside.path().join("template");
+    // An editor that keeps the template aside and writes a message above it.
+    let editor = outside.path().join("edit.sh");
+    std::fs::write(
+        &editor,
+        format!(
+            "#!/bin/sh\ncp \"$1\" {}\n{{ echo 'Edited a'; echo; echo 'with a body'; cat {}; }} > \"$1\"\n",
+            seen.display(),
+            seen.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&editor, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out = cmd(d)
+        .args(["commit", "a.txt"])
+        .env("LIFEOS_EDITOR", &editor)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let template = std::fs::read_to_string(&seen).unwrap();
+    assert!(template.contains("#   M a.txt"), "{template}");
+    assert!(
+        !template.contains("notes/b.txt"),
+        "only the paths asked for: {template}"
+    );
+    assert_eq!(log_messages(d, &[]), ["Edited a\n\nwith a body", "base"]);
+    // Only a.txt was recorded; the new file is still uncommitted.
+    let status = json(d, &["status"]);
+    let left: Vec<_> = status["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(left, ["notes/b.txt"], "{status}");
+    assert_eq!(ok(d, &["cat", "a.txt"]), "a2");
+    let e = fails(d, &["commit", "nothing/here", "-m", "x"]);
+    assert!(e.contains("nothing/here"), "{e}");
+
+    // An empty message records nothing.
+    let out = cmd(d)
+        .args(["commit"])
+        .env("LIFEOS_EDITOR", "true")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nothing was recorded"));
+    assert_eq!(log_messages(d, &[]).len(), 2);
+
+    // --amend: the folder's content into @, same change id and parent, new message.
+    let before = json(d, &["log", "-n", "1"])["commits"][0].clone();
+    ok(d, &["commit", "--amend", "-m", "Edited a, added notes"]);
+    let after = json(d, &["log", "-n", "1"])["commits"][0].clone();
+    assert_eq!(after["change_id"], before["change_id"]);
+    assert_eq!(after["parents"], before["parents"]);
+    assert_ne!(after["commit"], before["commit"]);
+    assert_eq!(log_messages(d, &[]), ["Edited a, added notes", "base"]);
+    assert!(json(d, &["status"])["clean"].as_bool().unwrap());
+    // Without -m, it keeps the message.
+    write(d, "a.txt", b"a3");
+    ok(d, &["commit", "--amend"]);
+    assert_eq!(log_messages(d, &[]), ["Edited a, added notes", "base"]);
+    assert_eq!(ok(d, &["cat", "a.txt"]), "a3");
+    let fresh = tempfile::tempdir().unwrap();
+    ok(fresh.path(), &["init"]);
+    let e = fails(fresh.path(), &["commit", "--amend", "-m", "x"]);
+    assert!(e.contains("nothing to amend"), "{e}");
+}

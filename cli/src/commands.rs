@@ -131,18 +131,39 @@ fn dispatch(cli: Cli, here: PathBuf, style: Style) -> CliResult<u8> {
             Ok(0)
         }
         Command::Commit {
+            paths,
             message,
+            amend,
             allow_empty,
             allow_unreadable,
             json,
-        } => commit(
-            &open(&here)?,
-            &message,
-            allow_empty,
-            allow_unreadable,
-            json,
-            style,
-        ),
+        } => {
+            let repo = open(&here)?;
+            let paths = paths
+                .iter()
+                .map(|p| lifeos_vcs::path::clean(arg_bytes(p)).map_err(CliError::from))
+                .collect::<CliResult<Vec<_>>>()?;
+            let message = match message {
+                Some(m) => m,
+                None if amend => String::new(),
+                None => match crate::editor::commit_message(&repo, &paths)? {
+                    Some(m) => m,
+                    None => {
+                        eprintln!("Aborting: the message was empty; nothing was recorded");
+                        return Ok(1);
+                    }
+                },
+            };
+            let asked = CommitOptions {
+                message: message.as_bytes(),
+                allow_empty,
+                allow_unreadable,
+                paths: &paths,
+                amend,
+                hook: None,
+            };
+            commit(&repo, asked, json, style)
+        }
         Command::Ls {
             path,
             revision,
@@ -333,16 +354,10 @@ impl SnapshotProgress for BarProgress {
     }
 }
 
-fn commit(
-    repo: &Repo,
-    message: &str,
-    allow_empty: bool,
-    allow_unreadable: bool,
-    json: bool,
-    style: Style,
-) -> CliResult<u8> {
+fn commit(repo: &Repo, asked: CommitOptions<'_>, json: bool, style: Style) -> CliResult<u8> {
+    let amend = asked.amend;
     let pb = BarProgress(bar(0, "reading"));
-    let out = record_folder(repo, message, allow_empty, allow_unreadable, &pb, style);
+    let out = record_folder(repo, asked, &pb, style);
     pb.0.finish_and_clear();
     let out = out?;
     let s = &out.snapshot;
@@ -372,10 +387,15 @@ fn commit(
                 .branch
                 .map(|b| format!(" on {}", style.name(&b)))
                 .unwrap_or_default();
+            let message = repo.commit(&c)?.message;
             println!(
-                "Committed {}{on}: {}",
+                "{} {}{on}: {}",
+                if amend { "Amended, now" } else { "Committed" },
                 style.id(&c.short(12)),
-                message.lines().next().unwrap_or("")
+                String::from_utf8_lossy(&message)
+                    .lines()
+                    .next()
+                    .unwrap_or("")
             );
         }
         None => println!(
@@ -399,9 +419,7 @@ fn commit(
 /// operation), says on stderr what was not recorded, then fires the rules for the commit.
 pub(crate) fn record_folder(
     repo: &Repo,
-    message: &str,
-    allow_empty: bool,
-    allow_unreadable: bool,
+    asked: CommitOptions<'_>,
     progress: &dyn lifeos_vcs::working_copy::SnapshotProgress,
     style: Style,
 ) -> CliResult<lifeos_vcs::commit::CommitOutcome> {
@@ -425,10 +443,8 @@ pub(crate) fn record_folder(
         }
     };
     let opts = CommitOptions {
-        message: message.as_bytes(),
-        allow_empty,
-        allow_unreadable,
         hook: Some(&hook),
+        ..asked
     };
     let out = repo.commit_working_copy(&wc, &opts, progress)?;
     let s = &out.snapshot;

@@ -7,6 +7,7 @@ mod actions;
 mod commands;
 mod diff;
 mod docs;
+mod editor;
 mod entity;
 mod error;
 mod git;
@@ -106,11 +107,19 @@ pub enum Command {
         #[arg(long)]
         git: bool,
     },
-    /// Record every file of the folder as a new commit on the current branch.
+    /// Record every file of the folder (or only PATHS) as a new commit on the current
+    /// branch; without -m, an editor asks for the message.
     Commit {
-        /// The commit message.
+        /// Record only these files or folders; the rest stay uncommitted.
+        paths: Vec<OsString>,
+        /// The commit message (without it: $LIFEOS_EDITOR, $VISUAL or $EDITOR opens on a
+        /// list of the changes; an empty message records nothing).
         #[arg(short, long)]
-        message: String,
+        message: Option<String>,
+        /// Rewrite the commit at @ instead (same change id; its message unless -m or the
+        /// editor gives one).
+        #[arg(long)]
+        amend: bool,
         /// Record a commit even if nothing changed.
         #[arg(long)]
         allow_empty: bool,

@@ -161,14 +161,12 @@ async fn watch_loop(
 /// that failed (a file still being written, a full disk) returns when to try again.
 fn commit_step(repo: &Repo, ingest: bool, style: Style) -> Result<(), Instant> {
     let start = now_ms();
-    match crate::commands::record_folder(
-        repo,
-        "changes seen by lifeos watch",
-        false,
-        false,
-        &lifeos_vcs::working_copy::NoProgress,
-        style,
-    ) {
+    let asked = lifeos_vcs::commit::CommitOptions {
+        message: b"changes seen by lifeos watch",
+        ..Default::default()
+    };
+    match crate::commands::record_folder(repo, asked, &lifeos_vcs::working_copy::NoProgress, style)
+    {
         Ok(out) => {
             if let Some(c) = out.commit {
                 log(&format!(

@@ -564,9 +564,7 @@ mod tests {
         let wc = repo.lock_working_copy().unwrap();
         let opts = CommitOptions {
             message: b"from lifeos",
-            allow_empty: false,
-            allow_unreadable: false,
-            hook: None,
+            ..CommitOptions::default()
         };
         let ours = repo
             .commit_working_copy(&wc, &opts, &NoProgress)

@@ -47,6 +47,13 @@ pub struct CommitOptions<'a> {
     /// Run on the files read, inside the transaction, before publishing (the CLI indexes
     /// small changes this way); the events it returns join the commit's operation.
     pub hook: Option<&'a CommitHook<'a>>,
+    /// Record only these paths (files or folders, clean repository paths); the rest of
+    /// the folder stays as `@` has it, uncommitted. Empty: everything.
+    pub paths: &'a [BString],
+    /// Rewrite `@` instead of adding a commit on top of it: the same parents and change
+    /// id, the folder's content, and `message` (or `@`'s when it is empty). Descendants
+    /// are rebased onto it, as `describe` does.
+    pub amend: bool,
 }
 
 /// Random bytes for a new change id.
@@ -91,7 +98,59 @@ impl Repo {
             ));
         }
         let branch = view.current_branch.clone();
-        if parent_tree == Some(snapshot.tree) && !opts.allow_empty {
+        let tree = if opts.paths.is_empty() {
+            snapshot.tree
+        } else {
+            self.partial_tree(&mut tx, parent_tree.as_ref(), &snapshot.tree, opts.paths)?
+        };
+        if opts.amend {
+            let old = parent.ok_or_else(|| {
+                VcsError::Refused("nothing to amend: there is no commit at @ yet".into())
+            })?;
+            let mut commit = self.commit(&old)?;
+            // A conflict stays while its path is as the merge left it.
+            let mut conflicts = Vec::new();
+            for c in &commit.conflicts {
+                let before = self.lookup_path(&commit.tree, &c.path)?;
+                let after = self.lookup_path_tx(&tx, &tree, &c.path)?;
+                if before.map(|e| e.id) == after.map(|e| e.id) {
+                    conflicts.push(c.clone());
+                }
+            }
+            commit.tree = tree;
+            commit.conflicts = conflicts;
+            if !opts.message.is_empty() {
+                commit.message = opts.message.to_vec();
+            }
+            commit.committer = self.signature(start);
+            commit.git_header = None;
+            let (id, mut view, mut events) = self.rewrite(&mut tx, &head.view, old, &commit)?;
+            let derived =
+                self.derive_entities(&mut tx, &mut view, parent_tree.as_ref(), &tree, &id)?;
+            events.extend(derived.events);
+            if let Some(h) = opts.hook {
+                events.extend(h(&mut tx, &snapshot.read)?);
+            }
+            let op = self.publish(
+                tx,
+                &[head.id],
+                view,
+                &format!("amend {}: {}", old.short(12), commit.summary()),
+                events,
+                start,
+            )?;
+            self.save_wc_state(&snapshot.state)?;
+            return Ok(CommitOutcome {
+                commit: Some(id),
+                op: Some(op),
+                parent: commit.parents.first().copied(),
+                branch,
+                snapshot,
+                conflicts: commit.conflicts.iter().map(|c| c.path.clone()).collect(),
+                skipped_entities: derived.skipped,
+            });
+        }
+        if parent_tree == Some(tree) && !opts.allow_empty {
             drop(tx);
             if snapshot.state_changed {
                 self.save_wc_state(&snapshot.state)?;
@@ -107,21 +166,9 @@ impl Repo {
             });
         }
         let mut events = Vec::new();
-        let (id, commit) = self.commit_tree(
-            &mut tx,
-            &mut view,
-            snapshot.tree,
-            opts.message,
-            &mut events,
-            start,
-        )?;
-        let derived = self.derive_entities(
-            &mut tx,
-            &mut view,
-            parent_tree.as_ref(),
-            &snapshot.tree,
-            &id,
-        )?;
+        let (id, commit) =
+            self.commit_tree(&mut tx, &mut view, tree, opts.message, &mut events, start)?;
+        let derived = self.derive_entities(&mut tx, &mut view, parent_tree.as_ref(), &tree, &id)?;
         events.extend(derived.events);
         if let Some(h) = opts.hook {
             events.extend(h(&mut tx, &snapshot.read)?);
@@ -144,6 +191,39 @@ impl Repo {
             conflicts: commit.conflicts.iter().map(|c| c.path.clone()).collect(),
             skipped_entities: derived.skipped,
         })
+    }
+
+    /// The tree of `parent` with `paths` (files or folders) as the folder's snapshot `snap`
+    /// has them: what a commit of only those paths records. A path that names nothing in
+    /// either is an error.
+    fn partial_tree(
+        &self,
+        tx: &mut Transaction<'_>,
+        parent: Option<&Id>,
+        snap: &Id,
+        paths: &[BString],
+    ) -> Result<Id> {
+        let chosen = |p: &[u8]| paths.iter().any(|q| crate::path::is_under(p, q));
+        let before = match parent {
+            Some(t) => self.flatten_tx(tx, t)?,
+            None => crate::treediff::FlatTree::new(),
+        };
+        let now = self.flatten_tx(tx, snap)?;
+        if let Some(q) = paths.iter().find(|q| {
+            !before
+                .keys()
+                .chain(now.keys())
+                .any(|p| crate::path::is_under(p, q))
+        }) {
+            return Err(VcsError::PathNotFound {
+                path: display(q).into_owned(),
+                rev: "@ or the folder".into(),
+            });
+        }
+        let mut flat: crate::treediff::FlatTree =
+            before.into_iter().filter(|(p, _)| !chosen(p)).collect();
+        flat.extend(now.into_iter().filter(|(p, _)| chosen(p)));
+        self.write_flat(tx, &flat)
     }
 
     /// Writes a commit of `tree` on top of `view`'s `@` and moves the view to it: the

@@ -558,11 +558,33 @@ impl Repo {
         // A rewritten commit is a new commit: git's header (and any signature) was for
         // the old one.
         commit.git_header = None;
+        let (new, view, events) = self.rewrite(&mut tx, &head.view, old, &commit)?;
+        let op = self.publish(
+            tx,
+            &[head.id],
+            view,
+            &format!("describe {}", old.short(12)),
+            events,
+            start,
+        )?;
+        Ok((old, new, op))
+    }
+
+    /// Writes `commit` as the new version of commit `old` of `view`: descendants are
+    /// rebased onto it, and branches, tags, heads and `@` that named a rewritten commit
+    /// name its new version. Returns the new commit's id, the new view and the events.
+    pub(crate) fn rewrite(
+        &self,
+        tx: &mut Transaction<'_>,
+        view: &View,
+        old: Id,
+        commit: &Commit,
+    ) -> Result<(Id, View, Vec<Event>)> {
         let new = tx.write_object(Kind::Commit, &commit.encode())?;
         let mut map: HashMap<Id, Id> = HashMap::from([(old, new)]);
         let mut events = vec![Event::CommitRewritten { from: old, to: new }];
         // Rebase descendants: every visible commit with a rewritten parent, oldest first.
-        let ev = crate::revset::Evaluator::new(self, &head.view)?;
+        let ev = crate::revset::Evaluator::new(self, view)?;
         let children_first = ev.sorted(ev.eval(&crate::revset::Expr::All)?);
         for id in children_first.iter().rev() {
             let c = ev.commit(id);
@@ -576,7 +598,7 @@ impl Repo {
             map.insert(*id, nid);
             events.push(Event::CommitRewritten { from: *id, to: nid });
         }
-        let mut view = head.view.clone();
+        let mut view = view.clone();
         let remap = |id: &mut Id| {
             if let Some(n) = map.get(id) {
                 *id = *n;
@@ -592,15 +614,7 @@ impl Repo {
         if let Some(w) = view.wc_commit.as_mut() {
             remap(w);
         }
-        let op = self.publish(
-            tx,
-            &[head.id],
-            view,
-            &format!("describe {}", old.short(12)),
-            events,
-            start,
-        )?;
-        Ok((old, new, op))
+        Ok((new, view, events))
     }
 
     /// Reverts the newest operation by writing a new one with the view before it (an undo

@@ -901,3 +901,41 @@ fn commit_messages_from_an_editor_partial_commits_and_amend() {
     let e = fails(fresh.path(), &["commit", "--amend", "-m", "x"]);
     assert!(e.contains("nothing to amend"), "{e}");
 }
+
+/// Revsets a jj or git user reaches for: difference and complement, descendants, heads,
+/// roots and latest, on a history with two branches.
+#[test]
+fn revsets_difference_descendants_heads_roots_and_latest() {
+    let repo = repo(false);
+    let d = repo.path();
+    // One minute apart, so that `latest` has an order to find.
+    for (i, m) in ["base", "a1", "a2"].into_iter().enumerate() {
+        write(d, "f.txt", m.as_bytes());
+        ok_at(d, &format!("2026-11-01T10:0{i}:00Z"), &["commit", "-m", m]);
+        if m == "base" {
+            ok(d, &["branch", "create", "side"]);
+        }
+    }
+    ok(d, &["checkout", "side"]);
+    write(d, "g.txt", b"s1");
+    ok_at(d, "2026-11-01T10:05:00Z", &["commit", "-m", "s1"]);
+    let set = |r: &str| -> Vec<String> {
+        let mut m = log_messages(d, &["-r", r]);
+        m.sort();
+        m
+    };
+    assert_eq!(set("all() ~ ancestors(side)"), ["a1", "a2"]);
+    assert_eq!(set("~ancestors(main)"), ["s1"]);
+    assert_eq!(set("descendants(main-)"), ["a1", "a2"]);
+    assert_eq!(
+        set("descendants(ancestors(side) ~ side)"),
+        ["a1", "a2", "base", "s1"]
+    );
+    assert_eq!(set("heads(all())"), ["a2", "s1"]);
+    assert_eq!(set("roots(all() ~ ancestors(side))"), ["a1"]);
+    assert_eq!(set("roots(all())"), ["base"]);
+    assert_eq!(set("latest(all(), 1)"), ["s1"]);
+    assert_eq!(set("latest(ancestors(main), 2)"), ["a1", "a2"]);
+    let e = fails(d, &["log", "-r", "latest(all())"]);
+    assert!(e.contains("count"), "{e}");
+}

@@ -3,6 +3,8 @@
 //! ```text
 //! @  @-  main  v1  3f9c2a  (revisions)        x | y   x & y   (union, intersection)
 //! ancestors(x)   x..y   ..y   x..              (ranges; x..y = ancestors(y) minus ancestors(x))
+//! descendants(x)   heads(x)   roots(x)   latest(x, n)
+//! x ~ y   ~x                                    (difference, and everything but x)
 //! author(text)   description(text)   files(glob)   date(after: WHEN, before: WHEN)   all()
 //! ```
 //! Parse errors name the column of the bad token.
@@ -26,6 +28,18 @@ pub enum Expr {
     All,
     /// Ancestors, inclusive.
     Ancestors(Box<Expr>),
+    /// Descendants, inclusive.
+    Descendants(Box<Expr>),
+    /// The members that are no other member's ancestor.
+    Heads(Box<Expr>),
+    /// The members that are no other member's descendant.
+    Roots(Box<Expr>),
+    /// The `n` members with the newest committer time.
+    Latest(Box<Expr>, usize),
+    /// `x ~ y`: in x, not in y.
+    Difference(Box<Expr>, Box<Expr>),
+    /// `~x`: every visible commit not in x.
+    Not(Box<Expr>),
     /// `x..y`: ancestors of y that are not ancestors of x (either side optional).
     Range(Option<Box<Expr>>, Option<Box<Expr>>),
     /// Union.
@@ -57,6 +71,7 @@ enum Tok {
     Colon,
     Pipe,
     Amp,
+    Tilde,
     DotDot,
     End,
 }
@@ -98,6 +113,7 @@ fn lex(src: &str) -> Result<Vec<(Tok, usize)>> {
             ':' => (out.push((Tok::Colon, col)), i += 1).1,
             '|' => (out.push((Tok::Pipe, col)), i += 1).1,
             '&' => (out.push((Tok::Amp, col)), i += 1).1,
+            '~' => (out.push((Tok::Tilde, col)), i += 1).1,
             '.' if b.get(i + 1) == Some(&'.') => (out.push((Tok::DotDot, col)), i += 2).1,
             '"' | '\'' => {
                 let q = c;
@@ -205,12 +221,21 @@ impl Parser<'_> {
 
     fn inter(&mut self) -> Result<Expr> {
         let mut e = self.range()?;
-        while *self.peek() == Tok::Amp {
-            self.next();
-            self.node()?;
-            e = Expr::Intersection(Box::new(e), Box::new(self.range()?));
+        loop {
+            match self.peek() {
+                Tok::Amp => {
+                    self.next();
+                    self.node()?;
+                    e = Expr::Intersection(Box::new(e), Box::new(self.range()?));
+                }
+                Tok::Tilde => {
+                    self.next();
+                    self.node()?;
+                    e = Expr::Difference(Box::new(e), Box::new(self.range()?));
+                }
+                _ => return Ok(e),
+            }
         }
-        Ok(e)
     }
 
     fn range(&mut self) -> Result<Expr> {
@@ -247,10 +272,25 @@ impl Parser<'_> {
                 self.expect(Tok::RParen, "')'")?;
                 Ok(e)
             }
+            Tok::Tilde => Ok(Expr::Not(Box::new(self.primary()?))),
             Tok::Word(w) if *self.peek() == Tok::LParen => {
                 self.next();
                 let e = match w.as_str() {
                     "ancestors" => Expr::Ancestors(Box::new(self.nested()?)),
+                    "descendants" => Expr::Descendants(Box::new(self.nested()?)),
+                    "heads" => Expr::Heads(Box::new(self.nested()?)),
+                    "roots" => Expr::Roots(Box::new(self.nested()?)),
+                    "latest" => {
+                        let x = self.nested()?;
+                        self.expect(Tok::Comma, "',' and a count")?;
+                        let ncol = self.col();
+                        let n = match self.next() {
+                            Tok::Word(w) => w.parse::<usize>().ok(),
+                            _ => None,
+                        }
+                        .ok_or_else(|| err(self.src, ncol, "expected a count of commits"))?;
+                        Expr::Latest(Box::new(x), n)
+                    }
                     "all" => Expr::All,
                     "author" => Expr::Author(self.text_arg()?),
                     "description" => Expr::Description(self.text_arg()?),
@@ -280,7 +320,7 @@ impl Parser<'_> {
                         return Err(err(
                             self.src,
                             col,
-                            format!("unknown function {other:?} (known: ancestors, all, author, description, files, date)"),
+                            format!("unknown function {other:?} (known: ancestors, descendants, heads, roots, latest, all, author, description, files, date)"),
                         ))
                     }
                 };
@@ -304,6 +344,7 @@ fn tok_name(t: &Tok) -> String {
         Tok::Colon => "':'".into(),
         Tok::Pipe => "'|'".into(),
         Tok::Amp => "'&'".into(),
+        Tok::Tilde => "'~'".into(),
         Tok::DotDot => "'..'".into(),
         Tok::End => "end of input".into(),
     }
@@ -366,6 +407,28 @@ impl<'r> Evaluator<'r> {
         out
     }
 
+    /// `from` and every visible commit that has one of them as an ancestor.
+    fn descendants(&self, from: &HashSet<Id>) -> HashSet<Id> {
+        let mut children: HashMap<Id, Vec<Id>> = HashMap::new();
+        for (id, c) in &self.commits {
+            for p in &c.parents {
+                children.entry(*p).or_default().push(*id);
+            }
+        }
+        let mut out = HashSet::new();
+        let mut stack: Vec<Id> = from
+            .iter()
+            .filter(|c| self.commits.contains_key(c))
+            .copied()
+            .collect();
+        while let Some(c) = stack.pop() {
+            if out.insert(c) {
+                stack.extend(children.get(&c).into_iter().flatten().copied());
+            }
+        }
+        out
+    }
+
     fn time(&self, w: &str) -> Result<i64> {
         let now = jiff::Timestamp::from_millisecond(crate::repo::now_ms())
             .map_err(|e| VcsError::BadTime(e.to_string()))?
@@ -394,6 +457,41 @@ impl<'r> Evaluator<'r> {
                     None => HashSet::new(),
                 };
                 upper.difference(&lower).copied().collect()
+            }
+            Expr::Descendants(x) => self.descendants(&self.eval(x)?),
+            Expr::Heads(x) => {
+                let x = self.eval(x)?;
+                let parents: HashSet<Id> = x
+                    .iter()
+                    .flat_map(|c| self.commits[c].parents.iter().copied())
+                    .collect();
+                let below = self.ancestors(&parents);
+                x.difference(&below).copied().collect()
+            }
+            Expr::Roots(x) => {
+                let x = self.eval(x)?;
+                let children: HashSet<Id> = self
+                    .commits
+                    .iter()
+                    .filter(|(_, c)| c.parents.iter().any(|p| x.contains(p)))
+                    .map(|(id, _)| *id)
+                    .collect();
+                let above = self.descendants(&children);
+                x.difference(&above).copied().collect()
+            }
+            Expr::Latest(x, n) => {
+                let mut x: Vec<Id> = self.eval(x)?.into_iter().collect();
+                x.sort_by_key(|id| std::cmp::Reverse((self.commits[id].committer.time, *id)));
+                x.into_iter().take(*n).collect()
+            }
+            Expr::Difference(a, b) => self.eval(a)?.difference(&self.eval(b)?).copied().collect(),
+            Expr::Not(x) => {
+                let x = self.eval(x)?;
+                self.commits
+                    .keys()
+                    .filter(|c| !x.contains(c))
+                    .copied()
+                    .collect()
             }
             Expr::Union(a, b) => self.eval(a)?.union(&self.eval(b)?).copied().collect(),
             Expr::Intersection(a, b) => self
@@ -501,6 +599,32 @@ impl<'r> Evaluator<'r> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parses_differences_negations_and_the_set_functions() {
+        let sym = |s: &str| Box::new(Expr::Symbol(s.into()));
+        assert_eq!(
+            parse("main ~ v1").unwrap(),
+            Expr::Difference(sym("main"), sym("v1"))
+        );
+        assert_eq!(
+            parse("~main & all()").unwrap(),
+            Expr::Intersection(Box::new(Expr::Not(sym("main"))), Box::new(Expr::All))
+        );
+        assert_eq!(
+            parse("latest(descendants(v1), 3)").unwrap(),
+            Expr::Latest(Box::new(Expr::Descendants(sym("v1"))), 3)
+        );
+        assert_eq!(
+            parse("heads(all())").unwrap(),
+            Expr::Heads(Box::new(Expr::All))
+        );
+        assert_eq!(parse("roots(@)").unwrap(), Expr::Roots(sym("@")));
+        let e = parse("latest(@, many)").unwrap_err().to_string();
+        assert!(e.contains("column 11") && e.contains("count"), "{e}");
+        let e = parse("kids(@)").unwrap_err().to_string();
+        assert!(e.contains("descendants"), "{e}");
+    }
 
     #[test]
     fn parses_the_language() {

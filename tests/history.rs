@@ -939,3 +939,63 @@ fn revsets_difference_descendants_heads_roots_and_latest() {
     let e = fails(d, &["log", "-r", "latest(all())"]);
     assert!(e.contains("count"), "{e}");
 }
+
+/// `log --graph` draws branches beside each other, a merge branching off and the two
+/// lines joining where they began, as jj does.
+#[test]
+fn log_graph_draws_branches_and_merges() {
+    let repo = repo(false);
+    let d = repo.path();
+    let commit = |when: &str, m: &str| {
+        write(d, "f.txt", m.as_bytes());
+        ok_at(d, when, &["commit", "-m", m]);
+    };
+    commit("2026-11-01T10:00:00Z", "base");
+    ok(d, &["branch", "create", "side"]);
+    commit("2026-11-01T10:01:00Z", "a1");
+    commit("2026-11-01T10:02:00Z", "a2");
+    ok(d, &["checkout", "side"]);
+    write(d, "g.txt", b"s");
+    ok_at(d, "2026-11-01T10:03:00Z", &["commit", "-m", "s1"]);
+    ok(d, &["checkout", "main"]);
+    ok_at(d, "2026-11-01T10:04:00Z", &["merge", "side"]);
+    commit("2026-11-01T10:05:00Z", "after");
+    let out = ok(d, &["log", "--graph", "--color", "never"]);
+    // The graph part of each line: what comes before the change id or the message.
+    let shape: Vec<String> = out
+        .lines()
+        .map(|l| {
+            l.chars()
+                .take_while(|c| !c.is_alphanumeric())
+                .collect::<String>()
+                .trim_end()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            "@",
+            "│",
+            "○",
+            "│",
+            "├─╮",
+            "│ ○",
+            "│ │",
+            "○ │",
+            "│ │",
+            "○ │",
+            "│ │",
+            "├─╯",
+            "○",
+            ""
+        ],
+        "{out}"
+    );
+    assert!(out.contains("merge side into main"), "{out}");
+    // --all shows every branch; without --graph the lines are as before.
+    assert_eq!(ok(d, &["log", "--all", "--graph", "--color", "never"]), out);
+    let plain = ok(d, &["log", "--color", "never"]);
+    assert!(plain.starts_with("@ "), "{plain}");
+    assert!(!plain.contains('│'), "{plain}");
+}

@@ -203,15 +203,24 @@ fn dispatch(cli: Cli, here: PathBuf, style: Style) -> CliResult<u8> {
             path,
             revision,
             limit,
+            graph,
+            all,
             at,
             json,
         } => history::log(
             &open(&here)?,
-            path.as_deref().map(arg_bytes),
-            revision.as_deref(),
-            limit,
+            &history::LogArgs {
+                path: path.as_deref().map(arg_bytes),
+                revset: if all {
+                    Some("all()")
+                } else {
+                    revision.as_deref()
+                },
+                limit,
+                graph,
+                json,
+            },
             &at,
-            json,
             style,
         ),
         Command::Diff {

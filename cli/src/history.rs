@@ -91,15 +91,29 @@ fn commit_line(
 }
 
 /// `lifeos log`.
-pub fn log(
-    repo: &Repo,
-    path: Option<&[u8]>,
-    revset: Option<&str>,
-    limit: Option<usize>,
-    at: &AtArg,
-    json: bool,
-    style: Style,
-) -> CliResult<u8> {
+/// What `lifeos log` was asked for.
+pub struct LogArgs<'a> {
+    /// Only commits that changed this path.
+    pub path: Option<&'a [u8]>,
+    /// The revset (default `ancestors(@)`).
+    pub revset: Option<&'a str>,
+    /// At most this many commits.
+    pub limit: Option<usize>,
+    /// Draw the graph.
+    pub graph: bool,
+    /// JSON instead of text.
+    pub json: bool,
+}
+
+/// `lifeos log`.
+pub fn log(repo: &Repo, args: &LogArgs<'_>, at: &AtArg, style: Style) -> CliResult<u8> {
+    let LogArgs {
+        path,
+        revset,
+        limit,
+        graph,
+        json,
+    } = *args;
     let view = view_at(repo, at)?;
     let ev = lifeos_vcs::revset::Evaluator::new(repo, &view)?;
     // A folder on no commit (a lazy clone before its first checkout) shows every commit.
@@ -138,14 +152,166 @@ pub fn log(
         return Ok(0);
     }
     let mut out = std::io::stdout().lock();
+    let mut columns = Graph::default();
+    let shown: std::collections::HashSet<Id> = ids.iter().copied().collect();
     for id in &ids {
-        let _ = writeln!(
-            out,
-            "{}",
-            commit_line(style, &view, &refs, id, ev.commit(id))
-        );
+        let c = ev.commit(id);
+        let text = commit_line(style, &view, &refs, id, c);
+        if !graph {
+            let _ = writeln!(out, "{text}");
+            continue;
+        }
+        let node = if view.at_commit() == Some(*id) {
+            '@'
+        } else {
+            '○'
+        };
+        let parents: Vec<Id> = c
+            .parents
+            .iter()
+            .filter(|p| shown.contains(p))
+            .copied()
+            .collect();
+        for line in columns.join(*id) {
+            let _ = writeln!(out, "{line}");
+        }
+        // The commit's lines, each after its graph prefix (the node says which is @).
+        for (i, t) in text.lines().enumerate() {
+            let t = t.strip_prefix("@ ").unwrap_or(t).trim_start();
+            let _ = writeln!(
+                out,
+                "{}{t}",
+                columns.prefix(i == 0, *id, node, !parents.is_empty())
+            );
+        }
+        for line in columns.advance(*id, &parents) {
+            let _ = writeln!(out, "{line}");
+        }
     }
     Ok(0)
+}
+
+/// The columns of `log --graph`: each waits for a commit (a parent of one shown above).
+#[derive(Default)]
+struct Graph {
+    columns: Vec<Option<Id>>,
+}
+
+impl Graph {
+    /// The connector rows to draw before commit `id`: where several columns wait for it,
+    /// they join into the leftmost (`├─╯`). Makes sure one column waits for it.
+    fn join(&mut self, id: Id) -> Vec<String> {
+        let waiting: Vec<usize> = (0..self.columns.len())
+            .filter(|i| self.columns[*i] == Some(id))
+            .collect();
+        let mut rows = Vec::new();
+        match waiting.as_slice() {
+            [] => match self.columns.iter().position(Option::is_none) {
+                Some(free) => self.columns[free] = Some(id),
+                None => self.columns.push(Some(id)),
+            },
+            [_] => {}
+            [first, rest @ ..] => {
+                let last = *rest.last().expect("several columns");
+                let mut row = String::new();
+                for (i, c) in self.columns.iter().enumerate() {
+                    let cell = if i == *first {
+                        "├─"
+                    } else if rest.contains(&i) && i == last {
+                        "╯ "
+                    } else if rest.contains(&i) {
+                        "┴─"
+                    } else if i > *first && i < last {
+                        if c.is_some() {
+                            "┼─"
+                        } else {
+                            "──"
+                        }
+                    } else if c.is_some() {
+                        "│ "
+                    } else {
+                        "  "
+                    };
+                    row.push_str(cell);
+                }
+                rows.push(row.trim_end().to_string());
+                for i in rest {
+                    self.columns[*i] = None;
+                }
+            }
+        }
+        self.trim();
+        rows
+    }
+
+    /// The graph part of a line of commit `id`: its node on the first line, a line down
+    /// its column on the others (when a parent of it is shown below).
+    fn prefix(&self, first: bool, id: Id, node: char, parents: bool) -> String {
+        let mut out = String::new();
+        for c in &self.columns {
+            match c {
+                Some(x) if *x == id && first => {
+                    out.push(node);
+                    out.push(' ');
+                }
+                Some(x) if *x == id && !parents => out.push_str("  "),
+                Some(_) => out.push_str("│ "),
+                None => out.push_str("  "),
+            }
+        }
+        out.push(' ');
+        out
+    }
+
+    /// After commit `id`: its column waits for its first parent (or ends), and each other
+    /// parent not awaited yet gets a column of its own, drawn branching off (`├─╮`).
+    fn advance(&mut self, id: Id, parents: &[Id]) -> Vec<String> {
+        let col = self
+            .columns
+            .iter()
+            .position(|c| *c == Some(id))
+            .expect("join() gave the commit a column");
+        self.columns[col] = parents.first().copied();
+        let before = self.columns.len();
+        for p in parents.iter().skip(1) {
+            if !self.columns.contains(&Some(*p)) {
+                self.columns.push(Some(*p));
+            }
+        }
+        let mut rows = Vec::new();
+        if self.columns.len() > before {
+            let mut row = String::new();
+            for (i, c) in self.columns.iter().enumerate() {
+                let cell = if i == col {
+                    "├─"
+                } else if i + 1 == self.columns.len() {
+                    "╮ "
+                } else if i > col && i >= before {
+                    "┬─"
+                } else if i > col {
+                    if c.is_some() {
+                        "┼─"
+                    } else {
+                        "──"
+                    }
+                } else if c.is_some() {
+                    "│ "
+                } else {
+                    "  "
+                };
+                row.push_str(cell);
+            }
+            rows.push(row.trim_end().to_string());
+        }
+        self.trim();
+        rows
+    }
+
+    fn trim(&mut self) {
+        while self.columns.last() == Some(&None) {
+            self.columns.pop();
+        }
+    }
 }
 
 /// `lifeos show`.

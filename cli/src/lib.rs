@@ -190,6 +190,13 @@ pub enum Command {
         /// Show at most this many commits.
         #[arg(short = 'n', long)]
         limit: Option<usize>,
+        /// Draw the commits' parent links as a graph, branches and merges beside each
+        /// other (with `-r all()` or `--all`, every branch).
+        #[arg(long, conflicts_with = "json")]
+        graph: bool,
+        /// Every visible commit (the revset `all()`).
+        #[arg(long, conflicts_with = "revision")]
+        all: bool,
         #[command(flatten)]
         #[allow(missing_docs)]
         at: AtArg,

@@ -999,3 +999,62 @@ fn log_graph_draws_branches_and_merges() {
     assert!(plain.starts_with("@ "), "{plain}");
     assert!(!plain.contains('│'), "{plain}");
 }
+
+/// `-q` mutes reports of what was done (never answers, never JSON), `-v` says how long a
+/// command took and where the repository is, and long output goes through the pager on
+/// a terminal only.
+#[test]
+fn quiet_verbose_and_the_pager() {
+    let repo = repo(false);
+    let d = repo.path();
+    write(d, "a.txt", b"a");
+    let out = run(d, &["-q", "commit", "-m", "one"]);
+    assert!(out.status.success());
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(log_messages(d, &[]), ["one"]);
+    assert!(ok(d, &["-q", "log"]).contains("one"));
+    let j = json(d, &["-q", "commit", "-m", "two", "--allow-empty"]);
+    assert_eq!(j["schema"], "lifeos.commit.v1", "{j}");
+    let out = run(d, &["-v", "status"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("lifeos: done in") && err.contains("at operation "),
+        "{err}"
+    );
+    assert!(fails(d, &["-q", "-v", "status"]).contains("cannot be used with"));
+
+    // On a terminal (script gives the command one), log goes through the pager.
+    let through = |extra: &str| -> String {
+        let line = format!("{} {extra} log --color never", bin().display());
+        let out = std::process::Command::new("script")
+            .args(["-qec", &line, "/dev/null"])
+            .current_dir(d)
+            .env("LIFEOS_PAGER", "sed 's/^/paged: /'")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let paged = through("");
+    assert!(paged.contains("paged:") && paged.contains("two"), "{paged}");
+    let plain = through("--no-pager");
+    assert!(
+        !plain.contains("paged:") && plain.contains("two"),
+        "{plain}"
+    );
+    // Not on a terminal: never paged.
+    let piped = cmd(d)
+        .args(["log"])
+        .env("LIFEOS_PAGER", "sed 's/^/paged: /'")
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&piped.stdout).contains("paged:"));
+}

@@ -103,7 +103,18 @@ pub fn run(cli: Cli, style: Style) -> CliResult<u8> {
             | Command::Git(crate::git::GitCmd::Import { .. })
     );
     let start = lifeos_vcs::repo::now_ms();
+    let timer = std::time::Instant::now();
     let dir = here.clone();
+    let verbose = cli.verbose;
+    // JSON is always an answer; -q mutes only reports of what was done.
+    let json = std::env::args().any(|a| a == "--json");
+    let redirected = if cli.quiet && !json && !crate::pager::answers(&cli.command) {
+        crate::pager::Redirected::mute()
+    } else if !cli.no_pager && !json && crate::pager::pages(&cli.command) {
+        crate::pager::Redirected::pager()
+    } else {
+        None
+    };
     let code = dispatch(cli, here, style);
     if fires && code.is_ok() {
         if let Ok(repo) = Repo::discover(&dir) {
@@ -112,6 +123,14 @@ pub fn run(cli: Cli, style: Style) -> CliResult<u8> {
     }
     if let Some(repo) = &colocated {
         crate::git::sync_out(repo)?;
+    }
+    drop(redirected);
+    if verbose {
+        let at = Repo::discover(&dir)
+            .and_then(|r| r.head())
+            .map(|h| format!("; the repository is at operation {}", h.id.short(12)))
+            .unwrap_or_default();
+        eprintln!("lifeos: done in {} ms{at}", timer.elapsed().as_millis());
     }
     code
 }

@@ -14,6 +14,7 @@ mod git;
 mod history;
 mod knowledge;
 mod output;
+mod pager;
 mod remote;
 mod signals;
 mod watch;
@@ -90,6 +91,17 @@ pub struct Cli {
     /// When to colour output.
     #[arg(long, global = true, value_enum, default_value = "auto")]
     pub color: ColorChoice,
+    /// Print only what was asked for (and errors): no progress bars, no messages about
+    /// what was done.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Also say on stderr how long the command took and the operation it left the
+    /// repository at.
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
+    /// Never send long output (log, show, diff, op log, op show) through a pager.
+    #[arg(long, global = true)]
+    pub no_pager: bool,
     /// The command.
     #[command(subcommand)]
     pub command: Command,
@@ -666,6 +678,7 @@ pub fn main() -> ExitCode {
         return ExitCode::from(1);
     }
     let style = output::Style::detect(cli.color);
+    output::set_quiet(cli.quiet);
     match commands::run(cli, style) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {

@@ -87,8 +87,19 @@ pub fn print_json(schema: &str, mut value: serde_json::Value) {
     let _ = writeln!(out);
 }
 
-/// A progress bar on stderr, drawn only when stderr is a terminal.
+/// Whether `-q` was given: no progress bars.
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Records `-q` for [`bar`].
+pub fn set_quiet(quiet: bool) {
+    QUIET.store(quiet, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// A progress bar on stderr, drawn only when stderr is a terminal (and not with `-q`).
 pub fn bar(len: u64, what: &str) -> indicatif::ProgressBar {
+    if QUIET.load(std::sync::atomic::Ordering::Relaxed) {
+        return indicatif::ProgressBar::hidden();
+    }
     let pb = indicatif::ProgressBar::with_draw_target(
         Some(len),
         indicatif::ProgressDrawTarget::stderr(),

@@ -1058,3 +1058,82 @@ fn quiet_verbose_and_the_pager() {
         .unwrap();
     assert!(!String::from_utf8_lossy(&piped.stdout).contains("paged:"));
 }
+
+/// `lifeos config`: the repository's settings over the user's, checked keys and values,
+/// and settings that take effect (the author of commits, the editor).
+#[test]
+fn config_sets_gets_and_lists_settings_that_take_effect() {
+    let repo = repo(false);
+    let d = repo.path();
+    let home = tempfile::tempdir().unwrap();
+    let lifeos = |args: &[&str]| {
+        cmd(d)
+            .args(args)
+            .env("XDG_CONFIG_HOME", home.path())
+            .env_remove("LIFEOS_AUTHOR_NAME")
+            .env_remove("LIFEOS_AUTHOR_EMAIL")
+            .env_remove("LIFEOS_EDITOR")
+            .output()
+            .unwrap()
+    };
+    let out = |args: &[&str]| {
+        let o = lifeos(args);
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    out(&["config", "set", "user.name", "Ann Lee", "--user"]);
+    out(&["config", "set", "user.email", "ann@home.example", "--user"]);
+    out(&["config", "set", "user.email", "ann@work.example"]);
+    assert_eq!(out(&["config", "get", "user.email"]), "ann@work.example\n");
+    assert_eq!(
+        out(&["config", "get", "user.email", "--user"]),
+        "ann@home.example\n"
+    );
+    let list = out(&["config", "list"]);
+    assert!(list.contains("user.name = \"Ann Lee\"  (user)"), "{list}");
+    assert!(
+        list.contains("user.email = \"ann@work.example\"  (repository)"),
+        "{list}"
+    );
+    // The store's own settings in .lifeos/config are kept.
+    let repo_file = std::fs::read_to_string(d.join(".lifeos/config")).unwrap();
+    assert!(
+        repo_file.contains("format = ") && repo_file.contains("[chunking]"),
+        "{repo_file}"
+    );
+    // Unknown keys and bad values are errors that say what would be right.
+    let e =
+        String::from_utf8_lossy(&lifeos(&["config", "set", "ui.pagr", "less"]).stderr).into_owned();
+    assert!(e.contains("did you mean ui.pager"), "{e}");
+    let e = String::from_utf8_lossy(&lifeos(&["config", "set", "ui.color", "sometimes"]).stderr)
+        .into_owned();
+    assert!(e.contains("auto, always or never"), "{e}");
+    // They take effect: the author of a commit, and the editor.
+    write(d, "a.txt", b"a");
+    out(&[
+        "config",
+        "set",
+        "ui.editor",
+        "sh -c 'echo from the editor > \"$1\"' sh",
+    ]);
+    out(&["commit"]);
+    let c = &json(d, &["log", "-n", "1"])["commits"][0];
+    assert_eq!(c["message"], "from the editor", "{c}");
+    let o = lifeos(&["log", "-n", "1", "--json"]);
+    let c: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(c["commits"][0]["author"]["name"], "Ann Lee", "{c}");
+    assert_eq!(
+        c["commits"][0]["author"]["email"], "ann@work.example",
+        "{c}"
+    );
+    out(&["config", "unset", "user.email"]);
+    assert_eq!(out(&["config", "get", "user.email"]), "ann@home.example\n");
+    assert_eq!(
+        lifeos(&["config", "get", "ui.pager"]).status.code(),
+        Some(1)
+    );
+}

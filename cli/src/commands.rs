@@ -69,6 +69,7 @@ pub fn run(cli: Cli, style: Style) -> CliResult<u8> {
         // Hooks run inside git commands (reference-transaction while git holds its ref
         // locks): they import only, by themselves.
         Command::Init { .. }
+        | Command::Config(_)
         | Command::Completions { .. }
         | Command::Man { .. }
         | Command::Clone { .. }
@@ -111,7 +112,7 @@ pub fn run(cli: Cli, style: Style) -> CliResult<u8> {
     let redirected = if cli.quiet && !json && !crate::pager::answers(&cli.command) {
         crate::pager::Redirected::mute()
     } else if !cli.no_pager && !json && crate::pager::pages(&cli.command) {
-        crate::pager::Redirected::pager()
+        crate::pager::Redirected::pager(&here)
     } else {
         None
     };
@@ -352,6 +353,7 @@ fn dispatch(cli: Cli, here: PathBuf, style: Style) -> CliResult<u8> {
         } => crate::remote::gc(&open(&here)?, &name, pass, json),
         Command::Gc { json, dry_run, .. } => gc(&open(&here)?, dry_run, json),
         Command::Completions { shell } => crate::docs::completions(shell),
+        Command::Config(c) => crate::config::config(c, &here),
         Command::Man { dir } => crate::docs::man(dir.as_deref()),
         Command::Remote(cmd) => crate::remote::remote(&open(&here)?, cmd),
         Command::Push { name, pass, json } => crate::remote::push(&open(&here)?, name, pass, json),

@@ -1,5 +1,5 @@
 //! Commit messages from an editor, as git asks for them: a file with a template listing
-//! the changes, opened in `$LIFEOS_EDITOR`, `$VISUAL` or `$EDITOR` (else `vi`); lines
+//! the changes, opened in the editor ([`editor`]); lines
 //! starting with `#` are dropped, and an empty message records nothing.
 
 use lifeos_vcs::path::{display, is_under, BString};
@@ -7,13 +7,14 @@ use lifeos_vcs::Repo;
 
 use crate::error::{CliError, CliResult};
 
-/// The editor to run: the first of `$LIFEOS_EDITOR`, `$VISUAL`, `$EDITOR` that is set and
-/// not empty, else `vi`. It is a shell command line, as git runs `core.editor`.
-fn editor() -> String {
-    ["LIFEOS_EDITOR", "VISUAL", "EDITOR"]
-        .iter()
-        .filter_map(|v| std::env::var(v).ok())
-        .find(|e| !e.trim().is_empty())
+/// The editor to run: `$LIFEOS_EDITOR`, else the `ui.editor` setting, else `$VISUAL`,
+/// else `$EDITOR`, else `vi`. It is a shell command line, as git runs `core.editor`.
+fn editor(repo: &Repo) -> String {
+    let env = |v: &str| std::env::var(v).ok().filter(|e| !e.trim().is_empty());
+    env("LIFEOS_EDITOR")
+        .or_else(|| lifeos_vcs::settings::effective(Some(repo.dot_dir()), "ui.editor"))
+        .or_else(|| env("VISUAL"))
+        .or_else(|| env("EDITOR"))
         .unwrap_or_else(|| "vi".into())
 }
 
@@ -43,7 +44,7 @@ pub fn commit_message(repo: &Repo, paths: &[BString]) -> CliResult<Option<String
     let file = repo.dot_dir().join("COMMIT_EDITMSG");
     std::fs::write(&file, template)
         .map_err(|e| CliError::new(format!("cannot write {}: {e}", file.display())))?;
-    let cmd = editor();
+    let cmd = editor(repo);
     let ran = std::process::Command::new("sh")
         .arg("-c")
         .arg(format!("{cmd} \"$1\""))

@@ -5,6 +5,7 @@
 
 mod actions;
 mod commands;
+mod config;
 mod diff;
 mod docs;
 mod editor;
@@ -88,9 +89,9 @@ pub struct Cli {
     // `git clone` was taken for it too, and the new folder nested in itself.
     #[arg(short = 'C', global = true, value_name = "DIR", id = "run_in")]
     pub dir: Option<PathBuf>,
-    /// When to colour output.
-    #[arg(long, global = true, value_enum, default_value = "auto")]
-    pub color: ColorChoice,
+    /// When to colour output (default: the ui.color setting, else auto).
+    #[arg(long, global = true, value_enum)]
+    pub color: Option<ColorChoice>,
     /// Print only what was asked for (and errors): no progress bars, no messages about
     /// what was done.
     #[arg(short, long, global = true, conflicts_with = "verbose")]
@@ -494,6 +495,9 @@ pub enum Command {
     },
     /// Make a new repository from a remote (s3://bucket/prefix, file:///path or a path).
     Clone(remote::CloneArgs),
+    /// Settings: get, set, unset or list them, in the repository (default) or for you.
+    #[command(subcommand)]
+    Config(config::ConfigCmd),
     /// Print a shell completion script: `lifeos completions bash >
     /// ~/.local/share/bash-completion/completions/lifeos` (bash also completes branch and
     /// tag names, asking `lifeos` for them).
@@ -677,7 +681,17 @@ pub fn main() -> ExitCode {
         eprintln!("{}: cannot handle Ctrl-C safely: {e}", style_err("error"));
         return ExitCode::from(1);
     }
-    let style = output::Style::detect(cli.color);
+    // --color, else the ui.color setting, else auto.
+    let color = cli.color.unwrap_or_else(|| {
+        let here = cli.dir.clone().unwrap_or_else(|| PathBuf::from("."));
+        let dot = lifeos_vcs::settings::repo_dot_dir(&here);
+        match lifeos_vcs::settings::effective(dot.as_deref(), "ui.color").as_deref() {
+            Some("always") => ColorChoice::Always,
+            Some("never") => ColorChoice::Never,
+            _ => ColorChoice::Auto,
+        }
+    });
+    let style = output::Style::detect(color);
     output::set_quiet(cli.quiet);
     match commands::run(cli, style) {
         Ok(code) => ExitCode::from(code),

@@ -59,17 +59,21 @@ pub struct Redirected {
 }
 
 impl Redirected {
-    /// Sends stdout through the pager when it is a terminal: `$LIFEOS_PAGER`, else
-    /// `$PAGER`, else `less -FRX` (which exits at once when the output fits). `None`
-    /// when stdout is not a terminal or the pager cannot start (then nothing changes).
-    pub fn pager() -> Option<Redirected> {
+    /// Sends stdout through the pager when it is a terminal: `$LIFEOS_PAGER`, else the
+    /// `ui.pager` setting (of the repository at `here`, else the user's), else `$PAGER`,
+    /// else `less -FRX` (which exits at once when the output fits). `None` when stdout is
+    /// not a terminal or the pager cannot start (then nothing changes).
+    pub fn pager(here: &std::path::Path) -> Option<Redirected> {
         if !std::io::stdout().is_terminal() {
             return None;
         }
-        let cmd = ["LIFEOS_PAGER", "PAGER"]
-            .iter()
-            .filter_map(|v| std::env::var(v).ok())
-            .find(|p| !p.trim().is_empty())
+        let env = |v: &str| std::env::var(v).ok().filter(|p| !p.trim().is_empty());
+        let cmd = env("LIFEOS_PAGER")
+            .or_else(|| {
+                let dot = lifeos_vcs::settings::repo_dot_dir(here);
+                lifeos_vcs::settings::effective(dot.as_deref(), "ui.pager")
+            })
+            .or_else(|| env("PAGER"))
             .unwrap_or_else(|| "less -FRX".into());
         let mut child = Process::new("sh")
             .arg("-c")

@@ -98,7 +98,14 @@ impl Settings {
             ocr_wanted: cfg.ingest.ocr.unwrap_or(true),
             tesseract: std::sync::OnceLock::new(),
             after_commit: cfg.ingest.after_commit.unwrap_or(true),
-            speech_cfg: cfg.speech,
+            speech_cfg: SpeechConfig {
+                // The repository's [speech] threads, else the user's speech.threads.
+                threads: cfg.speech.threads.or_else(|| {
+                    lifeos_vcs::settings::effective(None, "speech.threads")
+                        .and_then(|t| t.parse().ok())
+                }),
+                ..cfg.speech
+            },
             engine: std::sync::OnceLock::new(),
         })
     }

@@ -30,6 +30,7 @@ pub mod restore;
 pub mod rev;
 pub mod revset;
 pub mod schema;
+pub mod settings;
 pub mod treediff;
 pub mod when;
 pub mod working_copy;

@@ -33,7 +33,17 @@ impl Actor {
     /// From `LIFEOS_AUTHOR_NAME`/`LIFEOS_AUTHOR_EMAIL` (or `USER`), the host name and the
     /// local time zone.
     pub fn from_env() -> Actor {
+        Actor::with_settings(None)
+    }
+
+    /// As [`Actor::from_env`], with the `user.name` and `user.email` settings of the
+    /// repository in `dot_dir` (or the user's) between the environment and the defaults.
+    pub fn with_settings(dot_dir: Option<&Path>) -> Actor {
+        let setting = |key: &str| crate::settings::effective(dot_dir, key);
         let user = std::env::var("LIFEOS_AUTHOR_NAME")
+            .ok()
+            .or_else(|| setting("user.name"))
+            .ok_or(())
             .or_else(|_| std::env::var("USER"))
             .or_else(|_| std::env::var("LOGNAME"))
             .ok()
@@ -43,8 +53,10 @@ impl Actor {
             .or_else(|_| std::fs::read_to_string("/etc/hostname"))
             .map(|s| s.trim().to_string())
             .unwrap_or_else(|_| "localhost".into());
-        let email =
-            std::env::var("LIFEOS_AUTHOR_EMAIL").unwrap_or_else(|_| format!("{user}@{host}"));
+        let email = std::env::var("LIFEOS_AUTHOR_EMAIL")
+            .ok()
+            .or_else(|| setting("user.email"))
+            .unwrap_or_else(|| format!("{user}@{host}"));
         let tz_offset_min = jiff::Zoned::now().offset().seconds() / 60;
         Actor {
             name: user,
@@ -161,9 +173,9 @@ impl Repo {
         let store = std::sync::Arc::new(Store::open(&dot)?);
         Ok(Repo {
             workdir: workdir.into(),
+            actor: Actor::with_settings(Some(&dot)),
             dot,
             store,
-            actor: Actor::from_env(),
             interrupt: crate::folder::Interrupt::default(),
         })
     }

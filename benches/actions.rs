@@ -193,7 +193,12 @@ fn watch() {
     let quiet_ms = 500;
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_lifeos"))
         .current_dir(dir.path())
-        .args(["watch", "--quiet", &format!("{quiet_ms}ms"), "--no-ingest"])
+        .args([
+            "watch",
+            "--quiet-period",
+            &format!("{quiet_ms}ms"),
+            "--no-ingest",
+        ])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()

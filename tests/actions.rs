@@ -560,6 +560,18 @@ fn branches_tags_entities_and_extracted_text_fire_rules() {
         lines()[2..],
         ["task created status,title", "task changed status"]
     );
+    // The same change made again is a new event, not a duplicate.
+    ok(d, &["entity", "set", &tid, "title=pay rent"]);
+    ok(d, &["entity", "set", &tid, "status=open"]);
+    ok(d, &["entity", "set", &tid, "status=done"]);
+    assert_eq!(lines()[4..], ["task changed status", "task changed status"]);
+    assert_eq!(
+        lines().iter().filter(|l| l.starts_with("task")).count(),
+        4,
+        "{:?}",
+        lines()
+    );
+    let lines_before = lines().len();
 
     write(
         d,
@@ -569,7 +581,7 @@ fn branches_tags_entities_and_extracted_text_fire_rules() {
     write(d, "notes/b.md", b"# Tuesday\n\nNothing about money.\n");
     write(d, "notes/c.md", b"# Wednesday\n\nRent is 950 EUR now.\n");
     ok(d, &["commit", "-m", "notes"]);
-    let mut said = lines()[4..].to_vec();
+    let mut said = lines()[lines_before..].to_vec();
     said.sort();
     assert_eq!(
         said,
@@ -579,7 +591,7 @@ fn branches_tags_entities_and_extracted_text_fire_rules() {
         ]
     );
     // Every one of them left a receipt.
-    assert_eq!(receipts(d).len(), 6);
+    assert_eq!(receipts(d).len(), 8);
 }
 
 #[test]
@@ -600,7 +612,7 @@ fn watch_commits_an_edit_fires_rules_and_stops_cleanly_on_sigterm() {
     ok(d, &["commit", "-m", "rules"]);
     let log_path = outside.path().join("watch.log");
     let mut watcher = cmd(d)
-        .args(["watch", "--quiet", "300ms", "--no-ingest"])
+        .args(["watch", "--quiet-period", "300ms", "--no-ingest"])
         .stdout(std::fs::File::create(&log_path).unwrap())
         .spawn()
         .unwrap();

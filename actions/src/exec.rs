@@ -158,7 +158,7 @@ pub fn run(payload: &Json, workdir: &Path, env: &[(String, String)]) -> Ran {
 }
 
 /// POSTs an `http` payload's body as JSON, retrying when no connection could be made or
-/// the server answers 429, 502, 503 or 504 (the request was not handled); never after a
+/// the server answers 429 or 503 (the request was not handled); never after a
 /// timeout or a broken connection once it was sent, which the server may have received.
 pub fn http(payload: &Json) -> Ran {
     let url = payload["url"].as_str().unwrap_or_default();
@@ -214,8 +214,9 @@ pub fn http(payload: &Json) -> Ran {
         } else {
             failed(format!("HTTP {status}"), Some(i64::from(status)), text)
         };
-        // Tried again only on answers that say the request was not handled.
-        if !matches!(status, 429 | 502 | 503 | 504) {
+        // Tried again only on answers that say the request was not handled (a gateway's
+        // 502 or 504 may come after the server behind it took the request).
+        if !matches!(status, 429 | 503) {
             return ran;
         }
         last = ran;

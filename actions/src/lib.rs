@@ -107,7 +107,7 @@ pub enum Trigger {
     Entity {
         /// Its id (`type:...`).
         id: String,
-        /// `created`, `changed`, `removed` or `linked`.
+        /// `created`, `changed`, `removed`, `linked` or `unlinked`.
         change: &'static str,
         /// The attributes set or changed (the relation, for a link).
         attributes: Vec<String>,
@@ -480,15 +480,24 @@ impl<'r> Actions<'r> {
                 let op = *op;
                 let event = json!(fields);
                 let mut payload = rule.payload(&fields, &event);
-                // The same event seen again (a hook run twice) is seen at a later
-                // operation: what makes it a duplicate is the payload it renders without
-                // the operation it was seen at.
+                // A commit, hook, extract or slot seen again (a hook run twice) is seen at
+                // a later operation: what makes it a duplicate is the payload it renders
+                // without that operation. A branch, tag or entity event is the operation
+                // that made it: moving a branch back and forth again is a new event.
+                let seen_again = matches!(
+                    trigger,
+                    Trigger::Commit { .. }
+                        | Trigger::Hook { .. }
+                        | Trigger::Ingest { .. }
+                        | Trigger::Time { .. }
+                );
                 let unseen = {
                     let mut f = fields.clone();
                     f.insert("op".into(), String::new());
                     let p = rule.payload(&f, &json!(f));
                     Id::hash(&serde_json::to_vec(&p).expect("JSON values serialize"))
                 };
+                let made_by = if seen_again { None } else { op };
                 if matches!(payload["kind"].as_str(), Some("tag" | "branch"))
                     && payload["commit"].as_str().is_none_or(str::is_empty)
                 {
@@ -520,7 +529,14 @@ impl<'r> Actions<'r> {
                     }
                 }
                 let payload = serde_json::to_vec(&payload).expect("JSON values serialize");
-                proposals.push((rule, identity, event.to_string(), payload, unseen, op));
+                proposals.push((
+                    rule,
+                    identity,
+                    event.to_string(),
+                    payload,
+                    (unseen, made_by),
+                    op,
+                ));
             }
         }
         if proposals.is_empty() {
@@ -530,15 +546,33 @@ impl<'r> Actions<'r> {
         let mut records = Vec::new();
         let mut auto = Vec::new();
         let mut names = Vec::new();
-        for (rule, identity, event, payload, unseen, op) in proposals {
-            let mut key = blake3::Hasher::new();
-            key.update(rule.name.as_bytes())
+        for (rule, identity, event, payload, (unseen, made_by), op) in proposals {
+            let keyed = |hash: &Id| {
+                let mut key = blake3::Hasher::new();
+                key.update(rule.name.as_bytes())
+                    .update(b"\0")
+                    .update(identity.as_bytes())
+                    .update(b"\0")
+                    .update(hash.0.as_slice());
+                if let Some(op) = made_by {
+                    key.update(b"\0").update(op.0.as_slice());
+                }
+                key
+            };
+            let mut key = keyed(&unseen);
+            let id = key.finalize().to_hex()[..16].to_string();
+            // Actions proposed before this key (the payload's own hash, no operation)
+            // still count: an upgrade never runs an event again.
+            let mut legacy = blake3::Hasher::new();
+            legacy
+                .update(rule.name.as_bytes())
                 .update(b"\0")
                 .update(identity.as_bytes())
                 .update(b"\0")
-                .update(unseen.0.as_slice());
-            let id = key.finalize().to_hex()[..16].to_string();
+                .update(Id::hash(&payload).0.as_slice());
+            let legacy = legacy.finalize().to_hex()[..16].to_string();
             let known = action::newest(&held.tx, &held.view, &id)?.is_some()
+                || (made_by.is_none() && action::newest(&held.tx, &held.view, &legacy)?.is_some())
                 || records.iter().any(|r: &ActionRecord| r.action == id);
             let stage = Stage::Proposed {
                 rule: rule.name.clone(),
@@ -693,10 +727,14 @@ impl<'r> Actions<'r> {
                         object: *entity,
                     },
                     E::EntityLinked {
-                        id, rel, entity, ..
+                        id,
+                        rel,
+                        entity,
+                        linked,
+                        ..
                     } => Trigger::Entity {
                         id: id.clone(),
-                        change: "linked",
+                        change: if *linked { "linked" } else { "unlinked" },
                         attributes: vec![rel.clone()],
                         object: *entity,
                     },
@@ -1368,7 +1406,13 @@ impl<'r> Actions<'r> {
                 let mut env = vec![
                     ("LIFEOS_ACTION_ID".to_string(), a.id.clone()),
                     ("LIFEOS_RULE".to_string(), a.rule.clone()),
-                    ("LIFEOS_EVENT".to_string(), a.event.clone()),
+                    (
+                        "LIFEOS_EVENT".to_string(),
+                        match &payload["stdin"] {
+                            Json::Null => a.event.clone(),
+                            stdin => stdin.to_string(),
+                        },
+                    ),
                     (
                         "LIFEOS_REPO".to_string(),
                         self.repo.workdir().display().to_string(),
@@ -1376,7 +1420,8 @@ impl<'r> Actions<'r> {
                 ];
                 // Each field as LIFEOS_<FIELD>, but the event's name as LIFEOS_EVENT_NAME:
                 // LIFEOS_EVENT is the whole event.
-                if let Ok(Json::Object(fields)) = serde_json::from_str::<Json>(&a.event) {
+                // From the approved payload, which is what the hash pinned.
+                if let Json::Object(fields) = &payload["stdin"] {
                     for (k, v) in fields {
                         if let Some(v) = v.as_str() {
                             let name = match k.as_str() {
@@ -1554,8 +1599,10 @@ fn instances(trigger: &Trigger, op: Option<Id>) -> Vec<(String, BTreeMap<String,
             f.insert("hook".into(), hook.clone());
             f.insert("args".into(), args.join(" "));
             let identity = format!(
-                "hook {hook} {}",
-                commit.map(|c| c.to_hex()).unwrap_or_default()
+                "hook {hook} {} {} {}",
+                commit.map(|c| c.to_hex()).unwrap_or_default(),
+                branch.as_deref().unwrap_or_default(),
+                args.join(" ")
             );
             vec![(identity, f)]
         }

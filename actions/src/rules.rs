@@ -487,6 +487,11 @@ pub fn render(t: &str, fields: &BTreeMap<String, String>) -> String {
     out
 }
 
+/// `text` as one single-quoted `sh` word.
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
 /// Renders every string inside a JSON value.
 fn render_json(v: &Json, fields: &BTreeMap<String, String>) -> Json {
     match v {
@@ -521,7 +526,8 @@ fn duration(t: Option<String>, default: i64) -> Result<i64, String> {
 }
 
 /// The one action a table names (`None`: none).
-fn action_of(raw: RawAction) -> Result<Option<ActionSpec>, String> {
+/// An error names the key at fault when there is one.
+fn action_of(raw: RawAction) -> Result<Option<ActionSpec>, (Option<&'static str>, String)> {
     let RawAction {
         run,
         http,
@@ -541,34 +547,40 @@ fn action_of(raw: RawAction) -> Result<Option<ActionSpec>, String> {
         ingest.is_some(),
     ];
     if given.iter().filter(|g| **g).count() > 1 {
-        return Err("a rule has one action, not several".into());
+        return Err((None, "a rule has one action, not several".into()));
     }
     if let Some(run) = run {
         if run.argv.is_empty() || run.argv[0].is_empty() {
-            return Err("run.argv needs a command".into());
+            return Err((Some("argv"), "run.argv needs a command".into()));
         }
         if run.shell && run.argv.len() != 1 {
-            return Err("with shell = true, argv is one command line for sh -c".into());
+            return Err((
+                Some("argv"),
+                "with shell = true, argv is one command line for sh -c".into(),
+            ));
         }
         return Ok(Some(ActionSpec::Run {
             argv: run.argv,
             shell: run.shell,
             cwd: run.cwd,
-            timeout_ms: duration(run.timeout, 60_000)?,
+            timeout_ms: duration(run.timeout, 60_000).map_err(|m| (Some("timeout"), m))?,
             output_cap: run.output_cap.unwrap_or(64 << 10),
         }));
     }
     if let Some(http) = http {
         if !(http.url.starts_with("http://") || http.url.starts_with("https://")) {
-            return Err(format!(
-                "http.url {:?} must start with http:// or https://",
-                http.url
+            return Err((
+                Some("url"),
+                format!(
+                    "http.url {:?} must start with http:// or https://",
+                    http.url
+                ),
             ));
         }
         return Ok(Some(ActionSpec::Http {
             url: http.url,
             body: http.body.map(toml_to_json).unwrap_or_else(|| json!({})),
-            timeout_ms: duration(http.timeout, 10_000)?,
+            timeout_ms: duration(http.timeout, 10_000).map_err(|m| (Some("timeout"), m))?,
             retries: http.retries.unwrap_or(2).min(10),
         }));
     }
@@ -578,11 +590,22 @@ fn action_of(raw: RawAction) -> Result<Option<ActionSpec>, String> {
     if let Some(e) = entity {
         match (e.change.as_str(), &e.kind, &e.id) {
             ("add", Some(_), None) | ("set", None, Some(_)) => {}
-            ("add", _, _) => return Err("entity change = \"add\" needs type (and no id)".into()),
-            ("set", _, _) => return Err("entity change = \"set\" needs id (and no type)".into()),
+            ("add", _, _) => {
+                return Err((
+                    Some("change"),
+                    "entity change = \"add\" needs type (and no id)".into(),
+                ))
+            }
+            ("set", _, _) => {
+                return Err((
+                    Some("change"),
+                    "entity change = \"set\" needs id (and no type)".into(),
+                ))
+            }
             (other, _, _) => {
-                return Err(format!(
-                    "entity change is \"add\" or \"set\", not {other:?}"
+                return Err((
+                    Some("change"),
+                    format!("entity change is \"add\" or \"set\", not {other:?}"),
                 ))
             }
         }
@@ -738,14 +761,12 @@ impl Rules {
                 _ => None,
             };
             let names = r.names.as_deref().map(|n| globs("names", n)).transpose()?;
-            if let Some(c) = r
-                .changes
-                .iter()
-                .find(|c| !["created", "changed", "removed", "linked"].contains(&c.as_str()))
-            {
+            if let Some(c) = r.changes.iter().find(|c| {
+                !["created", "changed", "removed", "linked", "unlinked"].contains(&c.as_str())
+            }) {
                 return Err(at_key(
                     "changes",
-                    format!("unknown change {c:?}; changes are created, changed, removed, linked"),
+                    format!("unknown change {c:?}; changes are created, changed, removed, linked, unlinked"),
                 ));
             }
             let text = match (r.pattern, r.phrase) {
@@ -801,13 +822,16 @@ impl Rules {
                 entity: r.entity,
                 ingest: r.ingest,
             };
-            let action = action_of(action).map_err(at)?.ok_or_else(|| {
+            let action = action_of(action)
+                .map_err(|(key, m)| at_found(key, "", m))?
+                .ok_or_else(|| {
                 at("a rule needs an action: [rule.run], [rule.http], [rule.tag], [rule.branch], [rule.restore], [rule.entity] or [rule.ingest]".into())
             })?;
             let compensate = match r.compensate {
                 None => None,
                 Some(c) => {
-                    let c = action_of(c).map_err(|m| at(format!("compensate: {m}")))?;
+                    let c = action_of(c)
+                        .map_err(|(key, m)| at_found(key, "", format!("compensate: {m}")))?;
                     match c {
                         Some(c) if !c.is_internal() => Some(c),
                         Some(_) => {
@@ -890,11 +914,20 @@ impl ActionSpec {
                 timeout_ms,
                 output_cap,
             } => {
-                let argv: Vec<String> = argv.iter().map(|a| render(a, fields)).collect();
                 let argv = if *shell {
-                    vec!["sh".to_string(), "-c".to_string(), argv[0].clone()]
+                    // Each value goes into the command line as one quoted word, so text
+                    // from a file, a commit message or a transcript is never shell syntax.
+                    let quoted: BTreeMap<String, String> = fields
+                        .iter()
+                        .map(|(k, v)| (k.clone(), shell_quote(v)))
+                        .collect();
+                    vec![
+                        "sh".to_string(),
+                        "-c".to_string(),
+                        render(&argv[0], &quoted),
+                    ]
                 } else {
-                    argv
+                    argv.iter().map(|a| render(a, fields)).collect()
                 };
                 json!({
                     "kind": "run",
@@ -992,6 +1025,37 @@ mod tests {
         assert!(e.message.contains("not a duration"), "{e}");
         let e = bad("[[rule]]\nname = \"x\"\non = \"hook\"\nhook = \"post-commit\"\n");
         assert!(e.message.contains("needs an action"), "{e}");
+        // Problems inside an action's table point at the key.
+        let e = bad(
+            "[[rule]]\nname = \"x\"\non = \"commit\"\npaths = [\"*\"]\n[rule.run]\n  argv = []\n",
+        );
+        assert_eq!(
+            (e.line, e.column, e.message.contains("needs a command")),
+            (6, 3, true),
+            "{e}"
+        );
+        let e = bad("[[rule]]\nname = \"x\"\non = \"commit\"\npaths = [\"*\"]\n[rule.http]\nbody = {}\nurl = \"ftp://x\"\n");
+        assert_eq!((e.line, e.column), (7, 1), "{e}");
+        let e = bad("[[rule]]\nname = \"x\"\non = \"entity\"\n[rule.entity]\nchange = \"drop\"\nid = \"task:1\"\n");
+        assert_eq!(e.line, 5, "{e}");
+    }
+
+    #[test]
+    fn shell_commands_get_each_value_as_one_quoted_word() {
+        let rules = Rules::parse("[[rule]]\nname = \"x\"\non = \"commit\"\npaths = [\"*\"]\n[rule.run]\nargv = [\"echo {message} > out\"]\nshell = true\n").unwrap();
+        let fields: BTreeMap<String, String> = [(
+            "message".to_string(),
+            "it's done; rm -rf / $(id)".to_string(),
+        )]
+        .into();
+        let p = rules.rules[0].payload(&fields, &json!({}));
+        let line = p["argv"][2].as_str().unwrap();
+        assert_eq!(line, r"echo 'it'\''s done; rm -rf / $(id)' > out");
+        let out = std::process::Command::new("sh")
+            .args(["-c", &line.replace(" > out", "")])
+            .output()
+            .unwrap();
+        assert_eq!(out.stdout, b"it's done; rm -rf / $(id)\n");
     }
 
     #[test]

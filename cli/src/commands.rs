@@ -294,10 +294,10 @@ fn dispatch(cli: Cli, here: PathBuf, style: Style) -> CliResult<u8> {
         }
         Command::Reject { id } => crate::actions::reject(&open(&here)?, &id, style),
         Command::Watch {
-            quiet,
+            quiet_period,
             rescan,
             no_ingest,
-        } => crate::watch::watch(&open(&here)?, &quiet, &rescan, !no_ingest, style),
+        } => crate::watch::watch(&open(&here)?, &quiet_period, &rescan, !no_ingest, style),
         Command::Rollback { receipt } => crate::actions::rollback(&open(&here)?, &receipt, style),
         Command::Receipts { json } => crate::actions::receipts(&open(&here)?, json, style),
         Command::Receipt(r) => crate::actions::receipt(&open(&here)?, r, style),

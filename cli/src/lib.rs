@@ -354,8 +354,8 @@ pub enum Command {
     /// changed, fire the rules (time rules too), until SIGINT or SIGTERM.
     Watch {
         /// How long the folder must be quiet before a commit.
-        #[arg(long, default_value = "2s")]
-        quiet: String,
+        #[arg(long = "quiet-period", value_name = "DURATION", default_value = "2s")]
+        quiet_period: String,
         /// How often to look at the whole folder anyway (events can be lost).
         #[arg(long, default_value = "10m")]
         rescan: String,
@@ -711,5 +711,17 @@ fn style_err(s: &str) -> String {
         format!("\x1b[1;31m{s}\x1b[0m")
     } else {
         s.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// Every argument of every command is defined once and consistently (a global option
+    /// named like a command's own option is caught here, not by a person at run time).
+    #[test]
+    fn the_command_line_is_well_formed() {
+        super::Cli::command().debug_assert();
     }
 }

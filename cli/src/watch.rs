@@ -47,7 +47,7 @@ pub fn watch(repo: &Repo, quiet: &str, rescan: &str, ingest: bool, style: Style)
                     .hint("for example 500ms, 2s or 10m")
             })
     };
-    let quiet = duration("--quiet", quiet)?;
+    let quiet = duration("--quiet-period", quiet)?;
     let rescan = duration("--rescan", rescan)?;
     // One thread: the steps (commit, ingest, rules) block it while they run, and the
     // runtime only waits for what comes next.
@@ -84,6 +84,7 @@ async fn watch_loop(
     // folder stops between two files.
     let interrupt = crate::signals::interrupt();
     let default_allowed = interrupt.default_allowed_flag();
+    let requested = interrupt.requested_flag();
     default_allowed.store(false, Ordering::SeqCst);
     let tz = jiff::tz::TimeZone::system();
     let mut schedule = time_rules(repo, now_ms(), &tz);
@@ -115,7 +116,7 @@ async fn watch_loop(
                 Some(Wake::Changed) => changed_at = Some(Instant::now()),
                 Some(Wake::Rescan) => changed_at = Some(Instant::now() - quiet),
                 Some(Wake::Trust) => {
-                    schedule = time_rules(repo, now_ms(), &tz);
+                    schedule = rescheduled(schedule, time_rules(repo, now_ms(), &tz));
                     log(&format!("rules trusted again: {} time rules", schedule.len()));
                 }
                 None => {
@@ -125,17 +126,19 @@ async fn watch_loop(
             },
             _ = sleep_until(Deadline::from_std(wake_at)) => {}
         }
-        if changed_at.is_some_and(|t| t.elapsed() >= quiet) {
+        // A signal that came during a step stops the loop before the next one.
+        let stop = || requested.load(Ordering::SeqCst);
+        if changed_at.is_some_and(|t| t.elapsed() >= quiet) && !stop() {
             changed_at = None;
             if let Err(again) = commit_step(repo, ingest, style) {
                 changed_at = Some(again);
             } else {
-                schedule = time_rules(repo, now_ms(), &tz);
+                schedule = rescheduled(schedule, time_rules(repo, now_ms(), &tz));
             }
         }
         let now = now_ms();
         for (rule, s, next) in schedule.iter_mut() {
-            if *next <= now {
+            if *next <= now && !stop() {
                 log(&format!(
                     "time rule {rule:?}: slot of {}",
                     local_time(*next)
@@ -155,6 +158,25 @@ async fn watch_loop(
     }
     log("stopped");
     Ok(0)
+}
+
+/// The time rules `fresh` read from the rules at `@`, keeping the next slot of each rule
+/// that was already scheduled the same way: reading the rules again never skips a slot
+/// that is due.
+fn rescheduled(
+    old: Vec<(String, Schedule, i64)>,
+    fresh: Vec<(String, Schedule, i64)>,
+) -> Vec<(String, Schedule, i64)> {
+    fresh
+        .into_iter()
+        .map(|(name, s, next)| {
+            let kept = old
+                .iter()
+                .find(|(n, o, _)| *n == name && *o == s)
+                .map_or(next, |(_, _, n)| *n);
+            (name, s, kept)
+        })
+        .collect()
 }
 
 /// Commits what changed, then indexes it, exports it to git and fires the rules. A commit

@@ -759,11 +759,14 @@ fn a_hook_fired_twice_runs_a_command_once_with_the_event_on_stdin() {
         "cat > {o}/stdin-$LIFEOS_SHORT.json; printf %s \\\"$LIFEOS_EVENT\\\" > {o}/env-$LIFEOS_SHORT.json; echo \\\"$LIFEOS_EVENT_NAME $LIFEOS_HOOK $(basename $(pwd))\\\" >> {o}/marks; echo password=hunter2 INTERNAL-1234; head -c 5000 /dev/zero | tr '\\\\0' x"
     );
     let pushes = outside.path().join("pushes");
+    let ref_updates = outside.path().join("ref-updates");
     let rules = format!(
         "[[rule]]\nname = \"after commit\"\non = \"hook\"\nhook = \"post-commit\"\napproval = \"auto\"\n[rule.run]\nargv = [\"{line}\"]\nshell = true\ncwd = \"tools\"\noutput_cap = 1000\n\n\
          [[rule]]\nname = \"git branches\"\non = \"branch\"\nnames = [\"feature/*\"]\napproval = \"auto\"\n[rule.run]\nargv = [\"echo branch {{name}} >> {p}\"]\nshell = true\n\n\
-         [[rule]]\nname = \"before push\"\non = \"hook\"\nhook = \"pre-push\"\napproval = \"auto\"\n[rule.run]\nargv = [\"echo pushing to {{args}} >> {p}\"]\nshell = true\n",
-        p = pushes.display()
+         [[rule]]\nname = \"before push\"\non = \"hook\"\nhook = \"pre-push\"\napproval = \"auto\"\n[rule.run]\nargv = [\"echo pushing to {{args}} >> {p}\"]\nshell = true\n\n\
+         [[rule]]\nname = \"ref updates\"\non = \"hook\"\nhook = \"reference-transaction\"\napproval = \"auto\"\n[rule.run]\nargv = [\"echo {{input}} >> {r}\"]\nshell = true\n",
+        p = pushes.display(),
+        r = ref_updates.display()
     );
     std::fs::create_dir(w.join("tools")).unwrap();
     write(&w, "tools/keep", b"");
@@ -784,7 +787,11 @@ fn a_hook_fired_twice_runs_a_command_once_with_the_event_on_stdin() {
         "hook post-commit tools\n",
         "ran once"
     );
-    let r = receipts(&w);
+    // git's own commits fire reference-transaction too; these are the post-commit ones.
+    let r: Vec<serde_json::Value> = receipts(&w)
+        .into_iter()
+        .filter(|r| r["rule"] == "after commit")
+        .collect();
     let outcomes: Vec<&str> = r.iter().map(|r| r["outcome"].as_str().unwrap()).collect();
     assert_eq!(outcomes, ["executed", "noop", "noop"], "{r:?}");
     // A duplicate's receipt names its rule and event like any other.
@@ -830,6 +837,13 @@ fn a_hook_fired_twice_runs_a_command_once_with_the_event_on_stdin() {
     assert_eq!(
         std::fs::read_to_string(&pushes).unwrap(),
         format!("branch feature/x\npushing to origin {}\n", bare.display())
+    );
+    // Two ref updates at the same commit are two events: the hook's input tells them apart.
+    git(&w, &["branch", "feature/y"]);
+    let updates = std::fs::read_to_string(&ref_updates).unwrap();
+    assert!(
+        updates.contains("refs/heads/feature/x") && updates.contains("refs/heads/feature/y"),
+        "{updates}"
     );
 }
 

@@ -91,6 +91,9 @@ pub enum Trigger {
         branch: Option<String>,
         /// The arguments git gave the hook (for `pre-push`: the remote's name and URL).
         args: Vec<String>,
+        /// What git wrote to the hook's input (for `pre-push` and `reference-transaction`:
+        /// the refs, one line each), up to 64 KiB.
+        input: String,
     },
     /// A branch or tag was created, moved or deleted.
     Ref {
@@ -1594,15 +1597,18 @@ fn instances(trigger: &Trigger, op: Option<Id>) -> Vec<(String, BTreeMap<String,
             commit,
             branch,
             args,
+            input,
         } => {
             let mut f = base("hook", commit.as_ref(), branch);
             f.insert("hook".into(), hook.clone());
             f.insert("args".into(), args.join(" "));
+            f.insert("input".into(), input.clone());
             let identity = format!(
-                "hook {hook} {} {} {}",
+                "hook {hook} {} {} {} {}",
                 commit.map(|c| c.to_hex()).unwrap_or_default(),
                 branch.as_deref().unwrap_or_default(),
-                args.join(" ")
+                args.join(" "),
+                Id::hash(input.as_bytes()).to_hex()
             );
             vec![(identity, f)]
         }

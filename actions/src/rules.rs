@@ -42,7 +42,9 @@ fn fields(event: &str) -> &'static [&'static str] {
         "entity" => &["event", "entity", "type", "change", "attributes", "op"],
         "ingest" => &["event", "path", "file", "kind", "match", "op"],
         "time" => &["event", "time", "op"],
-        _ => &["event", "hook", "args", "commit", "short", "branch", "op"],
+        _ => &[
+            "event", "hook", "args", "input", "commit", "short", "branch", "op",
+        ],
     }
 }
 

@@ -205,7 +205,17 @@ pub fn run(repo: &Repo, cmd: GitCmd) -> CliResult<u8> {
             Ok(0)
         }
         GitCmd::Hook { name, args } => {
-            hook(repo, &name, &args);
+            // pre-push and reference-transaction say which refs on their input.
+            let mut input = String::new();
+            if matches!(name.as_str(), "pre-push" | "reference-transaction") {
+                let mut bytes = Vec::new();
+                let _ = std::io::Read::read_to_end(
+                    &mut std::io::Read::take(std::io::stdin(), 64 << 10),
+                    &mut bytes,
+                );
+                input = String::from_utf8_lossy(&bytes).into_owned();
+            }
+            hook(repo, &name, &args, &input);
             Ok(0)
         }
         GitCmd::Init { colocate: _ } => {
@@ -437,7 +447,7 @@ fn current_exe() -> CliResult<PathBuf> {
 
 /// What an installed hook runs: imports what git just did. Never fails the git command: a
 /// problem is a warning.
-fn hook(repo: &Repo, name: &str, args: &[String]) {
+fn hook(repo: &Repo, name: &str, args: &[String], input: &str) {
     // reference-transaction runs while git holds its ref locks; act once they are released.
     if name == "reference-transaction" && args.first().map(String::as_str) != Some("committed") {
         return;
@@ -457,7 +467,7 @@ fn hook(repo: &Repo, name: &str, args: &[String]) {
         }
     }
     let style = crate::output::Style::detect(crate::ColorChoice::Never);
-    fire_hook_rules(repo, name, args, style);
+    fire_hook_rules(repo, name, args, input, style);
     // Branches and tags git moved fire their rules as lifeos's own commands do.
     crate::actions::fire_since(repo, start, style);
 }
@@ -465,7 +475,13 @@ fn hook(repo: &Repo, name: &str, args: &[String]) {
 /// Fires the rules for git hook `name` (given `args` by git; and, after a commit or a
 /// merge, for the commit git made), once what git did is imported. Never fails the git
 /// command.
-fn fire_hook_rules(repo: &Repo, name: &str, args: &[String], style: crate::output::Style) {
+fn fire_hook_rules(
+    repo: &Repo,
+    name: &str,
+    args: &[String],
+    input: &str,
+    style: crate::output::Style,
+) {
     let head = match repo.head() {
         Ok(h) => h,
         Err(e) => return eprintln!("lifeos: warning: rules did not fire ({name}): {e}"),
@@ -490,6 +506,7 @@ fn fire_hook_rules(repo: &Repo, name: &str, args: &[String], style: crate::outpu
             commit,
             branch: head.view.current_branch.clone(),
             args: args.to_vec(),
+            input: input.to_string(),
         },
         Some(head.id),
     ));

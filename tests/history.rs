@@ -164,7 +164,7 @@ fn unknown_and_ambiguous_revisions_list_candidates() {
 }
 
 #[test]
-fn undo_redo_op_restore_and_op_log() {
+fn undo_steps_back_redo_steps_forward_op_restore_and_op_log() {
     let repo = repo(false);
     let d = repo.path();
     write(d, "a.txt", b"1\n");
@@ -193,25 +193,57 @@ fn undo_redo_op_restore_and_op_log() {
     ok(d, &["undo"]);
     assert_eq!(log_messages(d, &[]), ["one"]);
     assert_eq!(std::fs::read(d.join("a.txt")).unwrap(), b"1\n");
-    // undo of an undo redoes.
+    // Undo again steps further back: the first commit goes too.
     ok(d, &["undo"]);
+    let err = fails(d, &["log"]);
+    assert!(err.contains("no commits yet"), "{err}");
+    assert!(!d.join("a.txt").exists());
+    // redo reverts the last undo, and redo again the one before it.
+    ok(d, &["redo"]);
+    assert_eq!(log_messages(d, &[]), ["one"]);
+    assert_eq!(std::fs::read(d.join("a.txt")).unwrap(), b"1\n");
+    ok(d, &["redo"]);
     assert_eq!(log_messages(d, &[]), ["two", "one"]);
     assert_eq!(std::fs::read(d.join("a.txt")).unwrap(), b"2\n");
-    // Nothing was deleted: the op log has grown.
-    assert_eq!(
-        json(d, &["op", "log"])["operations"]
-            .as_array()
-            .unwrap()
-            .len(),
-        5
-    );
+    let err = fails(d, &["redo"]);
+    assert!(err.contains("nothing to redo"), "{err}");
+    // Undo after a redo steps back from where the redo left the repository.
+    ok(d, &["undo"]);
+    assert_eq!(log_messages(d, &[]), ["one"]);
+    ok(d, &["redo"]);
+    assert_eq!(log_messages(d, &[]), ["two", "one"]);
+    // A new change ends what can be redone.
+    ok(d, &["undo"]);
+    ok(d, &["tag", "create", "v1"]);
+    let err = fails(d, &["redo"]);
+    assert!(err.contains("nothing to redo"), "{err}");
+    ok(d, &["undo"]);
+    ok(d, &["redo"]);
+    assert_eq!(log_messages(d, &[]), ["one"]);
+    assert_eq!(json(d, &["tag", "list"])["tags"][0]["name"], "v1");
+    // Nothing was deleted: the op log has grown, and it names each step.
+    let ops = json(d, &["op", "log"]);
+    let ops = ops["operations"].as_array().unwrap();
+    assert_eq!(ops.len(), 13);
+    assert_eq!(ops[0]["events"][0]["type"], "operation.redone");
+    assert_eq!(ops[1]["events"][0]["type"], "operation.undone");
+    assert_eq!(ops[0]["events"][0]["operation"], ops[1]["id"]);
+    ok(d, &["redo", "--help"]);
+    ok(d, &["undo"]);
+    ok(d, &["redo"]);
+    ok(d, &["undo"]);
+    ok(d, &["undo"]);
+    ok(d, &["redo"]);
+    ok(d, &["redo"]);
+    assert_eq!(log_messages(d, &[]), ["one"]);
+    assert_eq!(json(d, &["tag", "list"])["tags"][0]["name"], "v1");
     // op restore to the very first operation: no commits at all.
     ok(d, &["op", "restore", &first_op[..12]]);
     let err = fails(d, &["log"]);
     assert!(err.contains("no commits yet"), "{err}");
     assert!(!d.join("a.txt").exists());
     ok(d, &["undo"]);
-    assert_eq!(log_messages(d, &[]), ["two", "one"]);
+    assert_eq!(log_messages(d, &[]), ["one"]);
     // The first operation cannot be undone.
     let fresh = tempfile::tempdir().unwrap();
     ok(fresh.path(), &["init"]);
@@ -684,10 +716,15 @@ fn undo_after_concurrent_operations_undoes_the_newest() {
         ops["operations"][0]["events"][0]["type"],
         "operations.merged"
     );
-    // Undo undoes the newest of the concurrent operations, and undo again redoes it.
+    // Undo undoes the newest of the concurrent operations, undo again the other one,
+    // and redo brings them back one by one.
     ok(d, &["undo"]);
     assert_eq!(branch_names(d), ["first", "main"]);
     ok(d, &["undo"]);
+    assert_eq!(branch_names(d), ["main"]);
+    ok(d, &["redo"]);
+    assert_eq!(branch_names(d), ["first", "main"]);
+    ok(d, &["redo"]);
     assert_eq!(branch_names(d), ["first", "main", "second"]);
 }
 
@@ -703,6 +740,13 @@ fn undo_after_three_concurrent_operations_undoes_only_the_newest() {
     ok(d, &["undo"]);
     assert_eq!(branch_names(d), ["first", "main", "second"]);
     ok(d, &["undo"]);
+    assert_eq!(branch_names(d), ["first", "main"]);
+    ok(d, &["undo"]);
+    assert_eq!(branch_names(d), ["main"]);
+    ok(d, &["redo"]);
+    ok(d, &["redo"]);
+    assert_eq!(branch_names(d), ["first", "main", "second"]);
+    ok(d, &["redo"]);
     assert_eq!(branch_names(d), ["first", "main", "second", "third"]);
 }
 

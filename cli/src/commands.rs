@@ -99,6 +99,7 @@ pub fn run(cli: Cli, style: Style) -> CliResult<u8> {
             | Command::Merge { .. }
             | Command::Entity(_)
             | Command::Undo { .. }
+            | Command::Redo { .. }
             | Command::Op(_)
             | Command::Ingest { .. }
             | Command::Git(crate::git::GitCmd::Import { .. })
@@ -310,7 +311,8 @@ fn dispatch(cli: Cli, here: PathBuf, style: Style) -> CliResult<u8> {
             crate::git::clone(&here, &url, dir.as_deref())
         }
         Command::Git(g) => crate::git::run(&open(&here)?, g),
-        Command::Undo { force } => history::undo(&open(&here)?, force, style),
+        Command::Undo { force } => history::undo(&open(&here)?, force, false, style),
+        Command::Redo { force } => history::undo(&open(&here)?, force, true, style),
         Command::Model(cmd) => crate::knowledge::model(cmd),
         Command::Reindex => history::reindex(&open(&here)?),
         Command::Ingest { retry_failed, json } => {

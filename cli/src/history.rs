@@ -668,7 +668,9 @@ fn event_json(e: &Event) -> Value {
         Event::PathRestored { path, commit } => {
             json!({"path": display(path), "commit": commit.to_hex()})
         }
-        Event::Undo { op } | Event::OpRestored { op } => json!({"operation": op.to_hex()}),
+        Event::Undo { op } | Event::Redo { op } | Event::OpRestored { op } => {
+            json!({"operation": op.to_hex()})
+        }
         Event::CommitRewritten { from, to } => json!({"from": from.to_hex(), "to": to.to_hex()}),
         Event::ContentExtracted { results } => {
             json!({"results": results.iter().map(|r| r.to_hex()).collect::<Vec<_>>()})
@@ -719,6 +721,7 @@ fn event_text(e: &Event) -> String {
             format!("{} restored from {}", display(path), s(commit))
         }
         Event::Undo { op } => format!("operation {} undone", s(op)),
+        Event::Redo { op } => format!("undo {} reverted", s(op)),
         Event::OpRestored { op } => format!("view of operation {} restored", s(op)),
         Event::CommitRewritten { from, to } => format!("commit {} rewritten as {}", s(from), s(to)),
         Event::ContentExtracted { results } => {
@@ -856,14 +859,20 @@ fn resolve_op(repo: &Repo, prefix: &str) -> CliResult<Id> {
     }
 }
 
-/// `lifeos undo`.
-pub fn undo(repo: &Repo, force: bool, style: Style) -> CliResult<u8> {
+/// `lifeos undo` and, with `redo`, `lifeos redo`.
+pub fn undo(repo: &Repo, force: bool, redo: bool, style: Style) -> CliResult<u8> {
     let wc = lock_folder(repo, style)?;
-    let (undone, op) = repo.undo(&wc, force).map_err(uncommitted_hint)?;
-    let desc = repo.operation(&undone)?.description;
+    let (reverted, op) = if redo {
+        repo.redo(&wc, force)
+    } else {
+        repo.undo(&wc, force)
+    }
+    .map_err(uncommitted_hint)?;
+    let desc = repo.operation(&reverted)?.description;
     println!(
-        "Undid operation {} ({desc}) as operation {}",
-        style.id(&undone.short(12)),
+        "{} operation {} ({desc}) as operation {}",
+        if redo { "Reverted" } else { "Undid" },
+        style.id(&reverted.short(12)),
         style.id(&op.short(12))
     );
     Ok(0)

@@ -379,8 +379,14 @@ pub enum Command {
     /// Git: import a git repository's history, export it back with the same ids.
     #[command(subcommand)]
     Git(git::GitCmd),
-    /// Revert the last operation (by writing a new one).
+    /// Revert the last operation (by writing a new one); again, to step further back.
     Undo {
+        /// Replace uncommitted changes (they are saved as a commit first).
+        #[arg(long)]
+        force: bool,
+    },
+    /// Revert the last undo; again, to revert the undo before it.
+    Redo {
         /// Replace uncommitted changes (they are saved as a commit first).
         #[arg(long)]
         force: bool,

@@ -767,6 +767,11 @@ pub enum Event {
         /// The undone operation.
         op: Id,
     },
+    /// An undo was reverted: the view is again as it was before it.
+    Redo {
+        /// The undo operation reverted.
+        op: Id,
+    },
     /// The view of an earlier operation was restored.
     OpRestored {
         /// The operation whose view was restored.
@@ -874,6 +879,7 @@ impl Event {
             Event::PathRestored { .. } => "path.restored",
             Event::OperationsMerged => "operations.merged",
             Event::Undo { .. } => "operation.undone",
+            Event::Redo { .. } => "operation.redone",
             Event::OpRestored { .. } => "operation.restored",
             Event::CommitRewritten { .. } => "commit.rewritten",
             Event::ContentExtracted { .. } => "content.extracted",
@@ -931,6 +937,9 @@ impl Event {
             }
             Event::OpRestored { op } => {
                 w.u8(9).id(op);
+            }
+            Event::Redo { op } => {
+                w.u8(19).id(op);
             }
             Event::CommitRewritten { from, to } => {
                 w.u8(10).id(from).id(to);
@@ -1007,6 +1016,7 @@ impl Event {
             7 => Event::OperationsMerged,
             8 => Event::Undo { op: r.id(W)? },
             9 => Event::OpRestored { op: r.id(W)? },
+            19 => Event::Redo { op: r.id(W)? },
             10 => Event::CommitRewritten {
                 from: r.id(W)?,
                 to: r.id(W)?,
@@ -1378,7 +1388,7 @@ mod tests {
                 Event::RepoInitialized, Event::CommitCreated { commit: Id::hash(b"c") },
                 Event::BranchMoved { name: "main".into(), from: None, to: wc }, Event::TagMoved { name: "v1".into(), from: wc, to: None },
                 Event::CheckedOut { commit: Id::hash(b"c") }, Event::PathRestored { path: "a/b".into(), commit: Id::hash(b"c") },
-                Event::OperationsMerged, Event::Undo { op: Id::hash(b"o") }, Event::OpRestored { op: Id::hash(b"o") },
+                Event::OperationsMerged, Event::Undo { op: Id::hash(b"o") }, Event::Redo { op: Id::hash(b"u") }, Event::OpRestored { op: Id::hash(b"o") },
                 Event::CommitRewritten { from: Id::hash(b"a"), to: Id::hash(b"b") },
                 Event::EntityCreated { id: "task:a".into(), entity: Id::hash(b"e") },
                 Event::EntityChanged { id: "task:a".into(), paths: vec!["due".into(), "title".into()], from: Id::hash(b"e"), to: Id::hash(b"f") },

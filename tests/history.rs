@@ -1181,3 +1181,22 @@ fn config_sets_gets_and_lists_settings_that_take_effect() {
         Some(1)
     );
 }
+
+/// `--color` and `ui.color` govern the `error:` and `hint:` prefixes on stderr as they
+/// govern stdout; they were coloured by stderr being a terminal alone.
+#[test]
+fn the_color_setting_governs_error_and_hint_prefixes() {
+    let repo = repo(false);
+    let d = repo.path();
+    let red = "\x1b[1;31merror\x1b[0m: ";
+    let err = fails(d, &["--color", "always", "show", "nosuchrev"]);
+    assert!(err.starts_with(red), "{err:?}");
+    assert!(err.contains("\x1b[1;31mhint\x1b[0m: "), "{err:?}");
+    let err = fails(d, &["--color", "never", "show", "nosuchrev"]);
+    assert!(err.starts_with("error: "), "{err:?}");
+    assert!(!err.contains('\x1b'), "{err:?}");
+    // Not a terminal, no flag: plain; the setting turns it on.
+    assert!(!fails(d, &["show", "nosuchrev"]).contains('\x1b'));
+    ok(d, &["config", "set", "ui.color", "always"]);
+    assert!(fails(d, &["show", "nosuchrev"]).starts_with(red));
+}

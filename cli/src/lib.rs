@@ -683,10 +683,6 @@ pub enum ModelCmd {
 /// Runs the command line; returns the process exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Err(e) = signals::install() {
-        eprintln!("{}: cannot handle Ctrl-C safely: {e}", style_err("error"));
-        return ExitCode::from(1);
-    }
     // --color, else the ui.color setting, else auto.
     let color = cli.color.unwrap_or_else(|| {
         let here = cli.dir.clone().unwrap_or_else(|| PathBuf::from("."));
@@ -697,26 +693,25 @@ pub fn main() -> ExitCode {
             _ => ColorChoice::Auto,
         }
     });
+    let err_style = output::Style::detect_stderr(color);
+    if let Err(e) = signals::install() {
+        eprintln!(
+            "{}: cannot handle Ctrl-C safely: {e}",
+            err_style.bad("error")
+        );
+        return ExitCode::from(1);
+    }
     let style = output::Style::detect(color);
     output::set_quiet(cli.quiet);
     match commands::run(cli, style) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("{}: {}", style_err("error"), e.message);
+            eprintln!("{}: {}", err_style.bad("error"), e.message);
             if let Some(h) = &e.hint {
-                eprintln!("{}: {h}", style_err("hint"));
+                eprintln!("{}: {h}", err_style.bad("hint"));
             }
             ExitCode::from(e.code)
         }
-    }
-}
-
-fn style_err(s: &str) -> String {
-    use std::io::IsTerminal;
-    if std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none() {
-        format!("\x1b[1;31m{s}\x1b[0m")
-    } else {
-        s.to_string()
     }
 }
 

@@ -26,14 +26,21 @@ pub struct Style {
 }
 
 impl Style {
-    /// Colour when stdout is a terminal and `NO_COLOR` is unset, unless overridden.
+    /// Colour on stdout when it is a terminal and `NO_COLOR` is unset, unless overridden.
     pub fn detect(choice: crate::ColorChoice) -> Style {
+        Style::for_stream(choice, std::io::stdout().is_terminal())
+    }
+
+    /// The same for stderr (the `error:` and `hint:` prefixes).
+    pub fn detect_stderr(choice: crate::ColorChoice) -> Style {
+        Style::for_stream(choice, std::io::stderr().is_terminal())
+    }
+
+    fn for_stream(choice: crate::ColorChoice, terminal: bool) -> Style {
         let color = match choice {
             crate::ColorChoice::Always => true,
             crate::ColorChoice::Never => false,
-            crate::ColorChoice::Auto => {
-                std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
-            }
+            crate::ColorChoice::Auto => terminal && std::env::var_os("NO_COLOR").is_none(),
         };
         Style { color }
     }

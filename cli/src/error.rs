@@ -58,6 +58,7 @@ impl From<VcsError> for CliError {
             VcsError::PathNotFound { .. } => Some("`lifeos ls -r REV` lists the files of a revision".into()),
             VcsError::TargetNotEmpty(_) => Some("choose a folder that does not exist yet".into()),
             VcsError::UnsafePath { .. } => Some("the tree holds a path that would escape the target; nothing was written outside it".into()),
+            VcsError::Obstructed { .. } => Some("lifeos never replaces what it did not write: move that aside, then run the command again".into()),
             VcsError::Unreadable(_) => Some("make them readable (`chmod u+r`), ignore them in .lifeosignore, or pass --allow-unreadable to record the rest (they keep their last recorded version)".into()),
             VcsError::InTheWay { .. } => Some("nothing was recorded and no file was changed".into()),
             VcsError::Interrupted => Some("the operation is recorded; the next command that uses the folder (`lifeos status`) finishes changing it".into()),
@@ -100,5 +101,52 @@ impl From<lifeos_git::GitError> for CliError {
                 .hint("run `git fsck` in that repository; lifeos is unchanged"),
             other => CliError::new(other.to_string()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A folder standing where a file must go was explained as a path escaping the target.
+    #[test]
+    fn something_in_the_way_is_not_called_an_escape() {
+        let e = CliError::from(VcsError::Obstructed {
+            path: "a/b".into(),
+            what: "/t/a/b (a folder)".into(),
+        });
+        assert_eq!(
+            e.message,
+            "cannot write a/b: /t/a/b (a folder) is in the way"
+        );
+        let hint = e.hint.unwrap();
+        assert!(hint.contains("move that aside"), "{hint}");
+        assert!(!hint.contains("escape"), "{hint}");
+        let e = CliError::from(VcsError::UnsafePath {
+            path: "../x".into(),
+            reason: "it leaves the target".into(),
+        });
+        assert!(e.hint.unwrap().contains("escape"));
+    }
+
+    /// After a partly finished checkout the disk-full hint must not say the repository is
+    /// unchanged: the operation is recorded and `status` finishes the move.
+    #[test]
+    fn a_full_disk_during_a_move_says_the_operation_is_recorded() {
+        let full = || {
+            VcsError::Store(StoreError::Io {
+                path: "/t/f".into(),
+                action: "writing",
+                source: std::io::Error::from_raw_os_error(28),
+            })
+        };
+        let e = CliError::from(VcsError::MoveUnfinished {
+            op: "0123456789ab".into(),
+            source: Box::new(full()),
+        });
+        let hint = e.hint.unwrap();
+        assert!(hint.contains("lifeos status"), "{hint}");
+        assert!(!hint.contains("unchanged"), "{hint}");
+        assert!(CliError::from(full()).hint.unwrap().contains("unchanged"));
     }
 }

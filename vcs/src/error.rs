@@ -94,6 +94,15 @@ pub enum VcsError {
         /// Why.
         reason: String,
     },
+    /// Something not made by lifeos stands where a file or folder must go: a file where a
+    /// folder is needed, or a folder where a file is.
+    #[error("cannot write {path}: {what} is in the way")]
+    Obstructed {
+        /// The path being written.
+        path: String,
+        /// What is in the way, and what it is.
+        what: String,
+    },
     /// The restore target has files in it.
     #[error("{0} is not empty; restore into a new or empty folder")]
     TargetNotEmpty(PathBuf),

@@ -489,12 +489,9 @@ impl Repo {
                 match std::fs::symlink_metadata(&cur) {
                     Ok(m) if m.is_dir() => {}
                     Ok(m) if m.file_type().is_symlink() || m.is_file() => {
-                        return Err(VcsError::UnsafePath {
+                        return Err(VcsError::Obstructed {
                             path: display(&c.path).into_owned(),
-                            reason: format!(
-                                "{} is in the way and is not a directory",
-                                cur.display()
-                            ),
+                            what: format!("{} (not a folder)", cur.display()),
                         })
                     }
                     _ => std::fs::create_dir(&cur).io("creating", &cur)?,

@@ -50,9 +50,9 @@ fn ensure_real_dir(path: &Path, repo_path: &[u8]) -> Result<()> {
             ),
         }),
         Ok(m) if m.is_dir() => Ok(()),
-        Ok(_) => Err(VcsError::UnsafePath {
+        Ok(_) => Err(VcsError::Obstructed {
             path: display(repo_path).into_owned(),
-            reason: format!("{} is not a directory", path.display()),
+            what: format!("{} (not a folder)", path.display()),
         }),
         Err(e) => Err(e).io("checking", path),
     }
@@ -146,9 +146,9 @@ impl Repo {
             };
             if let Ok(m) = job.dest.symlink_metadata() {
                 if m.is_dir() && !m.file_type().is_symlink() {
-                    return Err(VcsError::UnsafePath {
+                    return Err(VcsError::Obstructed {
                         path: display(&job.repo_path).into_owned(),
-                        reason: "a directory is in the way".into(),
+                        what: format!("{} (a folder)", job.dest.display()),
                     });
                 }
             }

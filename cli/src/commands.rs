@@ -109,7 +109,7 @@ pub fn run(cli: Cli, style: Style) -> CliResult<u8> {
     let dir = here.clone();
     let verbose = cli.verbose;
     // JSON is always an answer; -q mutes only reports of what was done.
-    let json = std::env::args().any(|a| a == "--json");
+    let json = std::env::args_os().any(|a| a == "--json");
     let redirected = if cli.quiet && !json && !crate::pager::answers(&cli.command) {
         crate::pager::Redirected::mute()
     } else if !cli.no_pager && !json && crate::pager::pages(&cli.command) {

@@ -1200,3 +1200,43 @@ fn the_color_setting_governs_error_and_hint_prefixes() {
     ok(d, &["config", "set", "ui.color", "always"]);
     assert!(fails(d, &["show", "nosuchrev"]).starts_with(red));
 }
+
+/// `log PATH -n 1` diffed every commit of the history before keeping the first: the
+/// path-filtered walk now stops once it has enough (a commit past that point, here one
+/// that does not exist, is never read), and it follows files, folders and modes.
+#[test]
+fn a_path_filtered_log_stops_when_it_has_enough() {
+    let repo = repo(false);
+    let d = repo.path();
+    write(d, "notes/a.md", b"1\n");
+    write(d, "photos/p.jpg", b"jpg\n");
+    ok(d, &["commit", "-m", "first"]);
+    write(d, "notes/a.md", b"2\n");
+    ok(d, &["commit", "-m", "second"]);
+    std::fs::set_permissions(
+        d.join("photos/p.jpg"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    ok(d, &["commit", "-m", "mode"]);
+    std::fs::remove_file(d.join("notes/a.md")).unwrap();
+    ok(d, &["commit", "-m", "removed"]);
+    assert_eq!(log_messages(d, &["notes"]), ["removed", "second", "first"]);
+    assert_eq!(
+        log_messages(d, &["notes/a.md", "-n", "2"]),
+        ["removed", "second"]
+    );
+    assert_eq!(log_messages(d, &["photos/p.jpg"]), ["mode", "first"]);
+    assert_eq!(log_messages(d, &["photos", "-n", "1"]), ["mode"]);
+    assert!(log_messages(d, &["elsewhere"]).is_empty());
+
+    let r = lifeos_vcs::Repo::discover(d).unwrap();
+    let newest = lifeos_store::Id::from_hex(&rev_id(d, "@")).unwrap();
+    let missing = lifeos_store::Id::hash(b"no such commit");
+    let ids = [newest, missing];
+    assert_eq!(
+        r.commits_changing(ids, b"notes", Some(1)).unwrap(),
+        [newest]
+    );
+    assert!(r.commits_changing(ids, b"notes", None).is_err());
+}

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use lifeos_diff::{Anchor, DiffError, FileDiff, Loader, Options, ReadSeek, Registry, Side};
 use lifeos_store::{Id, Manifest, Store};
 use lifeos_vcs::path::{display, is_under, BString};
-use lifeos_vcs::treediff::{diff_flat, ChangeKind, FlatTree};
+use lifeos_vcs::renames::{pair_renames, FileChange};
+use lifeos_vcs::treediff::{diff_flat, FlatTree};
 use lifeos_vcs::{EntryKind, Repo, TreeEntry};
 use serde_json::json;
 
@@ -173,128 +174,19 @@ fn end_json(e: &End) -> serde_json::Value {
     }
 }
 
-/// Renames: a removed path and an added path with the same content, or (both stored, of
-/// several chunks) mostly the same chunks.
-fn pair_renames(
-    store: &Store,
-    changes: Vec<lifeos_vcs::treediff::Change>,
-    both_stored: bool,
-) -> Vec<Pair> {
-    let mut pairs: Vec<Pair> = Vec::new();
-    let mut deleted: Vec<lifeos_vcs::treediff::Change> = Vec::new();
-    let mut added: Vec<lifeos_vcs::treediff::Change> = Vec::new();
-    for c in changes {
-        match c.kind {
-            ChangeKind::Deleted => deleted.push(c),
-            ChangeKind::Added => added.push(c),
-            ChangeKind::Modified => pairs.push(Pair {
-                path: display(&c.path).into_owned(),
-                raw: c.path,
-                old_raw: None,
-                old_path: None,
-                status: "modified",
-                similarity: None,
-                old: c.old,
-                new: c.new,
-            }),
+impl From<FileChange> for Pair {
+    fn from(c: FileChange) -> Pair {
+        Pair {
+            path: display(&c.path).into_owned(),
+            old_path: c.old_path.as_deref().map(|p| display(p).into_owned()),
+            raw: c.path,
+            old_raw: c.old_path,
+            status: c.status.as_str(),
+            similarity: c.similarity,
+            old: c.old,
+            new: c.new,
         }
     }
-    let mut used = vec![false; deleted.len()];
-    for a in added {
-        let new = a.new.clone().expect("added has new");
-        let exact = deleted
-            .iter()
-            .enumerate()
-            .find(|(i, d)| !used[*i] && d.old.as_ref().is_some_and(|o| o.id == new.id));
-        let found = match exact {
-            Some((i, _)) => Some((i, 1.0)),
-            None if both_stored && deleted.len() <= 200 => {
-                let nb = store.file_chunks(&new.id).ok();
-                let mut best = None;
-                for (i, d) in deleted.iter().enumerate() {
-                    if used[i] {
-                        continue;
-                    }
-                    let (Some(nb), Some(oa)) = (
-                        nb.as_ref(),
-                        d.old.as_ref().and_then(|o| store.file_chunks(&o.id).ok()),
-                    ) else {
-                        continue;
-                    };
-                    if nb.chunks.len() < 2 || oa.chunks.len() < 2 {
-                        continue;
-                    }
-                    // Shared bytes, counting a repeated chunk only as often as the old file has it.
-                    let mut have: std::collections::HashMap<Id, usize> =
-                        std::collections::HashMap::new();
-                    for c in &oa.chunks {
-                        *have.entry(c.id).or_default() += 1;
-                    }
-                    let shared: u64 = nb
-                        .chunks
-                        .iter()
-                        .filter(|c| {
-                            have.get_mut(&c.id).is_some_and(|n| {
-                                *n > 0 && {
-                                    *n -= 1;
-                                    true
-                                }
-                            })
-                        })
-                        .map(|c| u64::from(c.len))
-                        .sum();
-                    let sim = shared as f64 / nb.size().max(oa.size()).max(1) as f64;
-                    if sim >= 0.5 && best.is_none_or(|(_, s)| sim > s) {
-                        best = Some((i, sim));
-                    }
-                }
-                best
-            }
-            None => None,
-        };
-        match found {
-            Some((i, sim)) => {
-                used[i] = true;
-                let d = &deleted[i];
-                pairs.push(Pair {
-                    path: display(&a.path).into_owned(),
-                    raw: a.path,
-                    old_raw: Some(d.path.clone()),
-                    old_path: Some(display(&d.path).into_owned()),
-                    status: "renamed",
-                    similarity: Some(sim),
-                    old: d.old.clone(),
-                    new: Some(new),
-                });
-            }
-            None => pairs.push(Pair {
-                path: display(&a.path).into_owned(),
-                raw: a.path,
-                old_raw: None,
-                old_path: None,
-                status: "added",
-                similarity: None,
-                old: None,
-                new: Some(new),
-            }),
-        }
-    }
-    for (i, d) in deleted.into_iter().enumerate() {
-        if !used[i] {
-            pairs.push(Pair {
-                path: display(&d.path).into_owned(),
-                raw: d.path,
-                old_raw: None,
-                old_path: None,
-                status: "deleted",
-                similarity: None,
-                old: d.old,
-                new: None,
-            });
-        }
-    }
-    pairs.sort_by(|a, b| a.raw.cmp(&b.raw));
-    pairs
 }
 
 fn print_change(out: &mut impl Write, style: Style, c: &lifeos_diff::Located) {
@@ -467,7 +359,10 @@ pub fn run(repo: &Repo, args: DiffArgs, style: Style) -> CliResult<u8> {
         .filter(|c| under(&paths, &c.path))
         .collect();
     let store = repo.store_arc();
-    let pairs = pair_renames(&store, changes, matches!(to, End::Commit(_)));
+    let pairs: Vec<Pair> = pair_renames(&store, changes, matches!(to, End::Commit(_)))
+        .into_iter()
+        .map(Pair::from)
+        .collect();
     if args.name_only && !args.json {
         for p in &pairs {
             println!("{}", p.path);

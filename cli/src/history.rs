@@ -7,7 +7,7 @@ use std::io::Write;
 use lifeos_store::Id;
 use lifeos_vcs::history::Target;
 use lifeos_vcs::object::{change_id_str, Event, Signature};
-use lifeos_vcs::path::{display, is_under};
+use lifeos_vcs::path::display;
 use lifeos_vcs::treediff::Change;
 use lifeos_vcs::{Commit, Repo, View};
 use serde_json::{json, Value};
@@ -90,7 +90,6 @@ fn commit_line(
     )
 }
 
-/// `lifeos log`.
 /// What `lifeos log` was asked for.
 pub struct LogArgs<'a> {
     /// Only commits that changed this path.
@@ -123,26 +122,8 @@ pub fn log(repo: &Repo, args: &LogArgs<'_>, at: &AtArg, style: Style) -> CliResu
         "ancestors(@)"
     };
     let expr = lifeos_vcs::revset::parse(revset.unwrap_or(default))?;
-    let mut ids = ev.sorted(ev.eval(&expr)?);
     let clean = lifeos_vcs::path::clean(path.unwrap_or_default())?;
-    if !clean.is_empty() {
-        let mut kept = Vec::new();
-        for id in ids {
-            let c = ev.commit(&id);
-            let parent_tree = match c.parents.first() {
-                Some(p) => Some(repo.commit(p)?.tree),
-                None => None,
-            };
-            let changes = repo.diff_trees(parent_tree.as_ref(), Some(&c.tree))?;
-            if changes.iter().any(|ch| is_under(&ch.path, &clean)) {
-                kept.push(id);
-            }
-        }
-        ids = kept;
-    }
-    if let Some(n) = limit {
-        ids.truncate(n);
-    }
+    let ids = repo.commits_changing(ev.sorted(ev.eval(&expr)?), &clean, limit)?;
     let refs = refs_by_commit(&view);
     if json {
         print_json(

@@ -464,6 +464,38 @@ impl Repo {
         )
     }
 
+    /// The commits of `ids`, in their order, that changed `path` (a file or a folder;
+    /// empty for everything) against their first parent (a root commit: against no
+    /// files), at most `limit` of them. Each commit costs a lookup of the path in its tree
+    /// and its parent's, not a diff of the trees, and the walk stops once it has `limit`.
+    pub fn commits_changing(
+        &self,
+        ids: impl IntoIterator<Item = Id>,
+        path: &[u8],
+        limit: Option<usize>,
+    ) -> Result<Vec<Id>> {
+        let limit = limit.unwrap_or(usize::MAX);
+        let mut kept = Vec::new();
+        for id in ids {
+            if kept.len() >= limit {
+                break;
+            }
+            if path.is_empty() {
+                kept.push(id);
+                continue;
+            }
+            let c = self.commit(&id)?;
+            let before = match c.parents.first() {
+                Some(p) => self.lookup_path(&self.commit(p)?.tree, path)?,
+                None => None,
+            };
+            if self.lookup_path(&c.tree, path)? != before {
+                kept.push(id);
+            }
+        }
+        Ok(kept)
+    }
+
     /// Renames branch `from` to `to` in one operation (its target stays; the folder's
     /// current branch follows the new name). A branch named `to` must not exist.
     pub fn rename_branch(&self, from: &str, to: &str) -> Result<Id> {

@@ -25,6 +25,7 @@ pub mod object;
 pub mod path;
 pub mod query;
 pub mod redact;
+pub mod renames;
 pub mod repo;
 pub mod restore;
 pub mod rev;

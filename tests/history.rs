@@ -858,6 +858,13 @@ fn bash_completes_commands_and_branch_names_and_man_pages_are_written() {
     ok(d, &["man", "--dir", dir.to_str().unwrap()]);
     let commit = std::fs::read_to_string(dir.join("lifeos-commit.1")).unwrap();
     assert!(commit.contains(".SH NAME"), "{commit}");
+    // Help and man pages end with examples (every command's are checked in the CLI crate).
+    assert!(commit.contains("lifeos commit \\-\\-amend"), "{commit}");
+    let help = ok(d, &["branch", "rename", "--help"]);
+    assert!(
+        help.contains("Examples:\n  lifeos branch rename trip holiday"),
+        "{help}"
+    );
 }
 
 /// `commit` without -m asks an editor (on a list of the changes; an empty message records

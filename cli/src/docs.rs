@@ -4,10 +4,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use clap::CommandFactory;
-
 use crate::error::{CliError, CliResult};
-use crate::Cli;
 
 /// Added to bash's script: branch and tag names where a revision or a ref is expected,
 /// asked of the `lifeos` being completed (the generated part completes commands and
@@ -39,7 +36,12 @@ complete -F _lifeos_with_refs -o bashdefault -o default lifeos
 /// `lifeos completions SHELL`: the script on stdout.
 pub fn completions(shell: clap_complete::Shell) -> CliResult<u8> {
     let mut script = Vec::new();
-    clap_complete::generate(shell, &mut Cli::command(), "lifeos", &mut script);
+    clap_complete::generate(
+        shell,
+        &mut crate::examples::command(),
+        "lifeos",
+        &mut script,
+    );
     if shell == clap_complete::Shell::Bash {
         script.extend_from_slice(BASH_REFS.as_bytes());
     }
@@ -51,7 +53,7 @@ pub fn man(dir: Option<&Path>) -> CliResult<u8> {
     match dir {
         Some(dir) => {
             std::fs::create_dir_all(dir)
-                .and_then(|()| clap_mangen::generate_to(Cli::command(), dir))
+                .and_then(|()| clap_mangen::generate_to(crate::examples::command(), dir))
                 .map_err(|e| {
                     CliError::new(format!(
                         "cannot write the manual pages in {}: {e}",
@@ -66,7 +68,7 @@ pub fn man(dir: Option<&Path>) -> CliResult<u8> {
         }
         None => {
             let mut page = Vec::new();
-            clap_mangen::Man::new(Cli::command())
+            clap_mangen::Man::new(crate::examples::command())
                 .render(&mut page)
                 .map_err(|e| CliError::new(format!("cannot render the manual page: {e}")))?;
             write_stdout(&page)

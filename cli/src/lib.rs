@@ -11,6 +11,7 @@ mod docs;
 mod editor;
 mod entity;
 mod error;
+mod examples;
 mod git;
 mod history;
 mod knowledge;
@@ -24,7 +25,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{FromArgMatches, Parser, Subcommand, ValueEnum};
 
 pub use error::{CliError, CliResult};
 
@@ -682,7 +683,8 @@ pub enum ModelCmd {
 
 /// Runs the command line; returns the process exit code.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli =
+        Cli::from_arg_matches(&examples::command().get_matches()).unwrap_or_else(|e| e.exit());
     // --color, else the ui.color setting, else auto.
     let color = cli.color.unwrap_or_else(|| {
         let here = cli.dir.clone().unwrap_or_else(|| PathBuf::from("."));

@@ -533,7 +533,7 @@ impl Repo {
                         .io("reading metadata of", &job.dest)?;
                     state.entries.insert(
                         job.repo_path.to_vec(),
-                        CacheEntry::from_meta(&meta, job.kind, job.id),
+                        CacheEntry::from_meta(&(&meta).into(), job.kind, job.id),
                     );
                 }
                 Err(e) => {

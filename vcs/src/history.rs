@@ -1,7 +1,7 @@
 //! History operations: status, branches and tags, checkout, describe, undo, op restore,
 //! restoring paths, and reading the repository as of any moment (`--at`).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
@@ -14,9 +14,7 @@ use crate::path::{display, in_folder, is_under, BString};
 use crate::repo::{now_ms, OpState, Repo};
 use crate::treediff::{diff_flat, Change, FlatTree};
 use crate::when::{parse_when, When};
-use crate::working_copy::{
-    scan, submodule_folder_present, CacheEntry, NoProgress, Scan, Skipped, WcState,
-};
+use crate::working_copy::{scan, submodule_folder_present, NoProgress, Scan, Skipped, WcState};
 
 /// The working folder compared with `@`.
 #[derive(Debug)]
@@ -41,8 +39,6 @@ pub struct Status {
 pub struct FolderRead {
     /// Files and symlinks by path. A path that could not be read is absent.
     pub flat: FlatTree,
-    /// The refreshed stat cache.
-    pub state: WcState,
     /// Paths not recorded by design.
     pub skipped: Vec<Skipped>,
     /// Paths that could not be read.
@@ -115,7 +111,6 @@ impl Repo {
     /// of `base` (the flattened tree the folder is compared with) stay while their folders
     /// are there, and what is inside those folders is left out, as a snapshot does.
     pub fn working_tree(&self, base: Option<&FlatTree>) -> Result<FolderRead> {
-        let started = jiff::Timestamp::now().as_nanosecond();
         let old = self.load_wc_state();
         let Scan {
             mut found,
@@ -126,10 +121,6 @@ impl Repo {
             self.keep_tracked(base.keys().map(|k| k.as_ref()), &mut found);
         }
         let mut out = FolderRead {
-            state: WcState {
-                recorded_at_ns: started,
-                entries: BTreeMap::new(),
-            },
             skipped,
             unreadable,
             ..FolderRead::default()
@@ -148,10 +139,9 @@ impl Repo {
                             name: Vec::new(),
                             kind: c.kind,
                             id: c.id,
-                            size: f.meta.len(),
+                            size: f.meta.size,
                         },
                     );
-                    out.state.entries.insert(f.path.clone(), c.clone());
                 }
                 None => to_hash.push(i),
             }
@@ -159,14 +149,13 @@ impl Repo {
         let results = lifeos_store::par::map(&to_hash, |&i| {
             let f = &found[i];
             let full = in_folder(self.workdir(), &f.path);
-            if f.meta.file_type().is_symlink() {
+            if f.meta.is_symlink() {
                 std::fs::read_link(&full).map(|t| {
                     let b = t.as_os_str().as_bytes();
                     (EntryKind::Symlink, Id::hash(b), b.len() as u64)
                 })
             } else {
-                use std::os::unix::fs::MetadataExt;
-                let kind = if f.meta.mode() & 0o111 != 0 {
+                let kind = if f.meta.executable() {
                     EntryKind::Executable
                 } else {
                     EntryKind::File
@@ -188,9 +177,6 @@ impl Repo {
                             size,
                         },
                     );
-                    out.state
-                        .entries
-                        .insert(f.path.clone(), CacheEntry::from_meta(&f.meta, kind, id));
                 }
                 Err(e) => failures.failed(BString::from(f.path.as_slice()), &e),
             }
@@ -201,7 +187,6 @@ impl Repo {
         for (path, e) in base.into_iter().flatten() {
             if e.kind == EntryKind::Gitlink && submodule_folder_present(self.workdir(), path) {
                 out.flat.retain(|p, _| !is_under(p, path));
-                out.state.entries.retain(|p, _| !is_under(p, path));
                 out.flat.insert(path.clone(), e.clone());
             }
         }

@@ -47,18 +47,60 @@ pub struct CacheEntry {
     pub id: Id,
 }
 
-fn mtime_ns(m: &Metadata) -> i128 {
-    i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec())
+/// What a scan keeps of a file's metadata: the fields the stat cache compares, in 64
+/// bytes rather than the platform's whole `stat` record (a scan holds one per file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stat {
+    /// mtime, ns since the epoch.
+    pub mtime_ns: i128,
+    /// ctime, ns since the epoch.
+    pub ctime_ns: i128,
+    /// Size in bytes.
+    pub size: u64,
+    /// Inode number.
+    pub ino: u64,
+    /// Mode bits (file type and permissions, as `st_mode`).
+    pub mode: u32,
 }
 
-fn ctime_ns(m: &Metadata) -> i128 {
-    i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec())
+impl From<&Metadata> for Stat {
+    fn from(m: &Metadata) -> Stat {
+        Stat {
+            mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+            ctime_ns: i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec()),
+            size: m.len(),
+            ino: m.ino(),
+            mode: m.mode(),
+        }
+    }
+}
+
+impl Stat {
+    /// Whether it is a regular file.
+    pub fn is_file(&self) -> bool {
+        self.mode & libc_s_ifmt() == 0o100_000
+    }
+
+    /// Whether it is a symlink.
+    pub fn is_symlink(&self) -> bool {
+        self.mode & libc_s_ifmt() == 0o120_000
+    }
+
+    /// Whether an execute bit is set.
+    pub fn executable(&self) -> bool {
+        self.mode & 0o111 != 0
+    }
+}
+
+/// `S_IFMT`: the file-type bits of `st_mode` (the same on every Unix lifeos runs on).
+const fn libc_s_ifmt() -> u32 {
+    0o170_000
 }
 
 impl CacheEntry {
     /// Whether this entry still describes a file with metadata `m`, recorded by a snapshot
     /// that started at `recorded_at_ns` (entries modified just before it are not trusted).
-    pub fn trusted(&self, m: &Metadata, recorded_at_ns: i128) -> bool {
+    pub fn trusted(&self, m: &Stat, recorded_at_ns: i128) -> bool {
         let window = if self.mtime_ns % 1_000_000_000 == 0 {
             RACY_COARSE_NS
         } else {
@@ -67,22 +109,22 @@ impl CacheEntry {
         self.matches(m) && self.mtime_ns < recorded_at_ns - window
     }
 
-    fn matches(&self, m: &Metadata) -> bool {
-        self.size == m.len()
-            && self.mtime_ns == mtime_ns(m)
-            && self.ctime_ns == ctime_ns(m)
-            && self.ino == m.ino()
-            && self.mode == m.mode()
+    fn matches(&self, m: &Stat) -> bool {
+        self.size == m.size
+            && self.mtime_ns == m.mtime_ns
+            && self.ctime_ns == m.ctime_ns
+            && self.ino == m.ino
+            && self.mode == m.mode
     }
 
     /// An entry for a file with metadata `m`.
-    pub fn from_meta(m: &Metadata, kind: EntryKind, id: Id) -> CacheEntry {
+    pub fn from_meta(m: &Stat, kind: EntryKind, id: Id) -> CacheEntry {
         CacheEntry {
-            size: m.len(),
-            mtime_ns: mtime_ns(m),
-            ctime_ns: ctime_ns(m),
-            ino: m.ino(),
-            mode: m.mode(),
+            size: m.size,
+            mtime_ns: m.mtime_ns,
+            ctime_ns: m.ctime_ns,
+            ino: m.ino,
+            mode: m.mode,
             kind,
             id,
         }
@@ -205,7 +247,7 @@ pub struct ScanEntry {
     /// Repository path, `/`-separated.
     pub path: Vec<u8>,
     /// Its metadata (not following symlinks).
-    pub meta: Metadata,
+    pub meta: Stat,
 }
 
 /// A path the scan skipped, or could not read, and why.
@@ -305,7 +347,7 @@ pub fn scan(root: &Path) -> Result<Scan> {
                         Ok(meta) if meta.is_file() || meta.file_type().is_symlink() => {
                             out.lock().expect("scan lock").found.push(ScanEntry {
                                 path: path.into(),
-                                meta,
+                                meta: Stat::from(&meta),
                             });
                         }
                         Ok(_) => out.lock().expect("scan lock").skipped.push(Skipped {
@@ -478,7 +520,7 @@ impl Repo {
                 if meta.is_file() || meta.file_type().is_symlink() {
                     found.push(ScanEntry {
                         path: path.to_vec(),
-                        meta,
+                        meta: Stat::from(&meta),
                     });
                 }
             }
@@ -519,7 +561,7 @@ impl Repo {
         let mut total = 0u64;
         let mut read_bytes = 0u64;
         for (i, f) in found.iter().enumerate() {
-            total += f.meta.len();
+            total += f.meta.size;
             let cached = old
                 .entries
                 .get(&f.path)
@@ -530,7 +572,7 @@ impl Repo {
                     ids.push(None);
                     if f.meta.is_file() {
                         to_read.push(i);
-                        read_bytes += f.meta.len();
+                        read_bytes += f.meta.size;
                     }
                 }
             }
@@ -539,7 +581,7 @@ impl Repo {
         let mut failures = Scan::default();
         // Symlinks: their target is the content.
         for (i, f) in found.iter().enumerate() {
-            if ids[i].is_none() && f.meta.file_type().is_symlink() {
+            if ids[i].is_none() && f.meta.is_symlink() {
                 match std::fs::read_link(in_folder(self.workdir(), &f.path)) {
                     Ok(target) => {
                         let id = tx.write_object(Kind::Chunk, target.as_os_str().as_bytes())?;
@@ -554,7 +596,7 @@ impl Repo {
             .map(|&i| in_folder(self.workdir(), &found[i].path))
             .collect();
         let results = tx.store_files(&paths, &|n| progress.read(n))?;
-        let mut metas: HashMap<usize, Metadata> = HashMap::new();
+        let mut metas: HashMap<usize, Stat> = HashMap::new();
         let mut bytes_read = 0;
         let mut read = Vec::new();
         for (&i, res) in to_read.iter().zip(results) {
@@ -571,7 +613,7 @@ impl Repo {
                     ));
                     bytes_read += stored.size;
                     read.push((found[i].path.clone().into(), stored.id, stored.size));
-                    metas.insert(i, stored.metadata);
+                    metas.insert(i, Stat::from(&stored.metadata));
                 }
                 Err(lifeos_store::StoreError::Io { source, .. }) => {
                     failures.failed(found[i].path.clone().into(), &source)
@@ -594,7 +636,7 @@ impl Repo {
         for (i, f) in found.iter().enumerate() {
             let Some((kind, id)) = ids[i] else { continue };
             let meta = metas.get(&i).unwrap_or(&f.meta);
-            let size = meta.len();
+            let size = meta.size;
             insert(
                 &mut root,
                 &f.path,
@@ -757,6 +799,30 @@ mod tests {
             .into_iter()
             .collect(),
         }
+    }
+
+    /// The compact stat a scan keeps says what the full metadata says.
+    #[test]
+    fn a_stat_keeps_what_the_cache_compares() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("f");
+        std::fs::write(&f, b"12345").unwrap();
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::os::unix::fs::symlink("f", dir.path().join("l")).unwrap();
+        let m = f.symlink_metadata().unwrap();
+        let s = Stat::from(&m);
+        assert!(s.is_file() && !s.is_symlink() && s.executable());
+        assert_eq!((s.size, s.ino, s.mode), (5, m.ino(), m.mode()));
+        let e = CacheEntry::from_meta(&s, EntryKind::Executable, Id::hash(b"f"));
+        assert!(e.trusted(&s, s.mtime_ns + 3_000_000_000));
+        assert!(
+            !e.trusted(&s, s.mtime_ns),
+            "modified as the snapshot began: racy"
+        );
+        let l = Stat::from(&dir.path().join("l").symlink_metadata().unwrap());
+        assert!(l.is_symlink() && !l.is_file());
+        assert!(!e.trusted(&l, l.mtime_ns + 3_000_000_000));
     }
 
     #[test]

@@ -125,6 +125,9 @@ impl Repo {
             unreadable,
             ..FolderRead::default()
         };
+        // Entries are collected, then the map is built in bulk once the scan and the old
+        // stat cache are dropped: B-tree nodes filled by ordered inserts end half empty.
+        let mut flat: Vec<(BString, TreeEntry)> = Vec::with_capacity(found.len());
         let mut to_hash = Vec::new();
         for (i, f) in found.iter().enumerate() {
             match old
@@ -133,7 +136,7 @@ impl Repo {
                 .filter(|c| c.trusted(&f.meta, old.recorded_at_ns))
             {
                 Some(c) => {
-                    out.flat.insert(
+                    flat.push((
                         BString::from(f.path.as_slice()),
                         TreeEntry {
                             name: Vec::new(),
@@ -141,7 +144,7 @@ impl Repo {
                             id: c.id,
                             size: f.meta.size,
                         },
-                    );
+                    ));
                 }
                 None => to_hash.push(i),
             }
@@ -168,7 +171,7 @@ impl Repo {
             let f = &found[i];
             match r {
                 Ok((kind, id, size)) => {
-                    out.flat.insert(
+                    flat.push((
                         BString::from(f.path.as_slice()),
                         TreeEntry {
                             name: Vec::new(),
@@ -176,11 +179,14 @@ impl Repo {
                             id,
                             size,
                         },
-                    );
+                    ));
                 }
                 Err(e) => failures.failed(BString::from(f.path.as_slice()), &e),
             }
         }
+        drop(found);
+        drop(old);
+        out.flat = flat.into_iter().collect();
         out.skipped.append(&mut failures.skipped);
         out.unreadable.append(&mut failures.unreadable);
         out.unreadable.sort_by(|a, b| a.path.cmp(&b.path));

@@ -59,16 +59,16 @@ pub type FlatTree = BTreeMap<BString, TreeEntry>;
 impl Repo {
     /// Every file and symlink below tree `id`, by path.
     pub fn flatten(&self, id: &Id) -> Result<FlatTree> {
-        let mut out = BTreeMap::new();
+        let mut out = Vec::new();
         flatten_into(&|id| self.tree(id), id, b"", &mut out)?;
-        Ok(out)
+        Ok(out.into_iter().collect())
     }
 
     /// Like [`Repo::flatten`], reading trees written by `tx` too.
     pub(crate) fn flatten_tx(&self, tx: &Transaction<'_>, id: &Id) -> Result<FlatTree> {
-        let mut out = BTreeMap::new();
+        let mut out = Vec::new();
         flatten_into(&|id| self.tree_tx(tx, id), id, b"", &mut out)?;
-        Ok(out)
+        Ok(out.into_iter().collect())
     }
 
     /// The file-level changes from tree `a` to tree `b` (`None` is the empty tree),
@@ -154,18 +154,20 @@ fn diff_into(
     Ok(())
 }
 
+/// Appends the files and symlinks below tree `id` to `out`, for a map built in bulk
+/// afterwards (B-tree nodes filled by ordered inserts end half empty).
 fn flatten_into(
     tree: &dyn Fn(&Id) -> Result<Tree>,
     id: &Id,
     prefix: &[u8],
-    out: &mut FlatTree,
+    out: &mut Vec<(BString, TreeEntry)>,
 ) -> Result<()> {
     for e in tree(id)?.entries {
         let path = join(prefix, &e.name);
         if e.kind == EntryKind::Dir {
             flatten_into(tree, &e.id, &path, out)?;
         } else {
-            out.insert(path, e);
+            out.push((path, e));
         }
     }
     Ok(())

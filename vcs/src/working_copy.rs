@@ -14,7 +14,7 @@ use lifeos_store::{Id, Kind, Transaction};
 use crate::error::{Result, VcsError};
 use crate::folder::through_real_folders;
 use crate::object::{EntryKind, Tree, TreeEntry};
-use crate::path::{display, in_folder, BString};
+use crate::path::{display, in_folder, is_under, BString};
 use crate::repo::{Repo, DOT_DIR};
 
 /// The stat cache file, inside `.lifeos`.
@@ -185,7 +185,9 @@ impl WcState {
         };
         let recorded_at_ns = i128_of(&mut r)?;
         let n = r.count("wc").ok()?;
-        let mut entries = BTreeMap::new();
+        // Collected, then built in bulk: B-tree nodes filled one by one by ordered
+        // inserts end half empty, which at 100k files is megabytes.
+        let mut entries = Vec::with_capacity(n.min(bytes.len() / 60));
         for _ in 0..n {
             let path = r.bytes("wc").ok()?.to_vec();
             let size = r.uint("wc").ok()?;
@@ -200,7 +202,7 @@ impl WcState {
                 _ => return None,
             };
             let id = r.id("wc").ok()?;
-            entries.insert(
+            entries.push((
                 path,
                 CacheEntry {
                     size,
@@ -211,12 +213,12 @@ impl WcState {
                     kind,
                     id,
                 },
-            );
+            ));
         }
         r.finish("wc").ok()?;
         Some(WcState {
             recorded_at_ns,
-            entries,
+            entries: entries.into_iter().collect(),
         })
     }
 }
@@ -552,10 +554,9 @@ impl Repo {
         if let Some(flat) = &base_flat {
             self.keep_tracked(flat.keys().map(|k| k.as_ref()), &mut found);
         }
-        let mut state = WcState {
-            recorded_at_ns: started_ns,
-            entries: BTreeMap::new(),
-        };
+        // The new stat cache's entries, in path order; the map is built in bulk at the
+        // end, once the scan is dropped (ordered inserts leave B-tree nodes half empty).
+        let mut entries: Vec<(Vec<u8>, CacheEntry)> = Vec::with_capacity(found.len());
         let mut to_read: Vec<usize> = Vec::new();
         let mut ids: Vec<Option<(EntryKind, Id)>> = Vec::with_capacity(found.len());
         let mut total = 0u64;
@@ -649,9 +650,7 @@ impl Repo {
             )?;
             files += 1;
             bytes += size;
-            state
-                .entries
-                .insert(f.path.clone(), CacheEntry::from_meta(meta, kind, id));
+            entries.push((f.path.clone(), CacheEntry::from_meta(meta, kind, id)));
         }
         // What could not be read keeps its last recorded version (never a deletion).
         if let Some(base) = base {
@@ -668,23 +667,39 @@ impl Repo {
         // Submodules: a gitlink stays while its folder does; what is inside belongs to
         // the submodule's own repository, not to this tree.
         if let Some(flat) = base_flat {
+            let mut submodules = Vec::new();
             for (path, e) in flat {
                 if e.kind != EntryKind::Gitlink || !submodule_folder_present(self.workdir(), &path)
                 {
                     continue;
                 }
-                for (inner, c) in take_under(&mut root, &path) {
+                for (_, c) in take_under(&mut root, &path) {
                     files -= 1;
                     bytes -= c.size;
-                    state.entries.remove(&inner);
                 }
                 insert(&mut root, &path, e)?;
+                submodules.push(path);
+            }
+            if !submodules.is_empty() {
+                entries.retain(|(p, _)| !submodules.iter().any(|s| is_under(p, s)));
             }
         }
         let (tree, _) = write_tree(tx, root)?;
         // Files read again (new, changed or racy) move the racy window forward, so the new
         // state is worth saving even when every entry compares equal.
-        let state_changed = state.entries != old.entries || !to_read.is_empty();
+        let state_changed = !to_read.is_empty()
+            || old.entries.len() != entries.len()
+            || !old
+                .entries
+                .iter()
+                .zip(&entries)
+                .all(|(a, b)| a.0 == &b.0 && a.1 == &b.1);
+        drop(found);
+        drop(old);
+        let state = WcState {
+            recorded_at_ns: started_ns,
+            entries: entries.into_iter().collect(),
+        };
         Ok(Snapshot {
             tree,
             files,

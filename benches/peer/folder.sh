@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# A working folder of many small files, lifeos against git in one run: FOLDERS folders of
+# FILES_PER small files each (default 400 x 250 = 100,000), committed once by each tool;
+# then, RUNS times each, alternating: status with nothing changed, a commit with nothing
+# changed and a commit of one 2-byte edit. git runs with default settings and again with
+# core.untrackedCache=true. Wall time and peak RSS (GNU time) as medians; prints a
+# Markdown table, also saved to $PEER_WORKDIR/folder-results.md.
+#
+# Environment:
+#   LIFEOS_BIN    lifeos binary (default: cargo build --release --bin lifeos)
+#   PEER_WORKDIR  scratch directory, wiped at start (default /tmp/lifeos-peer-folder)
+#   FOLDERS, FILES_PER, RUNS (default 400, 250, 5)
+set -Eeuo pipefail
+
+SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
+REPO_ROOT=$(cd -- "$SCRIPT_DIR/../.." && pwd)
+WORK=${PEER_WORKDIR:-/tmp/lifeos-peer-folder}
+FOLDERS=${FOLDERS:-400}
+FILES_PER=${FILES_PER:-250}
+RUNS=${RUNS:-5}
+export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null
+GIT_ID=(-c user.name=Bench -c user.email=bench@example.com)
+
+log() { printf '[folder-bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+trap 'log "ERROR: command failed at line $LINENO"' ERR
+
+has_package() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+missing=()
+for p in git python3 time; do has_package "$p" || missing+=("$p"); done
+if ((${#missing[@]})); then
+    sudo=""; ((EUID == 0)) || sudo=sudo
+    log "installing Debian packages: ${missing[*]}"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+if [[ -z ${LIFEOS_BIN:-} ]]; then
+    log "building lifeos (release)"
+    cargo build --release --quiet --bin lifeos --manifest-path "$REPO_ROOT/Cargo.toml"
+    LIFEOS_BIN=$REPO_ROOT/target/release/lifeos
+fi
+LIFEOS_BIN=$(realpath "$LIFEOS_BIN")
+
+rm -rf "$WORK"
+mkdir -p "$WORK/lifeos" "$WORK/git"
+log "writing $FOLDERS x $FILES_PER files twice"
+for d in lifeos git; do
+    python3 - "$WORK/$d" "$FOLDERS" "$FILES_PER" <<'PY'
+import os, sys
+root, folders, per = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+for d in range(folders):
+    os.mkdir(os.path.join(root, f"d{d:04}"))
+    for f in range(per):
+        with open(os.path.join(root, f"d{d:04}", f"f{f:04}.txt"), "w") as fh:
+            fh.write(f"{d} {f}\n")
+PY
+done
+# Timestamps must be older than the racy window of either tool before the first run.
+sleep 3
+
+# Runs "$@" in $1 under GNU time; prints "seconds kilobytes".
+measure() {
+    local dir=$1; shift
+    (cd "$dir" && /usr/bin/time -f '%e %M' -o "$WORK/time.out" "$@" >/dev/null 2>&1)
+    tail -n 1 "$WORK/time.out"
+}
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+declare -A T M
+record() { # name, "seconds kilobytes"
+    T[$1]+="${2% *} "
+    M[$1]+="${2#* } "
+}
+log "first commit"
+record "lifeos first commit" "$(measure "$WORK/lifeos" sh -c "'$LIFEOS_BIN' init -q . && '$LIFEOS_BIN' commit -q -m first")"
+record "git first commit" "$(measure "$WORK/git" sh -c "git init -q . && git add -A && git ${GIT_ID[*]} commit -q -m first")"
+sleep 3
+for ((i = 0; i < RUNS; i++)); do
+    log "round $((i + 1)) of $RUNS"
+    record "lifeos status" "$(measure "$WORK/lifeos" "$LIFEOS_BIN" status)"
+    record "git status" "$(measure "$WORK/git" git status)"
+    record "git status (untrackedCache)" "$(measure "$WORK/git" git -c core.untrackedCache=true status)"
+    record "lifeos commit, nothing changed" "$(measure "$WORK/lifeos" "$LIFEOS_BIN" commit -q -m none)"
+    record "git commit, nothing changed" "$(measure "$WORK/git" sh -c "git add -A && git ${GIT_ID[*]} commit -q -m none || true")"
+    echo "$i" >>"$WORK/lifeos/d0005/f0005.txt"
+    echo "$i" >>"$WORK/git/d0005/f0005.txt"
+    record "lifeos commit, one file" "$(measure "$WORK/lifeos" "$LIFEOS_BIN" commit -q -m one)"
+    record "git commit, one file" "$(measure "$WORK/git" sh -c "git add -A && git ${GIT_ID[*]} commit -q -m one")"
+done
+
+{
+    echo "| $((FOLDERS * FILES_PER)) files | median s | median peak RSS MB | runs |"
+    echo "|---|---|---|---|"
+    for k in "lifeos first commit" "git first commit" "lifeos status" "git status" \
+        "git status (untrackedCache)" "lifeos commit, nothing changed" \
+        "git commit, nothing changed" "lifeos commit, one file" "git commit, one file"; do
+        t=$(tr ' ' '\n' <<<"${T[$k]}" | grep . | median)
+        m=$(tr ' ' '\n' <<<"${M[$k]}" | grep . | median)
+        n=$(wc -w <<<"${T[$k]}")
+        printf '| %s | %.2f | %.0f | %d |\n' "$k" "$t" "$(awk -v m="$m" 'BEGIN { print m / 1024 }')" "$n"
+    done
+} | tee "$WORK/folder-results.md"

@@ -858,6 +858,24 @@ fn bash_completes_commands_and_branch_names_and_man_pages_are_written() {
     ok(d, &["man", "--dir", dir.to_str().unwrap()]);
     let commit = std::fs::read_to_string(dir.join("lifeos-commit.1")).unwrap();
     assert!(commit.contains(".SH NAME"), "{commit}");
+    // The README's set-up installs them for a user: the bash script is the one that
+    // completed above.
+    let data = outside.path().join("data");
+    let out = std::process::Command::new("bash")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/install-shell.sh"))
+        .env("XDG_DATA_HOME", &data)
+        .env("LIFEOS_BIN", bin())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(data.join("man/man1/lifeos-log.1").is_file());
+    assert!(data.join("zsh/site-functions/_lifeos").is_file());
+    assert!(data.join("fish/vendor_completions.d/lifeos.fish").is_file());
+    let installed = data.join("bash-completion/completions/lifeos");
+    assert_eq!(
+        std::fs::read_to_string(&installed).unwrap(),
+        std::fs::read_to_string(&script).unwrap()
+    );
     // Help and man pages end with examples (every command's are checked in the CLI crate).
     assert!(commit.contains("lifeos commit \\-\\-amend"), "{commit}");
     let help = ok(d, &["branch", "rename", "--help"]);

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use lifeos_diff::{Anchor, DiffError, FileDiff, Loader, Options, ReadSeek, Registry, Side};
 use lifeos_store::{Id, Manifest, Store};
 use lifeos_vcs::path::{display, is_under, BString};
-use lifeos_vcs::renames::{pair_renames, FileChange};
+use lifeos_vcs::renames::{pair_renames, FileStatus};
 use lifeos_vcs::treediff::{diff_flat, FlatTree};
 use lifeos_vcs::{EntryKind, Repo, TreeEntry};
 use serde_json::json;
@@ -131,21 +131,6 @@ enum End {
     NoCommit,
 }
 
-/// A file pair to compare.
-struct Pair {
-    /// The path's bytes (to find it in the folder).
-    raw: BString,
-    /// The old path's bytes, when it was renamed.
-    old_raw: Option<BString>,
-    /// The path as shown.
-    path: String,
-    old_path: Option<String>,
-    status: &'static str,
-    similarity: Option<f64>,
-    old: Option<TreeEntry>,
-    new: Option<TreeEntry>,
-}
-
 /// Arguments of `lifeos diff`.
 pub struct DiffArgs {
     pub paths: Vec<BString>,
@@ -171,21 +156,6 @@ fn end_json(e: &End) -> serde_json::Value {
         End::Commit(c) => json!({"commit": c.to_hex()}),
         End::Folder => json!({"working_folder": true}),
         End::NoCommit => json!({"no_commit": true}),
-    }
-}
-
-impl From<FileChange> for Pair {
-    fn from(c: FileChange) -> Pair {
-        Pair {
-            path: display(&c.path).into_owned(),
-            old_path: c.old_path.as_deref().map(|p| display(p).into_owned()),
-            raw: c.path,
-            old_raw: c.old_path,
-            status: c.status.as_str(),
-            similarity: c.similarity,
-            old: c.old,
-            new: c.new,
-        }
     }
 }
 
@@ -359,13 +329,10 @@ pub fn run(repo: &Repo, args: DiffArgs, style: Style) -> CliResult<u8> {
         .filter(|c| under(&paths, &c.path))
         .collect();
     let store = repo.store_arc();
-    let pairs: Vec<Pair> = pair_renames(&store, changes, matches!(to, End::Commit(_)))
-        .into_iter()
-        .map(Pair::from)
-        .collect();
+    let pairs = pair_renames(&store, changes, matches!(to, End::Commit(_)));
     if args.name_only && !args.json {
         for p in &pairs {
-            println!("{}", p.path);
+            println!("{}", display(&p.path));
         }
         for d in &entities {
             println!("entity {}", d.id);
@@ -389,11 +356,12 @@ pub fn run(repo: &Repo, args: DiffArgs, style: Style) -> CliResult<u8> {
     let mut visual_written = false;
     let mut catalog = None;
     for p in &pairs {
-        let old_path = p.old_path.clone().unwrap_or_else(|| p.path.clone());
+        let path = display(&p.path).into_owned();
+        let old_path = display(p.old_path.as_ref().unwrap_or(&p.path)).into_owned();
         // Plugins read a file's name for its extension: they get the name itself (lossy
         // where it is not UTF-8), not the quoted form people see.
-        let new_name = String::from_utf8_lossy(&p.raw).into_owned();
-        let old_name = String::from_utf8_lossy(p.old_raw.as_ref().unwrap_or(&p.raw)).into_owned();
+        let new_name = String::from_utf8_lossy(&p.path).into_owned();
+        let old_name = String::from_utf8_lossy(p.old_path.as_ref().unwrap_or(&p.path)).into_owned();
         let old_loader = p.old.as_ref().map(|e| StoreLoader {
             store: store.clone(),
             id: e.id,
@@ -403,10 +371,10 @@ pub fn run(repo: &Repo, args: DiffArgs, style: Style) -> CliResult<u8> {
         let new_store_loader = p.new.as_ref().filter(|_| new_store).map(|e| StoreLoader {
             store: store.clone(),
             id: e.id,
-            path: p.path.clone(),
+            path: path.clone(),
         });
         let new_fs_loader = p.new.as_ref().filter(|_| !new_store).map(|e| FsLoader {
-            path: lifeos_vcs::path::in_folder(repo.workdir(), &p.raw),
+            path: lifeos_vcs::path::in_folder(repo.workdir(), &p.path),
             chunking,
             symlink: e.kind == EntryKind::Symlink,
         });
@@ -451,7 +419,7 @@ pub fn run(repo: &Repo, args: DiffArgs, style: Style) -> CliResult<u8> {
             }
         } else if same_content {
             let (o, n) = (p.old.as_ref().expect("both"), p.new.as_ref().expect("both"));
-            let mut summary = if p.status == "renamed" {
+            let mut summary = if p.status == FileStatus::Renamed {
                 format!("renamed from {old_path}, content unchanged")
             } else {
                 "content unchanged".into()
@@ -459,7 +427,7 @@ pub fn run(repo: &Repo, args: DiffArgs, style: Style) -> CliResult<u8> {
             if o.kind != n.kind {
                 summary.push_str(&format!("; {} → {}", o.kind.name(), n.kind.name()));
             }
-            let plugin = if p.status == "renamed" {
+            let plugin = if p.status == FileStatus::Renamed {
                 "rename"
             } else {
                 "mode"
@@ -503,9 +471,9 @@ pub fn run(repo: &Repo, args: DiffArgs, style: Style) -> CliResult<u8> {
                 "from": end_json(&from),
                 "to": end_json(&to),
                 "files": files.iter().map(|(p, d)| json!({
-                    "path": p.path,
-                    "old_path": p.old_path,
-                    "status": p.status,
+                    "path": display(&p.path),
+                    "old_path": p.old_path.as_ref().map(|o| display(o)),
+                    "status": p.status.as_str(),
                     "similarity": p.similarity,
                     "plugin": d.plugin,
                     "summary": d.summary,
@@ -519,18 +487,21 @@ pub fn run(repo: &Repo, args: DiffArgs, style: Style) -> CliResult<u8> {
     }
     let mut out = std::io::stdout().lock();
     for (p, d) in &files {
+        let path = display(&p.path);
         let status = match (&p.old_path, p.similarity) {
-            (Some(o), Some(s)) => format!("renamed from {o}, {:.0}% similar", 100.0 * s),
-            _ => p.status.to_string(),
+            (Some(o), Some(s)) => {
+                format!("renamed from {}, {:.0}% similar", display(o), 100.0 * s)
+            }
+            _ => p.status.as_str().to_string(),
         };
         if args.stat {
-            let _ = writeln!(out, "{} ({status}, {}): {}", p.path, d.plugin, d.summary);
+            let _ = writeln!(out, "{path} ({status}, {}): {}", d.plugin, d.summary);
             continue;
         }
         let _ = writeln!(
             out,
             "{}",
-            style.id(&format!("── {} ({status}; {}) ──", p.path, d.plugin))
+            style.id(&format!("── {path} ({status}; {}) ──", d.plugin))
         );
         let _ = writeln!(out, "  {}", d.summary);
         for n in &d.notes {

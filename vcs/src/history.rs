@@ -466,21 +466,37 @@ impl Repo {
         limit: Option<usize>,
     ) -> Result<Vec<Id>> {
         let limit = limit.unwrap_or(usize::MAX);
+        if path.is_empty() {
+            return Ok(ids.into_iter().take(limit).collect());
+        }
+        // A commit's parent is usually the next commit listed: its entry, looked up as
+        // the parent's, is kept for that turn, so each commit is read once.
+        // A commit's first parent and the path's entry in its tree.
+        type At = (Option<Id>, Option<TreeEntry>);
+        let entry_at = |id: &Id| -> Result<At> {
+            let c = self.commit(id)?;
+            Ok((c.parents.first().copied(), self.lookup_path(&c.tree, path)?))
+        };
         let mut kept = Vec::new();
+        let mut next: Option<(Id, At)> = None;
         for id in ids {
             if kept.len() >= limit {
                 break;
             }
-            if path.is_empty() {
-                kept.push(id);
-                continue;
-            }
-            let c = self.commit(&id)?;
-            let before = match c.parents.first() {
-                Some(p) => self.lookup_path(&self.commit(p)?.tree, path)?,
+            let (parent, now) = match next.take() {
+                Some((n, e)) if n == id => e,
+                _ => entry_at(&id)?,
+            };
+            let before = match parent {
+                Some(p) => {
+                    let e = entry_at(&p)?;
+                    let before = e.1.clone();
+                    next = Some((p, e));
+                    before
+                }
                 None => None,
             };
-            if self.lookup_path(&c.tree, path)? != before {
+            if now != before {
                 kept.push(id);
             }
         }

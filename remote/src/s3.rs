@@ -49,10 +49,17 @@ impl S3Backend {
             // sealed ones by their tag), so the payload is not hashed a second time for
             // the signature.
             .with_unsigned_payload(true)
+            // A server that is restarting answers 500 or 503 for a few seconds: five
+            // retries waiting up to 0.25, 0.75, 2.25, 6.75 and 8 s (jittered) ride that
+            // out, where the default 100 ms doubling gave up after about 1.5 s.
             .with_retry(RetryConfig {
+                backoff: object_store::BackoffConfig {
+                    init_backoff: Duration::from_millis(250),
+                    max_backoff: Duration::from_secs(8),
+                    base: 3.0,
+                },
                 max_retries: 5,
                 retry_timeout: Duration::from_secs(30),
-                ..RetryConfig::default()
             });
         let endpoint = endpoint
             .map(str::to_string)

@@ -25,6 +25,11 @@ pub const TMP_DIR: &str = "tmp";
 pub const LOCK_FILE: &str = "lock";
 /// Held exclusively (`flock`) by the one process running index maintenance.
 pub const MAINTAIN_LOCK_FILE: &str = "maintain.lock";
+/// Held shared (`flock`) while a transaction installs its packs and writes their layer, and
+/// exclusively while consolidation deletes the packs it copied: a pack's name is a hash of
+/// what it holds, so two writers can install the same name, and one installing it again
+/// between the deletion of the pack and of its layer would leave a layer naming no pack.
+pub const INSTALL_LOCK_FILE: &str = "install.lock";
 /// The config file.
 pub const CONFIG_FILE: &str = "config";
 
@@ -850,6 +855,14 @@ impl Store {
         Ok((open_lock_file(&path)?, path))
     }
 
+    /// Takes the install lock ([`INSTALL_LOCK_FILE`]), shared or exclusive, waiting for it.
+    fn install_lock(&self, exclusive: bool) -> Result<File> {
+        let path = self.dir.join(INSTALL_LOCK_FILE);
+        let f = open_lock_file(&path)?;
+        if exclusive { f.lock() } else { f.lock_shared() }.io("locking", &path)?;
+        Ok(f)
+    }
+
     /// Starts a write transaction (takes the repository lock shared).
     pub fn transaction(&self) -> Result<Transaction<'_>> {
         let (lock, lock_path) = self.open_lock()?;
@@ -1179,12 +1192,28 @@ impl Store {
         }
         let new_layer = tx.commit()?.layer;
         if new_layer.is_some() {
-            for (name, _) in &candidates {
+            // While the copied packs are deleted no writer installs a pack and its layer.
+            // One may have done so since the candidates were chosen, installing again a
+            // pack of the same name (same contents) under a layer of its own: that pack
+            // stays, since a layer names it.
+            let _install = self.install_lock(true)?;
+            self.reload_index()?;
+            let chosen: HashSet<&str> = candidates.iter().map(|(n, _)| n.as_str()).collect();
+            let named_elsewhere: HashSet<Arc<str>> = {
+                let state = self.index.read().expect("index lock");
+                state
+                    .layers
+                    .iter()
+                    .filter(|l| !chosen.contains(l.name.as_str()))
+                    .flat_map(|l| l.packs.iter().cloned())
+                    .collect()
+            };
+            for name in &chosen {
                 let _ = std::fs::remove_file(self.dir.join(INDEX_DIR).join(format!("{name}.idx")));
             }
             sync_dir(&self.dir.join(INDEX_DIR))?;
-            for p in seen {
-                let _ = std::fs::remove_file(self.pack_path(&p));
+            for p in seen.difference(&named_elsewhere) {
+                let _ = std::fs::remove_file(self.pack_path(p));
             }
             sync_dir(&self.dir.join(PACKS_DIR))?;
             self.reload_index()?;
@@ -1649,8 +1678,10 @@ impl<'s> Transaction<'s> {
                 _lock: lock,
             });
         }
+        let install = self.store.install_lock(false)?;
         let infos = self.store.install_packs(finished)?;
         let name = self.store.write_layer_for(&infos)?;
+        drop(install);
         self.store.reload_index()?;
         Ok(Committed {
             layer: Some(name),
@@ -2083,10 +2114,59 @@ mod tests {
             .into_iter()
             .flat_map(|w| w.join().unwrap())
             .collect();
-        let fresh = Store::open(dir.path()).unwrap();
+        assert_sound_and_readable(dir.path(), &written);
+    }
+
+    /// Found as `fsck` failing after six `entity set` commands run at once: two of them
+    /// wrote the same merge operation, so the same pack (its name is a hash of what it
+    /// holds); one installed it again while maintenance was deleting it after copying it,
+    /// and its layer, written after the deletion, named a pack that no longer existed.
+    #[test]
+    fn writers_installing_the_same_pack_during_consolidation_leave_no_dangling_layer() {
+        let dir = tempfile::tempdir().unwrap();
+        drop(Store::init(dir.path(), StoreConfig::default()).unwrap());
+        let written: Vec<Vec<u8>> = (0..60u32)
+            .map(|i| format!("the same object {i}").into_bytes())
+            .collect();
+        // Two stores (as two processes) each write every object in a transaction of its
+        // own before either commits, so each object makes the same pack in both.
+        let path = dir.path().to_path_buf();
+        let both_written = Arc::new(std::sync::Barrier::new(2));
+        let threads: Vec<_> = (0..2)
+            .map(|_| {
+                let (path, written, both_written) =
+                    (path.clone(), written.clone(), both_written.clone());
+                std::thread::spawn(move || {
+                    let store = Store::open(&path).unwrap();
+                    let txs: Vec<Transaction> = written
+                        .iter()
+                        .map(|raw| {
+                            let mut tx = store.transaction().unwrap();
+                            tx.write_object(Kind::Tree, raw).unwrap();
+                            tx
+                        })
+                        .collect();
+                    both_written.wait();
+                    for tx in txs {
+                        drop(tx.commit().unwrap());
+                        store.maintain().unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_sound_and_readable(dir.path(), &written);
+    }
+
+    /// Checks that the packs and index of the store at `dir` have no problem and that
+    /// every object of `written` reads back.
+    fn assert_sound_and_readable(dir: &Path, written: &[Vec<u8>]) {
+        let fresh = Store::open(dir).unwrap();
         let problems = fresh.check_packs(&|_| {}).unwrap().problems;
         assert!(problems.is_empty(), "{problems:?}");
-        for raw in &written {
+        for raw in written {
             assert_eq!(&fresh.read_object(&Id::hash(raw), Kind::Tree).unwrap(), raw);
         }
         assert!(fresh.warnings().is_empty(), "{:?}", fresh.warnings());

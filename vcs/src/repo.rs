@@ -320,18 +320,28 @@ impl Repo {
 
     /// Writes one operation that has every head as a parent. Its view merges the heads'
     /// views against their common ancestor's (see [`merge_views`]).
+    ///
+    /// The operation depends only on the heads and the acting user: its times are the
+    /// latest end time among the heads. Processes that find the same heads at once (every
+    /// command reads the current operation) then write the same operation and leave one
+    /// head; with the clock in it, each would write its own merge, the next reads would
+    /// find those as heads and merge them again, over and over while they overlap.
     fn merge_heads(&self, heads: &[Id]) -> Result<Id> {
-        let start = now_ms();
         let mut tx = self.store.transaction()?;
         let view = self.merged_view(heads, &mut tx)?;
-        self.publish(
-            tx,
+        let mut at = i64::MIN;
+        for h in heads {
+            at = at.max(self.operation(h)?.end_ms);
+        }
+        let op = self.operation_record(
             heads,
+            &mut tx,
             view,
             "merge concurrent operations",
             vec![Event::OperationsMerged],
-            start,
-        )
+            (at, at),
+        )?;
+        self.publish_operation(tx, op, |_| Ok(()))
     }
 
     /// The view of concurrent operations `ops` merged: see [`merge_views`]; their entity
@@ -450,21 +460,47 @@ impl Repo {
         start_ms: i64,
         before_head: impl FnOnce(&Id) -> Result<()>,
     ) -> Result<Id> {
-        let mut view = view;
+        let times = (start_ms, now_ms().max(start_ms));
+        let op = self.operation_record(parents, &mut tx, view, description, events, times)?;
+        self.publish_operation(tx, op, before_head)
+    }
+
+    /// Writes `view` into `tx` and returns the operation (by the acting user) that
+    /// records it, with its (start, end) times.
+    fn operation_record(
+        &self,
+        parents: &[Id],
+        tx: &mut Transaction<'_>,
+        mut view: View,
+        description: &str,
+        events: Vec<Event>,
+        (start_ms, end_ms): (i64, i64),
+    ) -> Result<Operation> {
         view.heads.sort();
         view.heads.dedup();
         let view_id = tx.write_object(Kind::View, &view.encode())?;
-        let op = Operation {
+        Ok(Operation {
             parents: parents.to_vec(),
             view: view_id,
             start_ms,
-            end_ms: now_ms().max(start_ms),
+            end_ms,
             tz_offset_min: self.actor.tz_offset_min,
             user: self.actor.name.clone(),
             host: self.actor.host.clone(),
             description: description.to_string(),
             events,
-        };
+        })
+    }
+
+    /// Writes `op` into `tx`, commits it, runs `before_head`, then makes the operation
+    /// the head in place of its parents (see [`Repo::publish_with`]).
+    fn publish_operation(
+        &self,
+        mut tx: Transaction<'_>,
+        op: Operation,
+        before_head: impl FnOnce(&Id) -> Result<()>,
+    ) -> Result<Id> {
+        let parents = op.parents.clone();
         let op_id = tx.write_object(Kind::Operation, &op.encode())?;
         // The committed transaction keeps the repository lock until the op head exists:
         // until then nothing refers to its objects, and a `gc` would remove them.
@@ -481,7 +517,7 @@ impl Repo {
             .io("creating", &head)?;
         lifeos_store::store::sync_dir(&heads_dir)?;
         drop(committed);
-        for p in parents {
+        for p in &parents {
             match std::fs::remove_file(heads_dir.join(p.to_hex())) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -705,5 +741,34 @@ mod tests {
         let v = merge_views(&base, &[&checked_out, &deleted]);
         assert_eq!(v.current_branch.as_deref(), Some("b"));
         assert_eq!(v.branch("b"), Some(id("b")));
+    }
+
+    /// Found as 113 "merge concurrent operations" among 126 operations after six
+    /// `entity set` commands run at once: each process merged the heads it found into an
+    /// operation stamped with its own clock, so the merges were new heads for the others
+    /// to merge again. Two processes merging the same heads now write the same operation.
+    #[test]
+    fn two_processes_merging_the_same_heads_leave_one_head() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = Repo::init(dir.path(), StoreConfig::default()).unwrap();
+        let second = Repo::discover(dir.path()).unwrap();
+        let parent = first.head().unwrap();
+        for name in ["left", "right"] {
+            let mut v = parent.view.clone();
+            v.set_branch(name, Some(id(name)));
+            let tx = first.store().transaction().unwrap();
+            first
+                .publish(tx, &[parent.id], v, name, vec![], now_ms())
+                .unwrap();
+        }
+        let heads = first.op_heads().unwrap();
+        assert_eq!(heads.len(), 2);
+        let merged = first.merge_heads(&heads).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        assert_eq!(second.merge_heads(&heads).unwrap(), merged);
+        assert_eq!(second.op_heads().unwrap(), [merged]);
+        let view = second.head().unwrap().view;
+        assert_eq!(view.branch("left"), Some(id("left")));
+        assert_eq!(view.branch("right"), Some(id("right")));
     }
 }

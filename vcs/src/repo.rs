@@ -321,18 +321,20 @@ impl Repo {
     /// Writes one operation that has every head as a parent. Its view merges the heads'
     /// views against their common ancestor's (see [`merge_views`]).
     ///
-    /// The operation depends only on the heads and the acting user: its times are the
-    /// latest end time among the heads. Processes that find the same heads at once (every
+    /// The operation depends only on the heads and the acting user: its times are one
+    /// millisecond after the latest end time among the heads (after, so that a time at
+    /// or past it reads the merge, not one of its parents). Processes that find the same heads at once (every
     /// command reads the current operation) then write the same operation and leave one
     /// head; with the clock in it, each would write its own merge, the next reads would
     /// find those as heads and merge them again, over and over while they overlap.
     fn merge_heads(&self, heads: &[Id]) -> Result<Id> {
         let mut tx = self.store.transaction()?;
         let view = self.merged_view(heads, &mut tx)?;
-        let mut at = i64::MIN;
+        let mut latest = i64::MIN;
         for h in heads {
-            at = at.max(self.operation(h)?.end_ms);
+            latest = latest.max(self.operation(h)?.end_ms);
         }
+        let at = latest.saturating_add(1);
         let op = self.operation_record(
             heads,
             &mut tx,
@@ -767,6 +769,9 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(5));
         assert_eq!(second.merge_heads(&heads).unwrap(), merged);
         assert_eq!(second.op_heads().unwrap(), [merged]);
+        // Later than both heads, so time travel to its time reads the merge.
+        let end = |op: &Id| second.operation(op).unwrap().end_ms;
+        assert!(heads.iter().all(|h| end(h) < end(&merged)));
         let view = second.head().unwrap().view;
         assert_eq!(view.branch("left"), Some(id("left")));
         assert_eq!(view.branch("right"), Some(id("right")));

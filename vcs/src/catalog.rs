@@ -23,6 +23,7 @@ pub const MIGRATIONS: &[(u32, &str)] = &[
     (6, include_str!("../../migrations/0006_mentions.sql")),
     (7, include_str!("../../migrations/0007_entity_history.sql")),
     (8, include_str!("../../migrations/0008_value_rows.sql")),
+    (9, include_str!("../../migrations/0009_extract_ops.sql")),
 ];
 
 /// What a git object is to lifeos, as the git map records it.
@@ -205,7 +206,7 @@ impl Catalog {
                 new_views.push(op.view);
                 for e in &op.events {
                     if let crate::object::Event::ContentExtracted { results } = e {
-                        new_extracts.extend(results.iter().copied());
+                        new_extracts.extend(results.iter().map(|x| (*x, id)));
                     }
                 }
             }
@@ -419,17 +420,17 @@ pub fn anchor_json(a: &crate::object::Anchor) -> String {
     }
 }
 
-/// Indexes extract objects (newest last wins for a key: a retried failure replaces it);
-/// returns the rows of the segments added.
+/// Indexes extract objects, each with the operation that recorded it (newest last wins for
+/// a key: a retried failure replaces it); returns the rows of the segments added.
 fn index_extracts(
     tx: &rusqlite::Transaction<'_>,
     repo: &Repo,
     path: &Path,
-    ids: &[Id],
+    ids: &[(Id, Id)],
 ) -> Result<Vec<i64>> {
     let mut added = Vec::new();
     // Operations are walked newest first; apply their extracts oldest first.
-    for id in ids.iter().rev() {
+    for (id, op) in ids.iter().rev() {
         // A missing or damaged extract only loses its search results (fsck names it); the
         // rest of the catalog must still be usable.
         let Ok(raw) = repo.store().read_object(id, lifeos_store::Kind::Extract) else {
@@ -444,6 +445,12 @@ fn index_extracts(
             .optional()
             .map_err(|e| db_err(path, e))?;
         if existing.as_deref() == Some(&id.0[..]) {
+            // Indexed before level 9 (no operation), or recorded again by a later one.
+            tx.execute(
+                "UPDATE extracts SET op = ?4 WHERE file_id = ?1 AND extractor = ?2 AND version = ?3 AND op IS NULL",
+                params![&x.file.0[..], x.extractor, x.version, &op.0[..]],
+            )
+            .map_err(|e| db_err(path, e))?;
             continue;
         }
         if existing.is_some() {
@@ -468,8 +475,8 @@ fn index_extracts(
             Err(r) => (0, Some(r.clone())),
         };
         tx.execute(
-            "INSERT OR REPLACE INTO extracts (file_id, extractor, version, object, ok, reason) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![&x.file.0[..], x.extractor, x.version, &id.0[..], ok, reason],
+            "INSERT OR REPLACE INTO extracts (file_id, extractor, version, object, ok, reason, op) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![&x.file.0[..], x.extractor, x.version, &id.0[..], ok, reason, &op.0[..]],
         )
         .map_err(|e| db_err(path, e))?;
         if let Ok(segs) = &x.outcome {
@@ -520,6 +527,21 @@ pub struct SegmentHit {
     pub score: f64,
     /// Segment metadata JSON.
     pub meta: String,
+}
+
+/// One indexed extract of a file content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExtractRow {
+    /// Extractor name (the job key's).
+    pub extractor: String,
+    /// Extractor version.
+    pub version: u32,
+    /// The extract object (7.6 of FORMAT).
+    pub object: Id,
+    /// Why extraction failed; `None` when it succeeded.
+    pub failed: Option<String>,
+    /// The operation that first recorded it, and its end time in ms.
+    pub recorded: Option<(Id, i64)>,
 }
 
 /// How ingest stands for one (file, extractor, version).
@@ -714,6 +736,52 @@ impl Catalog {
         Ok(out)
     }
 
+    /// Every extract indexed for a file content, by extractor name and version: the extract
+    /// object, and the operation that first recorded it with its end time (`None` for a
+    /// row whose operation is not indexed).
+    pub fn extracts_of(&self, file: &Id) -> Result<Vec<ExtractRow>> {
+        let err = |e| db_err(&self.path, e);
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "SELECT x.extractor, x.version, x.object, x.op, o.end_ms, x.ok, x.reason FROM extracts x
+                 LEFT JOIN operations o ON o.id = x.op WHERE x.file_id = ?1 ORDER BY x.extractor, x.version",
+            )
+            .map_err(err)?;
+        let id = |b: Option<Vec<u8>>| b.as_deref().and_then(Id::from_slice);
+        let rows = st
+            .query_map([&file.0[..]], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, u32>(1)?,
+                    r.get::<_, Vec<u8>>(2)?,
+                    r.get::<_, Option<Vec<u8>>>(3)?,
+                    r.get::<_, Option<i64>>(4)?,
+                    (r.get::<_, i64>(5)? == 0).then(|| r.get::<_, Option<String>>(6)),
+                ))
+            })
+            .map_err(err)?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (extractor, version, object, op, end_ms, failed) = row.map_err(err)?;
+            let failed = failed
+                .transpose()
+                .map_err(err)?
+                .map(Option::unwrap_or_default);
+            let Some(object) = id(Some(object)) else {
+                continue;
+            };
+            out.push(ExtractRow {
+                extractor,
+                version,
+                object,
+                failed,
+                recorded: id(op).zip(end_ms),
+            });
+        }
+        Ok(out)
+    }
+
     /// Counts of extracts: (done, failed).
     pub fn extract_counts(&self) -> Result<(u64, u64)> {
         self.conn
@@ -784,5 +852,64 @@ mod tests {
                 MIGRATIONS.last().unwrap().0
             );
         }
+    }
+
+    #[test]
+    fn an_extract_indexed_before_level_9_learns_the_operation_that_recorded_it() {
+        use crate::object::{Anchor, Event, Extract, Segment};
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repo::init(dir.path(), lifeos_store::StoreConfig::default()).unwrap();
+        let x = Extract {
+            file: Id::hash(b"a file"),
+            extractor: "text".into(),
+            version: 1,
+            outcome: Ok(vec![Segment {
+                kind: "text".into(),
+                anchor: Anchor::Lines { start: 1, end: 1 },
+                text: "hello".into(),
+                meta: String::new(),
+            }]),
+        };
+        let head = repo.head().unwrap();
+        let mut tx = repo.store().transaction().unwrap();
+        let xid = tx
+            .write_object(lifeos_store::Kind::Extract, &x.encode())
+            .unwrap();
+        let op = repo
+            .publish(
+                tx,
+                &[head.id],
+                head.view.clone(),
+                "ingest: 1 files",
+                vec![Event::ContentExtracted { results: vec![xid] }],
+                crate::repo::now_ms(),
+            )
+            .unwrap();
+        let end_ms = repo.operation(&op).unwrap().end_ms;
+        let expected = vec![ExtractRow {
+            extractor: "text".into(),
+            version: 1,
+            object: xid,
+            failed: None,
+            recorded: Some((op, end_ms)),
+        }];
+        assert_eq!(
+            repo.catalog().unwrap().extracts_of(&x.file).unwrap(),
+            expected
+        );
+        // The catalog as level 8 left it: no operation column.
+        {
+            let conn = Connection::open(repo.catalog_path()).unwrap();
+            conn.execute_batch("ALTER TABLE extracts DROP COLUMN op; PRAGMA user_version = 8;")
+                .unwrap();
+        }
+        let cat = repo.catalog().unwrap();
+        assert_eq!(cat.level().unwrap(), 9);
+        assert_eq!(cat.extracts_of(&x.file).unwrap(), expected);
+        assert_eq!(
+            cat.op_count().unwrap(),
+            2,
+            "the operation log indexed again"
+        );
     }
 }

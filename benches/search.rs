@@ -180,7 +180,7 @@ fn ingest_rates() {
     }
     commit(&repo, b"notes");
     let t = Instant::now();
-    let r = lifeos_ingest::run::ingest(&repo, false, &|_| {}).unwrap();
+    let r = lifeos_ingest::run::ingest(&repo, false, &Default::default(), &|_| {}).unwrap();
     let s = t.elapsed().as_secs_f64();
     eprintln!(
         "ingest, Markdown: {} files ({:.1} MB) in {s:.2} s: {:.0} files/s, {:.1} MB/s",
@@ -227,7 +227,7 @@ fn ingest_rates() {
         let base = text.split("\n[ingest]").next().unwrap().to_string();
         std::fs::write(&cfg, format!("{base}\n[ingest]\nocr = {ocr}\n")).unwrap();
         let t = Instant::now();
-        let r = lifeos_ingest::run::ingest(&repo, false, &|_| {}).unwrap();
+        let r = lifeos_ingest::run::ingest(&repo, false, &Default::default(), &|_| {}).unwrap();
         let s = t.elapsed().as_secs_f64();
         eprintln!("ingest, 1200x400 PNG images, {label}: {} images in {s:.2} s: {:.1} images/s (OCR ran: {})", r.extracted, r.extracted as f64 / s, r.ocr);
     }

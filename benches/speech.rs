@@ -130,7 +130,8 @@ fn speech(c: &mut Criterion) {
                 repo.commit_working_copy(&wc, &opts, &lifeos_vcs::working_copy::NoProgress)
                     .unwrap();
                 let t = Instant::now();
-                let r = lifeos_ingest::run::ingest(&repo, false, &|_| {}).unwrap();
+                let r =
+                    lifeos_ingest::run::ingest(&repo, false, &Default::default(), &|_| {}).unwrap();
                 let _ = repo.catalog().unwrap();
                 let s = t.elapsed().as_secs_f64();
                 assert!(r.failed.is_empty() && r.audio_seconds > 0.0, "{r:?}");

@@ -88,6 +88,8 @@ echo "==> search: ingest the library, then ask"
 step lifeos ingest; "$lifeos" ingest
 step lifeos search "'\"quarterly budget is\"'"; "$lifeos" search '"quarterly budget is"'
 step lifeos search "'budget meeting'" --type video; "$lifeos" search 'budget meeting' --type video
+step lifeos extract show meetings/2026-11-03.mp4; "$lifeos" extract show meetings/2026-11-03.mp4
+step lifeos extract show meetings/2026-11-03.mp4 --format srt; "$lifeos" extract show meetings/2026-11-03.mp4 --format srt | tee "$demo/2026-11-03.srt"
 step lifeos search timetable; "$lifeos" search timetable
 step lifeos diff meetings/standup.m4a -r @- -r @; "$lifeos" diff meetings/standup.m4a -r @- -r @
 step lifeos search budget --path notes/plan.md --all-history; "$lifeos" search budget --path notes/plan.md --all-history

@@ -557,3 +557,177 @@ fn a_bad_ingest_or_speech_table_does_not_stop_a_commit_and_names_its_table() {
     ok(d, &["ingest"]);
     assert_eq!(hits(d, &["budget"]).len(), 2);
 }
+
+/// `lifeos extract show PATH [--at WHEN] --json` as JSON, checked against its schema name.
+fn extract_at(d: &Path, now: &str, args: &[&str]) -> Value {
+    let mut a = vec!["extract", "show"];
+    a.extend_from_slice(args);
+    a.push("--json");
+    let v: Value = serde_json::from_str(&ok_at(d, now, &a)).unwrap();
+    assert_eq!(v["schema"], "lifeos.extract.v1");
+    v
+}
+
+#[test]
+fn extract_show_reads_back_lines_pages_ocr_exif_and_failures_as_they_were() {
+    let repo = tempfile::tempdir().unwrap();
+    let d = repo.path();
+    ok_at(d, "2026-10-01T09:00:00Z", &["init"]);
+    manual_ingest(d);
+    library(d);
+    let tmp = tempfile::tempdir().unwrap();
+    let png = text_image(tmp.path(), "a.png", "Invoice 4711 total");
+    std::fs::copy(&png, d.join("scans/invoice.png")).unwrap();
+    write(d, "docs/broken.pdf", b"%PDF-1.4\nnot really a pdf\n");
+    write(d, "data.bin", &[0, 1, 2, 3]);
+    ok_at(d, "2026-10-01T10:00:00Z", &["commit", "-m", "v1"]);
+    let now = "2026-10-01T10:05:00Z";
+
+    // Before ingest: what is pending, and what no extractor reads.
+    let list: Value = serde_json::from_str(&ok_at(d, now, &["extract", "list", "--json"])).unwrap();
+    assert_eq!(list["schema"], "lifeos.extract_list.v1");
+    let state = |list: &Value, path: &str| -> Vec<(Value, Value)> {
+        list["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["path"] == path)
+            .unwrap_or_else(|| panic!("{path} in {list}"))["extracts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| (x["extractor"].clone(), x["state"].clone()))
+            .collect()
+    };
+    assert_eq!(
+        state(&list, "notes/plan.md"),
+        [("markdown".into(), "pending".into())]
+    );
+    assert_eq!(
+        state(&list, "data.bin"),
+        [(Value::Null, "no_extractor".into())]
+    );
+    let before = fails(d, &["extract", "show", "notes/plan.md"]);
+    assert!(
+        before.contains("nothing was extracted from notes/plan.md")
+            && before.contains("lifeos ingest"),
+        "{before}"
+    );
+
+    let ingest_op = {
+        ok_at(d, "2026-10-01T11:00:00Z", &["ingest"]);
+        json(d, &["op", "log", "-n", "1"])["operations"][0]["id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let list: Value = serde_json::from_str(&ok(d, &["extract", "list", "--json"])).unwrap();
+    assert_eq!(
+        state(&list, "notes/plan.md"),
+        [("markdown".into(), "done".into())]
+    );
+    assert_eq!(
+        state(&list, "docs/broken.pdf"),
+        [("pdf".into(), "failed".into())]
+    );
+
+    // Markdown: each section with its lines, the extractor and the operation that made it.
+    let text = ok(d, &["extract", "show", "notes/plan.md"]);
+    assert!(text.contains("markdown 1"), "{text}");
+    assert!(
+        text.contains(&format!("by operation {}", &ingest_op[..12])),
+        "{text}"
+    );
+    assert!(text.contains("lines 4–7  ## Budget"), "{text}");
+    // Continuation lines under the first, past the widest place ("lines 1–3" and two spaces).
+    let under = " ".repeat("lines 1–3".chars().count() + 2);
+    assert!(
+        text.contains(&format!("\n{under}The quarterly budget is 12,000.\n")),
+        "{text}"
+    );
+    let plan = extract_at(d, now, &["notes/plan.md"]);
+    let x = &plan["extracts"][0];
+    assert_eq!(x["extractor"], "markdown");
+    assert_eq!(x["state"], "done");
+    assert_eq!(x["operation"], ingest_op.as_str());
+    assert_eq!(x["time_ms"], 1_790_852_400_000i64);
+    let sections: Vec<(&str, &str)> = x["segments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["cite"].as_str().unwrap(), s["text"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        sections,
+        [
+            ("lines 1–3", "# Plan\nIntro text."),
+            (
+                "lines 4–7",
+                "## Budget\nThe quarterly budget is 12,000.\nReviewed in March."
+            ),
+            ("lines 8–9", "## Team\nAnn and Bob."),
+        ]
+    );
+
+    // A PDF by page; an image's OCR lines with their regions; a photo's EXIF fields.
+    let pdf = ok(d, &["extract", "show", "docs/report.pdf"]);
+    assert!(pdf.contains("p. 2  Summary of spending"), "{pdf}");
+    let img = extract_at(d, now, &["scans/invoice.png"]);
+    let segs = img["extracts"][0]["segments"].as_array().unwrap();
+    assert_eq!(segs[0]["kind"], "metadata");
+    assert_eq!(segs[0]["text"], "image Png 900x220");
+    let ocr = segs
+        .iter()
+        .find(|s| s["kind"] == "ocr")
+        .unwrap_or_else(|| panic!("an OCR line in {img}"));
+    assert!(ocr["text"].as_str().unwrap().contains("4711"), "{ocr}");
+    assert_eq!(ocr["anchor"]["kind"], "region");
+    assert!(ocr["cite"].as_str().unwrap().starts_with("region "));
+    let photo = extract_at(d, now, &["scans/receipt.jpg"]);
+    let meta = &photo["extracts"][0]["segments"][0];
+    assert_eq!(meta["meta"]["camera model"], "Pixel 8", "{photo}");
+    assert_eq!(meta["meta"]["date taken"], "2026-11-03 18:30:00", "{photo}");
+    assert!(meta["text"]
+        .as_str()
+        .unwrap()
+        .contains("camera model: Pixel 8"));
+
+    // A failure is shown with its reason, and the command says so by its exit code.
+    let out = run(d, &["extract", "show", "docs/broken.pdf"]);
+    assert_eq!(out.status.code(), Some(1));
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains("failed: not a readable PDF"), "{shown}");
+    let broken = extract_at(d, now, &["docs/broken.pdf"]);
+    assert_eq!(broken["extracts"][0]["state"], "failed");
+    assert!(broken["extracts"][0]["reason"]
+        .as_str()
+        .unwrap()
+        .starts_with("not a readable PDF"));
+    let bin = fails(d, &["extract", "show", "data.bin"]);
+    assert!(
+        bin.contains("no extractor reads files of its kind"),
+        "{bin}"
+    );
+
+    // The version at a moment and at a revision, not the newest.
+    write(
+        d,
+        "notes/plan.md",
+        b"# Plan\nThe budget was cut to 9,000.\n",
+    );
+    ok_at(d, "2026-10-02T10:00:00Z", &["commit", "-m", "v2"]);
+    ok_at(d, "2026-10-02T11:00:00Z", &["ingest"]);
+    let later = "2026-10-03T00:00:00Z";
+    let text_of = |v: &Value| v["extracts"][0]["segments"][0]["text"].clone();
+    assert_eq!(
+        text_of(&extract_at(d, later, &["notes/plan.md"])),
+        "# Plan\nThe budget was cut to 9,000."
+    );
+    let then = extract_at(d, later, &["notes/plan.md", "--at", "2026-10-01 12:00"]);
+    assert_eq!(text_of(&then), "# Plan\nIntro text.");
+    assert_eq!(then["commit"], rev_id(d, "@-").as_str());
+    let by_rev = extract_at(d, later, &["notes/plan.md", "-r", "@-"]);
+    assert_eq!(by_rev["extracts"], then["extracts"]);
+    let missing = fails(d, &["extract", "show", "notes/nothing.md"]);
+    assert!(missing.contains("notes/nothing.md"), "{missing}");
+}

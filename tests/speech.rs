@@ -800,3 +800,278 @@ fn people_and_places_are_found_where_a_transcript_and_a_pdf_mention_them() {
     .into_owned();
     assert!(err.contains("there is no entity person:nobody"), "{err}");
 }
+
+/// Segments of `lifeos.extract.v1` as (start ms, end ms, words joined by one space).
+fn timed<'a>(segments: impl IntoIterator<Item = &'a serde_json::Value>) -> Vec<(u64, u64, String)> {
+    segments
+        .into_iter()
+        .map(|s| {
+            let words: Vec<&str> = s["text"].as_str().unwrap().split_whitespace().collect();
+            (
+                s["anchor"]["start_ms"].as_u64().unwrap(),
+                s["anchor"]["end_ms"].as_u64().unwrap(),
+                words.join(" "),
+            )
+        })
+        .collect()
+}
+
+/// The cues of a SubRip or WebVTT text, as lifeos reads subtitles back (its own
+/// `subtitles` extractor, through a commit and `extract show`).
+fn cues_read_back(d: &Path, name: &str, text: &str) -> Vec<(u64, u64, String)> {
+    std::fs::write(d.join(name), text).unwrap();
+    ok(d, &["commit", "-m", name]);
+    ok(d, &["ingest"]);
+    let v = json(d, &["extract", "show", name]);
+    let x = &v["extracts"][0];
+    assert_eq!(x["extractor"], "subtitles", "{v}");
+    timed(x["segments"].as_array().unwrap())
+}
+
+#[test]
+fn extract_show_gives_the_transcript_and_subtitles_that_read_back_exactly() {
+    let d = repo(false);
+    let fixtures = tempfile::tempdir().unwrap();
+    let (wav, times) = speech_wav(fixtures.path(), "talk", PHRASES);
+    encode(&wav, &d.path().join("talk.mp4"));
+    ok(d.path(), &["commit", "-m", "talk"]);
+    json_m(d.path(), &["ingest"]);
+
+    // The transcript, each segment after its time range, and the model that made it.
+    let text = ok_m(d.path(), &["extract", "show", "talk.mp4"]);
+    assert!(text.contains("speech 1, model whisper-tiny.en"), "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.contains("tomato plants"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(line.starts_with("00:0") && line.contains("–00:0"), "{line}");
+    let shown = json_m(d.path(), &["extract", "show", "talk.mp4"]);
+    let segs: Vec<&serde_json::Value> = shown["extracts"][0]["segments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["kind"] == "speech")
+        .collect();
+    let tomato = segs
+        .iter()
+        .find(|s| s["text"].as_str().unwrap().contains("tomato"))
+        .unwrap();
+    let start = tomato["anchor"]["start_ms"].as_f64().unwrap() / 1000.0;
+    assert!((start - times[1].0).abs() <= 1.0, "{start} vs {times:?}");
+
+    // SubRip and WebVTT: every cue's times are a segment's to the millisecond (the
+    // segments are short enough for one cue each), its text the segment's words.
+    let srt = ok_m(
+        d.path(),
+        &["extract", "show", "talk.mp4", "--format", "srt"],
+    );
+    let vtt = ok_m(
+        d.path(),
+        &["extract", "show", "talk.mp4", "--format", "vtt"],
+    );
+    assert!(srt.starts_with("1\n00:00:"), "{srt}");
+    assert!(vtt.starts_with("WEBVTT\n\n00:00:"), "{vtt}");
+    let expected = timed(segs.iter().copied());
+    assert!(
+        expected.iter().all(|e| e.2.chars().count() <= 84),
+        "{expected:?}"
+    );
+    for body in [&srt, &vtt] {
+        for cue in body.split("\n\n").filter(|c| c.contains("-->")) {
+            let lines: Vec<&str> = cue
+                .lines()
+                .skip_while(|l| !l.contains("-->"))
+                .skip(1)
+                .collect();
+            assert!(
+                (1..=2).contains(&lines.len()) && lines.iter().all(|l| l.chars().count() <= 42),
+                "cue lines as players show them: {cue:?}"
+            );
+        }
+    }
+    assert_eq!(cues_read_back(d.path(), "talk.srt", &srt), expected);
+    assert_eq!(cues_read_back(d.path(), "talk.vtt", &vtt), expected);
+
+    // ffmpeg reads both, and writes back the same cue times and text.
+    for (name, body) in [("talk.srt", &srt), ("talk.vtt", &vtt)] {
+        let p = fixtures.path().join(name);
+        std::fs::write(&p, body).unwrap();
+        let out = fixtures.path().join(format!("{name}.out.srt"));
+        tool(
+            "ffmpeg",
+            &[
+                "-loglevel",
+                "error",
+                "-y",
+                "-i",
+                p.to_str().unwrap(),
+                out.to_str().unwrap(),
+            ],
+        );
+        let again = std::fs::read_to_string(&out).unwrap();
+        for (from, to, words) in &expected {
+            let stamp = |ms: u64| {
+                format!(
+                    "{:02}:{:02}:{:02},{:03}",
+                    ms / 3_600_000,
+                    ms / 60_000 % 60,
+                    ms / 1000 % 60,
+                    ms % 1000
+                )
+            };
+            assert!(
+                again.contains(&format!("{} --> {}", stamp(*from), stamp(*to))),
+                "{name} through ffmpeg lost {from}–{to}: {again}"
+            );
+            let first_word = words.split(' ').next().unwrap();
+            assert!(again.contains(first_word), "{again}");
+        }
+    }
+
+    // Nothing transcribed: a clear error, not empty subtitles.
+    let none = String::from_utf8_lossy(
+        &with_model(
+            d.path(),
+            &["extract", "show", "talk.srt", "--format", "srt"],
+        )
+        .stderr,
+    )
+    .into_owned();
+    assert!(
+        none.contains("no subtitles for talk.srt: it has no transcript"),
+        "{none}"
+    );
+}
+
+#[test]
+fn a_second_model_transcribes_again_and_both_transcripts_are_kept() {
+    let d = repo(false);
+    let models = tempfile::tempdir().unwrap();
+    let m = models.path();
+    ok_with(d.path(), m, &["model", "import", &reference_model()]);
+    // The second model is the same weights under another name: what is checked is that
+    // its transcripts are made and kept apart, not how they differ.
+    ok_with(
+        d.path(),
+        m,
+        &["model", "import", &reference_model(), "--name", "second"],
+    );
+    let fixtures = tempfile::tempdir().unwrap();
+    let (wav, _) = speech_wav(fixtures.path(), "talk", PHRASES);
+    let (other, _) = speech_wav(fixtures.path(), "other", &[(0.5, PHRASES[1].1)]);
+    std::fs::copy(&wav, d.path().join("talk.wav")).unwrap();
+    std::fs::copy(&other, d.path().join("other.wav")).unwrap();
+    ok(d.path(), &["commit", "-m", "talk"]);
+    ok_with(d.path(), m, &["ingest"]);
+    let nope = run_with(d.path(), m, &["ingest", "--model", "nope", "talk.wav"]);
+    assert_eq!(nope.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&nope.stderr)
+            .contains("speech model nope: no model named \"nope\""),
+        "{}",
+        String::from_utf8_lossy(&nope.stderr)
+    );
+
+    let r: serde_json::Value = serde_json::from_str(&ok_with(
+        d.path(),
+        m,
+        &["ingest", "--model", "second", "talk.wav", "--json"],
+    ))
+    .unwrap();
+    assert_eq!(r["extracted"], 1, "only the file asked for: {r}");
+    let list: serde_json::Value =
+        serde_json::from_str(&ok_with(d.path(), m, &["extract", "list", "--json"])).unwrap();
+    let of = |path: &str| -> Vec<String> {
+        list["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["path"] == path)
+            .unwrap()["extracts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| {
+                format!(
+                    "{} {}",
+                    x["extractor"].as_str().unwrap(),
+                    x["state"].as_str().unwrap()
+                )
+            })
+            .collect()
+    };
+    assert_eq!(of("talk.wav"), ["speech done", "speech:second done"]);
+    assert_eq!(of("other.wav"), ["speech done"]);
+
+    let show = |args: &[&str]| -> serde_json::Value {
+        let mut a = vec!["extract", "show"];
+        a.extend_from_slice(args);
+        a.push("--json");
+        serde_json::from_str(&ok_with(d.path(), m, &a)).unwrap()
+    };
+    let both = show(&["talk.wav"]);
+    let models_of = |v: &serde_json::Value| -> Vec<String> {
+        v["extracts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["model"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(models_of(&both), ["whisper-tiny.en", "second"]);
+    assert_eq!(
+        models_of(&show(&["talk.wav", "--model", "second"])),
+        ["second"]
+    );
+    let srt = ok_with(
+        d.path(),
+        m,
+        &[
+            "extract", "show", "talk.wav", "--format", "srt", "--model", "second",
+        ],
+    );
+    assert!(srt.contains("tomato"), "{srt}");
+    let other = run_with(
+        d.path(),
+        m,
+        &[
+            "extract",
+            "show",
+            "other.wav",
+            "--format",
+            "srt",
+            "--model",
+            "second",
+        ],
+    );
+    let err = String::from_utf8_lossy(&other.stderr);
+    assert!(
+        err.contains("no transcript by second; transcripts by: whisper-tiny.en"),
+        "{err}"
+    );
+
+    // Search reads the default model's transcripts unless asked for another's.
+    let found = |args: &[&str]| -> Vec<String> {
+        let mut a = vec!["search", "tomato plants", "--json"];
+        a.extend_from_slice(args);
+        let v: serde_json::Value = serde_json::from_str(&ok_with(d.path(), m, &a)).unwrap();
+        v["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|h| h["anchor"]["kind"] == "time")
+            .map(|h| h["path"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let sorted = |mut v: Vec<String>| {
+        v.sort();
+        v
+    };
+    assert_eq!(sorted(found(&[])), ["other.wav", "talk.wav"]);
+    // Only talk.wav has a transcript by `second`; both have one by the default model.
+    assert_eq!(found(&["--model", "second"]), ["talk.wav"]);
+    assert_eq!(
+        sorted(found(&["--model", "whisper-tiny.en"])),
+        ["other.wav", "talk.wav"]
+    );
+}

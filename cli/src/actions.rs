@@ -292,7 +292,7 @@ pub fn fire_since(repo: &Repo, since_ms: i64, style: Style) {
 /// The automations of `repo`, carrying out `ingest` actions as `lifeos ingest` does.
 pub fn actions_of(repo: &Repo) -> Actions<'_> {
     Actions::new(repo).with_ingest(|repo| {
-        lifeos_ingest::run::ingest(repo, false, &|_| {})
+        lifeos_ingest::run::ingest(repo, false, &Default::default(), &|_| {})
             .map(|r| {
                 format!(
                     "{} files extracted, {} failed, {} already done",

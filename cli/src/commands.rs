@@ -187,8 +187,7 @@ fn dispatch(cli: Cli, here: PathBuf, style: Style) -> CliResult<u8> {
         }
         Command::Ls {
             path,
-            revision,
-            at,
+            rev: crate::RevAt { revision, at },
             json,
         } => ls(
             &open(&here)?,
@@ -199,8 +198,7 @@ fn dispatch(cli: Cli, here: PathBuf, style: Style) -> CliResult<u8> {
         ),
         Command::Cat {
             path,
-            revision,
-            at,
+            rev: crate::RevAt { revision, at },
             json,
         } => cat(&open(&here)?, arg_bytes(&path), &revision, &at, json),
         Command::Restore {
@@ -315,8 +313,17 @@ fn dispatch(cli: Cli, here: PathBuf, style: Style) -> CliResult<u8> {
         Command::Redo { force } => history::undo(&open(&here)?, force, true, style),
         Command::Model(cmd) => crate::knowledge::model(cmd),
         Command::Reindex => history::reindex(&open(&here)?),
-        Command::Ingest { retry_failed, json } => {
-            crate::knowledge::ingest(&open(&here)?, retry_failed, json)
+        Command::Ingest {
+            paths,
+            retry_failed,
+            model,
+            json,
+        } => {
+            let only = lifeos_ingest::run::Selection {
+                paths: paths.iter().map(|p| arg_bytes(p).to_vec()).collect(),
+                model,
+            };
+            crate::knowledge::ingest(&open(&here)?, retry_failed, &only, json)
         }
         Command::Search {
             query,
@@ -325,6 +332,7 @@ fn dispatch(cli: Cli, here: PathBuf, style: Style) -> CliResult<u8> {
             file_type,
             path,
             mentions,
+            model,
             limit,
             json,
         } => crate::knowledge::search(
@@ -332,13 +340,17 @@ fn dispatch(cli: Cli, here: PathBuf, style: Style) -> CliResult<u8> {
             query.as_deref(),
             &at,
             all_history,
-            file_type.map(crate::SearchType::name),
-            path.as_deref(),
-            mentions.as_deref(),
+            &lifeos_ingest::search::Filters {
+                file_type: file_type.map(crate::SearchType::name),
+                path: path.as_deref(),
+                mentions: mentions.as_deref(),
+                model: model.as_deref(),
+            },
             limit,
             json,
             style,
         ),
+        Command::Extract(cmd) => crate::extract::run(&open(&here)?, cmd, style),
         Command::Stats { json } => stats(&open(&here)?, json),
         Command::Fsck {
             remote: Some(name),
@@ -548,7 +560,7 @@ pub(crate) fn resolve_in(
     Ok((id, c))
 }
 
-fn resolve(
+pub(crate) fn resolve(
     repo: &Repo,
     rev: &str,
     at: &crate::AtArg,

@@ -253,9 +253,10 @@ pub fn run(repo: &Repo, cmd: EntityCmd, style: Style) -> CliResult<u8> {
                     repo,
                     "",
                     lifeos_ingest::search::Scope::View(&view),
-                    None,
-                    None,
-                    Some(&id),
+                    &lifeos_ingest::search::Filters {
+                        mentions: Some(&id),
+                        ..Default::default()
+                    },
                     usize::MAX / 4,
                 )?
             } else {

@@ -496,6 +496,44 @@ const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
         &[
             ("lifeos ingest", "extract text from what is not indexed yet"),
             ("lifeos ingest --retry-failed", "try the failures again"),
+            (
+                "lifeos ingest --model whisper-base meetings/",
+                "transcribe the recordings under meetings/ again with another model",
+            ),
+        ],
+    ),
+    (
+        "extract",
+        &[(
+            "lifeos extract show meetings/standup.mp4",
+            "what was said, with each passage's time range",
+        )],
+    ),
+    (
+        "extract show",
+        &[
+            (
+                "lifeos extract show meetings/standup.mp4",
+                "the transcript, each segment with its time range",
+            ),
+            (
+                "lifeos extract show talk.mp4 --format srt",
+                "SubRip subtitles on stdout, for a player: redirect them to talk.srt",
+            ),
+            (
+                "lifeos extract show report.pdf --at 2026-03-01 --json",
+                "a document's pages as they were on 1 March",
+            ),
+        ],
+    ),
+    (
+        "extract list",
+        &[
+            (
+                "lifeos extract list",
+                "what is extracted, pending or failed",
+            ),
+            ("lifeos extract list photos/", "only under photos/"),
         ],
     ),
     (

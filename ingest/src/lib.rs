@@ -6,6 +6,7 @@
 #![warn(missing_docs)]
 
 pub mod extract;
+pub mod extracts;
 pub mod query;
 pub use lifeos_vcs::redact;
 pub mod run;
@@ -33,6 +34,15 @@ pub enum IngestError {
     /// A search query has nothing to search for, or cannot be used.
     #[error("{0}")]
     Query(String),
+    /// The speech model asked for cannot be used (not installed, damaged, or no speech
+    /// support in this build).
+    #[error("speech model {model}: {reason}")]
+    Model {
+        /// The model's name.
+        model: String,
+        /// Why.
+        reason: String,
+    },
 }
 
 /// Result alias.

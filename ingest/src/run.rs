@@ -59,7 +59,20 @@ pub struct Settings {
     /// Whether commits index small changes.
     pub after_commit: bool,
     speech_cfg: SpeechConfig,
+    pinned: Option<String>,
     engine: std::sync::OnceLock<std::result::Result<Arc<Engine>, SpeechStatus>>,
+}
+
+/// What one ingest run covers.
+#[derive(Debug, Default, Clone)]
+pub struct Selection {
+    /// Only these paths of `@` (a file, or a folder and everything under it); empty:
+    /// every file content in the visible history.
+    pub paths: Vec<Vec<u8>>,
+    /// Transcribe recordings with this installed model, recording the transcripts under
+    /// `speech:<model>` beside the default model's (`None`: the configured or default
+    /// model, under `speech`).
+    pub model: Option<String>,
 }
 
 impl Settings {
@@ -106,7 +119,30 @@ impl Settings {
                 }),
                 ..cfg.speech
             },
+            pinned: None,
             engine: std::sync::OnceLock::new(),
+        })
+    }
+
+    /// Transcribes with the model named `name` (see [`Selection::model`]); an error says
+    /// why it cannot be used.
+    pub fn pin_model(&mut self, name: &str) -> Result<()> {
+        self.pinned = Some(name.to_string());
+        self.engine = std::sync::OnceLock::new();
+        let why = match self.speech() {
+            Some(engine) => match engine.ready() {
+                Ok(()) => return Ok(()),
+                Err(why) => why,
+            },
+            None => match self.speech_status() {
+                Some(SpeechStatus::Broken(why)) => why,
+                Some(SpeechStatus::Disabled) => "this build of lifeos has no speech support".into(),
+                _ => "it is not installed (see `lifeos model list`)".into(),
+            },
+        };
+        Err(IngestError::Model {
+            model: name.to_string(),
+            reason: why,
         })
     }
 
@@ -123,7 +159,7 @@ impl Settings {
     /// The speech model, found when first needed; `None` when there is none.
     pub fn speech(&self) -> Option<Arc<Engine>> {
         self.engine
-            .get_or_init(|| Engine::find(&self.speech_cfg))
+            .get_or_init(|| Engine::find(&self.speech_cfg, self.pinned.as_deref()))
             .as_ref()
             .ok()
             .cloned()
@@ -224,7 +260,7 @@ pub fn reachable_files(repo: &Repo) -> Result<Vec<(Id, String, u64)>> {
     Ok(v)
 }
 
-fn head_bytes(store: &Arc<Store>, id: &Id) -> Vec<u8> {
+pub(crate) fn head_bytes(store: &Arc<Store>, id: &Id) -> Vec<u8> {
     let mut v = Vec::new();
     if let Ok(r) = lifeos_store::reader::FileReader::open(store.clone(), id) {
         let _ = r.take(4096).read_to_end(&mut v);
@@ -233,15 +269,20 @@ fn head_bytes(store: &Arc<Store>, id: &Id) -> Vec<u8> {
 }
 
 /// Extracts every file content that has not been extracted yet (and, with
-/// `retry_failed`, those that failed): documents and images on every core, in batches;
-/// recordings one at a time, each published as soon as it is done, so a killed ingest
-/// loses at most the recording it was on. `progress` is called as jobs finish.
+/// `retry_failed`, those that failed), or those `only` selects: documents and images on
+/// every core, in batches; recordings one at a time, each published as soon as it is
+/// done, so a killed ingest loses at most the recording it was on. `progress` is called
+/// as jobs finish.
 pub fn ingest(
     repo: &Repo,
     retry_failed: bool,
+    only: &Selection,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<Report> {
-    let settings = Settings::load(repo)?;
+    let mut settings = Settings::load(repo)?;
+    if let Some(model) = &only.model {
+        settings.pin_model(model)?;
+    }
     let store = repo.store_arc();
     let catalog = repo.catalog()?;
     let mut report = Report {
@@ -249,8 +290,17 @@ pub fn ingest(
         tesseract: settings.tesseract(),
         ..Report::default()
     };
+    let files = if only.paths.is_empty() {
+        reachable_files(repo)?
+    } else {
+        let tree = match repo.head()?.view.at_commit() {
+            Some(c) => Some(repo.commit(&c)?.tree),
+            None => None,
+        };
+        crate::extracts::files_at(repo, tree.as_ref(), &only.paths, "@")?
+    };
     let (mut jobs, mut streams): (Vec<Job>, Vec<Job>) = (Vec::new(), Vec::new());
-    for (id, path, size) in reachable_files(repo)? {
+    for (id, path, size) in files {
         report.files += 1;
         if settings.excluded(&path) {
             report.excluded += 1;
@@ -277,10 +327,10 @@ pub fn ingest(
     // be, recordings get metadata jobs instead, as without a model.
     let speech_jobs = streams
         .iter()
-        .any(|j| j.3.name() == crate::speech::SPEECH.0);
+        .any(|j| crate::speech::is_transcript(j.3.name()));
     if speech_jobs && settings.speech().is_some_and(|e| e.ready().is_err()) {
         for (id, path, size, ex) in std::mem::take(&mut streams) {
-            let ex: Box<dyn Extractor> = if ex.name() == crate::speech::SPEECH.0 {
+            let ex: Box<dyn Extractor> = if crate::speech::is_transcript(ex.name()) {
                 Box::new(crate::speech::Media { engine: None })
             } else {
                 ex
@@ -349,7 +399,7 @@ pub fn ingest(
             })
         });
         // The audio done is what the last progress call said; the time runs to now.
-        if ex.name() == crate::speech::SPEECH.0 {
+        if crate::speech::is_transcript(ex.name()) {
             let mut p = state.lock().expect("progress");
             p.speech_seconds = before.speech_seconds + started.elapsed().as_secs_f64();
         } else {

@@ -104,16 +104,51 @@ fn media_type(path: &str) -> &'static str {
     }
 }
 
+/// What hits must be, beside matching the query.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Filters<'a> {
+    /// Of this file type (`text`, `markdown`, `html`, `subtitles`, `pdf`, `image`,
+    /// `document`, `audio`, `video`).
+    pub file_type: Option<&'a str>,
+    /// At paths matching this glob.
+    pub path: Option<&'a str>,
+    /// Passages that mention this entity (its id).
+    pub mentions: Option<&'a str>,
+    /// Transcripts made by this model (`None`: the default model's, `speech`).
+    pub model: Option<&'a str>,
+}
+
+/// Whether a segment's transcript is the one searched: with no model asked for, the
+/// default model's (`speech`, not `speech:<model>`); with one, that model's, whether it
+/// made the default transcript (its segments' metadata names it) or was asked for by name.
+fn model_matches(model: Option<&str>, extractor: &str, meta: &str) -> bool {
+    let named = crate::speech::transcript_model(extractor);
+    match model {
+        None => named.is_none(),
+        Some(_) if !crate::speech::is_transcript(extractor) => true,
+        Some(m) => {
+            named == Some(m)
+                || (named.is_none()
+                    && serde_json::from_str::<serde_json::Value>(meta)
+                        .is_ok_and(|v| v["model"].as_str() == Some(m)))
+        }
+    }
+}
+
 /// Searches; at most `limit` hits.
 pub fn search(
     repo: &Repo,
     input: &str,
     scope: Scope<'_>,
-    type_filter: Option<&str>,
-    path_glob: Option<&str>,
-    mentions: Option<&str>,
+    filters: &Filters<'_>,
     limit: usize,
 ) -> Result<Vec<Hit>> {
+    let Filters {
+        file_type: type_filter,
+        path: path_glob,
+        mentions,
+        model,
+    } = *filters;
     let q = parse(input);
     let fts = q.fts();
     if fts.is_none() && mentions.is_none() {
@@ -167,9 +202,11 @@ pub fn search(
     let keep = |row: i64, f: &Id, extractor: &str| {
         mentioned.as_ref().is_none_or(|m| m.contains(&row))
             && files.contains(f)
+            && crate::speech::transcript_model(extractor).is_none_or(|n| model == Some(n))
             && type_filter.is_none_or(|t| {
                 type_matches(t, file_type(extractor))
-                    || (matches!(extractor, "subtitles" | "speech" | "media")
+                    || ((matches!(extractor, "subtitles" | "media")
+                        || crate::speech::is_transcript(extractor))
                         && matches!(t, "video" | "audio"))
             })
     };
@@ -186,6 +223,9 @@ pub fn search(
         (None, None) => Vec::new(),
     };
     for s in segments {
+        if !model_matches(model, &s.extractor, &s.meta) {
+            continue;
+        }
         let ty = file_type(&s.extractor).to_string();
         // The same segment from two extractors of one file (image and image-ocr both
         // give its metadata) is one hit.
@@ -195,7 +235,7 @@ pub fn search(
         let anchor: serde_json::Value = serde_json::from_str(&s.anchor).unwrap_or_default();
         for (path, commit) in &versions[&s.file] {
             // A recording's type is its path's: audio or video.
-            let ty = if matches!(ty.as_str(), "speech" | "media") {
+            let ty = if ty == "media" || crate::speech::is_transcript(&ty) {
                 media_type(path).to_string()
             } else {
                 ty.clone()

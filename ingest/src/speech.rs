@@ -28,6 +28,9 @@ pub fn is_recording(path: &str) -> bool {
 pub struct Engine {
     /// The model's name.
     pub model: String,
+    /// The name its transcripts are recorded under (the job key's extractor): `speech`
+    /// for the model ingest picks itself, `speech:<model>` for one asked for by name.
+    pub job: String,
     manifest: lifeos_speech::models::Model,
     path: std::path::PathBuf,
     threads: usize,
@@ -43,6 +46,19 @@ type Transcriber = std::convert::Infallible;
 
 /// The transcribing extractor's name and version: the job key of a transcript.
 pub const SPEECH: (&str, u32) = ("speech", 1);
+
+/// Whether an extractor name is a transcript's: `speech`, or `speech:<model>` for a
+/// transcript made by a model asked for by name (`lifeos ingest --model`).
+pub fn is_transcript(extractor: &str) -> bool {
+    transcript_model(extractor).is_some() || extractor == SPEECH.0
+}
+
+/// The model named in a `speech:<model>` extractor name.
+pub fn transcript_model(extractor: &str) -> Option<&str> {
+    extractor
+        .strip_prefix(SPEECH.0)
+        .and_then(|m| m.strip_prefix(':'))
+}
 
 /// Whether and how ingest can transcribe.
 #[derive(Debug, Clone, PartialEq)]
@@ -72,19 +88,24 @@ pub struct SpeechConfig {
 }
 
 impl Engine {
-    /// The configured (or default) model; `Err` says why there is none.
-    pub fn find(cfg: &SpeechConfig) -> Result<Arc<Engine>, SpeechStatus> {
+    /// The model `pinned` names, else the configured (or default) one; `Err` says why
+    /// there is none.
+    pub fn find(cfg: &SpeechConfig, pinned: Option<&str>) -> Result<Arc<Engine>, SpeechStatus> {
         if !lifeos_speech::ENABLED {
             return Err(SpeechStatus::Disabled);
         }
         let registry = lifeos_speech::models::Registry::open()
             .map_err(|e| SpeechStatus::Broken(e.to_string()))?;
-        let (model, path) = match registry.find(cfg.model.as_deref()) {
+        let (model, path) = match registry.find(pinned.or(cfg.model.as_deref())) {
             Ok(Some(m)) => m,
             Ok(None) => return Err(SpeechStatus::NoModel),
             Err(e) => return Err(SpeechStatus::Broken(e.to_string())),
         };
         Ok(Arc::new(Engine {
+            job: match pinned {
+                Some(name) => format!("{}:{name}", SPEECH.0),
+                None => SPEECH.0.to_string(),
+            },
             model: model.name.clone(),
             manifest: model,
             path,
@@ -159,11 +180,10 @@ fn metadata(info: &AudioInfo, model: Option<&str>) -> Segment {
 }
 
 impl Extractor for Media {
-    fn name(&self) -> &'static str {
-        if self.engine.is_some() {
-            SPEECH.0
-        } else {
-            "media"
+    fn name(&self) -> &str {
+        match &self.engine {
+            Some(e) => &e.job,
+            None => "media",
         }
     }
     fn version(&self) -> u32 {

@@ -1,0 +1,290 @@
+//! `lifeos extract show` and `lifeos extract list`: what ingest extracted, read back.
+
+use std::io::Write;
+
+use lifeos_ingest::extracts::{self, FileExtract, State, SubtitleFormat};
+use lifeos_ingest::search::cite;
+use lifeos_vcs::catalog::anchor_json;
+use lifeos_vcs::object::EntryKind;
+use lifeos_vcs::path::display;
+use lifeos_vcs::Repo;
+use serde_json::json;
+
+use crate::commands::{arg_bytes, resolve};
+use crate::error::{CliError, CliResult};
+use crate::output::{local_time, print_json, Style};
+use crate::{ExtractCmd, ExtractFormat, RevAt};
+
+/// Runs `lifeos extract ...`.
+pub fn run(repo: &Repo, cmd: ExtractCmd, style: Style) -> CliResult<u8> {
+    match cmd {
+        ExtractCmd::Show {
+            path,
+            rev: RevAt { revision, at },
+            format,
+            model,
+            json,
+        } => {
+            let (commit, c) = resolve(repo, &revision, &at)?;
+            let clean = lifeos_vcs::path::clean(arg_bytes(&path))?;
+            let shown = display(&clean).into_owned();
+            let entry = repo.lookup_path(&c.tree, &clean)?.ok_or_else(|| {
+                lifeos_vcs::VcsError::PathNotFound {
+                    path: shown.clone(),
+                    rev: revision.clone(),
+                }
+            })?;
+            if matches!(entry.kind, EntryKind::Dir | EntryKind::Gitlink) {
+                return Err(CliError::new(format!("{shown} is not a file"))
+                    .hint(format!("`lifeos extract list {shown}` lists its files")));
+            }
+            let catalog = repo.catalog()?;
+            let all = extracts::of_file(repo, &catalog, &entry.id)?;
+            match format {
+                ExtractFormat::Srt | ExtractFormat::Vtt => {
+                    let x = extracts::transcript(&all, model.as_deref()).map_err(|why| {
+                        CliError::new(format!("no subtitles for {shown}: {why}")).hint(
+                            "`lifeos ingest` transcribes recordings once a speech model is installed; `lifeos ingest --model NAME PATH` with another model",
+                        )
+                    })?;
+                    let segments = x.outcome.as_ref().map_err(|why| {
+                        CliError::new(format!(
+                            "no subtitles for {shown}: transcribing it failed: {why}"
+                        ))
+                    })?;
+                    let f = if format == ExtractFormat::Srt {
+                        SubtitleFormat::Srt
+                    } else {
+                        SubtitleFormat::Vtt
+                    };
+                    write_out(extracts::subtitles(segments, f).as_bytes())?;
+                    Ok(0)
+                }
+                ExtractFormat::Text if json => {
+                    let all = of_model(all, model.as_deref());
+                    print_json(
+                        "lifeos.extract.v1",
+                        json!({
+                            "path": shown,
+                            "commit": commit.to_hex(),
+                            "file": entry.id.to_hex(),
+                            "extracts": all.iter().map(extract_json).collect::<Vec<_>>(),
+                        }),
+                    );
+                    Ok(0)
+                }
+                ExtractFormat::Text => {
+                    let all = of_model(all, model.as_deref());
+                    if all.is_empty() {
+                        return Err(nothing_extracted(
+                            repo,
+                            &shown,
+                            &entry,
+                            &commit.short(7),
+                            model.as_deref(),
+                        ));
+                    }
+                    let mut text = String::new();
+                    for (i, x) in all.iter().enumerate() {
+                        if i > 0 {
+                            text.push('\n');
+                        }
+                        text.push_str(&shown_text(&shown, &commit.short(7), x, style));
+                    }
+                    write_out(text.as_bytes())?;
+                    Ok(if all.iter().any(|x| x.outcome.is_err()) {
+                        1
+                    } else {
+                        0
+                    })
+                }
+            }
+        }
+        ExtractCmd::List {
+            paths,
+            rev: RevAt { revision, at },
+            json,
+        } => {
+            let (commit, c) = resolve(repo, &revision, &at)?;
+            let paths: Vec<Vec<u8>> = paths.iter().map(|p| arg_bytes(p).to_vec()).collect();
+            let files = extracts::files_at(repo, Some(&c.tree), &paths, &revision)?;
+            let listed = extracts::list(repo, &files)?;
+            if json {
+                print_json(
+                    "lifeos.extract_list.v1",
+                    json!({
+                        "commit": commit.to_hex(),
+                        "files": listed.iter().map(|l| json!({
+                            "path": l.path,
+                            "file": l.file.to_hex(),
+                            "extracts": l.extractors.iter().map(|(k, st)| json!({
+                                "extractor": k.as_ref().map(|k| &k.0),
+                                "version": k.as_ref().map(|k| k.1),
+                                "state": st.name(),
+                                "reason": match st { State::Failed(r) => Some(r), _ => None },
+                            })).collect::<Vec<_>>(),
+                        })).collect::<Vec<_>>(),
+                    }),
+                );
+                return Ok(0);
+            }
+            let width = listed
+                .iter()
+                .map(|l| l.path.chars().count())
+                .max()
+                .unwrap_or(0);
+            let mut text = String::new();
+            for l in &listed {
+                for (k, st) in &l.extractors {
+                    let name = k.as_ref().map_or("-", |k| k.0.as_str());
+                    let state = match st {
+                        State::Done => "done".to_string(),
+                        State::Failed(why) => style.bad(&format!("failed: {why}")),
+                        State::Pending => style.emph("pending"),
+                        State::NoExtractor => "no extractor (found by name only)".into(),
+                        State::Excluded => "excluded by [ingest] exclude".into(),
+                    };
+                    let pad = width - l.path.chars().count();
+                    text.push_str(&format!(
+                        "{}{}  {name:<16} {state}\n",
+                        style.name(&l.path),
+                        " ".repeat(pad)
+                    ));
+                }
+            }
+            write_out(text.as_bytes())?;
+            Ok(0)
+        }
+    }
+}
+
+/// The extracts to show when a model is asked for: its transcripts and every extract
+/// that is not a transcript.
+fn of_model(mut all: Vec<FileExtract>, model: Option<&str>) -> Vec<FileExtract> {
+    if let Some(m) = model {
+        all.retain(|x| x.model.is_none() || x.model.as_deref() == Some(m));
+    }
+    all
+}
+
+/// Why a file version shows nothing: not extracted yet, no extractor for its kind, or
+/// excluded; and what to do.
+fn nothing_extracted(
+    repo: &Repo,
+    path: &str,
+    entry: &lifeos_vcs::object::TreeEntry,
+    commit: &str,
+    model: Option<&str>,
+) -> CliError {
+    let state = extracts::list(repo, &[(entry.id, path.to_string(), entry.size)])
+        .ok()
+        .and_then(|l| l.into_iter().next())
+        .and_then(|l| l.extractors.into_iter().next())
+        .map(|(_, st)| st);
+    let what = match model {
+        Some(m) => format!("nothing by {m} was extracted from {path} at {commit}"),
+        None => format!("nothing was extracted from {path} at {commit}"),
+    };
+    match (state, model) {
+        (Some(State::NoExtractor), None) => CliError::new(format!(
+            "{what}: no extractor reads files of its kind (it is found by name only)"
+        )),
+        (Some(State::Excluded), None) => CliError::new(format!(
+            "{what}: it is excluded by [ingest] exclude in .lifeos/config"
+        )),
+        (_, Some(m)) => CliError::new(what).hint(format!(
+            "`lifeos ingest --model {m} {path}` transcribes it with that model"
+        )),
+        _ => CliError::new(what)
+            .hint("`lifeos ingest` extracts it; `lifeos extract list` shows what is pending"),
+    }
+}
+
+/// Writes to stdout; a closed pipe (`| head`) is not an error.
+fn write_out(bytes: &[u8]) -> CliResult<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(CliError::new(format!("writing to stdout: {e}")))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// One extract for people: a heading (extractor, model, when, by which operation), then
+/// each passage after its place, continuation lines indented under the first.
+fn shown_text(path: &str, commit: &str, x: &FileExtract, style: Style) -> String {
+    let mut head = format!(
+        "{} @{}  {} {}",
+        style.name(path),
+        style.id(commit),
+        x.extractor,
+        x.version
+    );
+    if let Some(m) = &x.model {
+        head.push_str(&format!(", model {m}"));
+    }
+    match &x.recorded {
+        Some((op, ms)) => head.push_str(&format!(
+            ", recorded {} by operation {}",
+            local_time(*ms),
+            style.id(&op.short(12))
+        )),
+        None => head.push_str(", recorded by an operation not indexed"),
+    }
+    let mut out = style.emph(&head);
+    out.push('\n');
+    match &x.outcome {
+        Err(why) => out.push_str(&format!("  {}\n", style.bad(&format!("failed: {why}")))),
+        Ok(segs) if segs.is_empty() => out.push_str("  (no text)\n"),
+        Ok(segs) => {
+            let places: Vec<String> = segs
+                .iter()
+                .map(|s| cite(&serde_json::from_str(&anchor_json(&s.anchor)).unwrap_or_default()))
+                .collect();
+            let width = places.iter().map(|p| p.chars().count()).max().unwrap_or(0);
+            for (s, place) in segs.iter().zip(&places) {
+                let pad = " ".repeat(width - place.chars().count());
+                let mut lines = s.text.lines();
+                let first = lines.next().unwrap_or_default();
+                out.push_str(&format!("{}{pad}  {first}\n", style.dim(place)));
+                for l in lines {
+                    let line = format!("{}  {l}", " ".repeat(width));
+                    out.push_str(line.trim_end());
+                    out.push('\n');
+                }
+            }
+        }
+    }
+    out
+}
+
+/// One extract as `lifeos.extract.v1` gives it.
+fn extract_json(x: &FileExtract) -> serde_json::Value {
+    let segments = x.outcome.as_ref().ok().map(|segs| {
+        segs.iter()
+            .map(|s| {
+                let anchor: serde_json::Value =
+                    serde_json::from_str(&anchor_json(&s.anchor)).unwrap_or_default();
+                json!({
+                    "kind": s.kind,
+                    "cite": cite(&anchor),
+                    "anchor": anchor,
+                    "text": s.text,
+                    "meta": serde_json::from_str::<serde_json::Value>(&s.meta).ok(),
+                })
+            })
+            .collect::<Vec<_>>()
+    });
+    json!({
+        "extractor": x.extractor,
+        "version": x.version,
+        "object": x.object.to_hex(),
+        "model": x.model,
+        "state": if x.outcome.is_ok() { "done" } else { "failed" },
+        "reason": x.outcome.as_ref().err(),
+        "operation": x.recorded.map(|r| r.0.to_hex()),
+        "time_ms": x.recorded.map(|r| r.1),
+        "segments": segments,
+    })
+}

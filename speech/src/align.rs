@@ -50,8 +50,52 @@ impl Loudness {
     }
 }
 
+/// Frames of quiet that end a run of sound (a pause between sentences, not between words).
+const PAUSE: usize = 30;
+/// Whether speech goes on at frame `a`: the frame before is loud, and most of the
+/// [`PAUSE`] frames before it (a stray loud frame in noise is not speech).
+fn speaking(rms: &[f32], thr: f32, a: usize) -> bool {
+    let before = &rms[a.saturating_sub(PAUSE)..a];
+    a > 0
+        && rms[a - 1] >= thr
+        && before.iter().filter(|&&l| l >= thr).count() * 10 >= before.len() * 6
+}
+
+/// Frames over which a start of speech must hold.
+const ONSET: usize = 10;
+
+/// Whether sound starts and holds at frame `f`: it is loud, and 8 of the 10 frames from it.
+fn onset(rms: &[f32], thr: f32, f: usize) -> bool {
+    let next = &rms[f..(f + ONSET).min(rms.len())];
+    rms[f] >= thr && next.iter().filter(|&&l| l >= thr).count() * 10 >= ONSET * 8
+}
+
+/// The first stretch of at least `min` quiet frames in `rms` from frame `from` after which
+/// sound resumes: its first frame and the frame where sound resumes.
+fn first_pause(rms: &[f32], thr: f32, from: usize, min: usize) -> Option<(usize, usize)> {
+    let mut quiet_from = None;
+    for (f, &level) in rms.iter().enumerate().skip(from) {
+        if level >= thr {
+            match quiet_from.take() {
+                Some(q) if f - q >= min => return Some((q, f)),
+                _ => {}
+            }
+        } else if quiet_from.is_none() {
+            quiet_from = Some(f);
+        }
+    }
+    None
+}
+
 /// Narrows `segs` (times relative to the window's start, in order) to the sound within
 /// them.
+///
+/// A segment that Whisper starts while speech is still going on (most of the 300 ms before
+/// its start is loud, and the last 10 ms), where that speech stops for a pause inside the
+/// segment, starts after the pause: the sound before it is the end of the previous
+/// segment's speech, whose end moves there. (Whisper's segment times are often whole
+/// seconds; without this, such a segment starts in the previous sentence's last word, and
+/// may look as if it spans a long silence.)
 pub fn narrow(loud: &Loudness, segs: &mut [TimedText]) {
     let (rms, thr) = (&loud.rms, loud.thr);
     if segs.is_empty() || thr <= 0.0 {
@@ -60,14 +104,27 @@ pub fn narrow(loud: &Loudness, segs: &mut [TimedText]) {
     let frames = rms.len();
     let to_frame = |ms: u64| ((ms / 10) as usize).min(frames);
     let starts: Vec<u64> = segs.iter().map(|s| s.start_ms).collect();
-    for (i, s) in segs.iter_mut().enumerate() {
-        let (a, b) = (to_frame(s.start_ms), to_frame(s.end_ms));
+    for i in 0..segs.len() {
+        let (mut a, b) = (to_frame(segs[i].start_ms), to_frame(segs[i].end_ms));
         let limit = starts
             .get(i + 1)
             .map_or(frames, |&n| to_frame(n))
             .min(b + END_SLACK)
             .max(b);
-        let Some(first) = (a..b.max(a)).find(|&f| rms[f] >= thr) else {
+        if i > 0 && a < b && speaking(rms, thr, a) {
+            if let Some((quiet, next)) = first_pause(&rms[..b], thr, a, PAUSE) {
+                let prev = &mut segs[i - 1];
+                prev.end_ms = prev.end_ms.max(quiet as u64 * 10);
+                a = next;
+            }
+        }
+        let s = &mut segs[i];
+        // Speech starts where sound holds (a stray loud frame in noise does not count);
+        // failing that, at the first loud frame.
+        let Some(first) = (a..b.max(a))
+            .find(|&f| onset(rms, thr, f))
+            .or_else(|| (a..b.max(a)).find(|&f| rms[f] >= thr))
+        else {
             continue;
         };
         // The end: the last loud frame of the sound that runs on from within the segment.
@@ -79,7 +136,7 @@ pub fn narrow(loud: &Loudness, segs: &mut [TimedText]) {
                 quiet = 0;
             } else {
                 quiet += 1;
-                if quiet > 30 {
+                if quiet > PAUSE {
                     break;
                 }
             }
@@ -87,6 +144,62 @@ pub fn narrow(loud: &Loudness, segs: &mut [TimedText]) {
         s.start_ms = first as u64 * 10;
         s.end_ms = (last as u64 + 1) * 10;
     }
+}
+
+/// Frames of quiet between two sentences that Whisper put in one segment.
+const SENTENCE_GAP: usize = 50;
+
+/// The sentences of a segment's text: pieces ending in `.`, `?` or `!` before whitespace
+/// (and the rest), trimmed.
+fn sentences(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut from = 0;
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    for w in chars.windows(2) {
+        if matches!(w[0].1, '.' | '?' | '!') && w[1].1.is_whitespace() {
+            out.push(text[from..w[1].0].trim());
+            from = w[1].0;
+        }
+    }
+    out.push(text[from..].trim());
+    out.retain(|s| !s.is_empty());
+    out
+}
+
+/// Splits segments that hold several sentences at the pauses between them: when a
+/// segment's sentences are exactly as many as its runs of sound separated by pauses of
+/// 500 ms or more, each sentence becomes a segment with its run's times. (Whisper
+/// sometimes gives two sentences one segment, which would leave the second without its
+/// start.) Any other segment is kept as it is.
+pub fn split_sentences(loud: &Loudness, segs: Vec<TimedText>) -> Vec<TimedText> {
+    let (rms, thr) = (&loud.rms, loud.thr);
+    let mut out = Vec::with_capacity(segs.len());
+    for s in segs {
+        let parts = sentences(&s.text);
+        let (a, b) = (
+            ((s.start_ms / 10) as usize).min(rms.len()),
+            ((s.end_ms / 10) as usize).min(rms.len()),
+        );
+        let mut runs: Vec<(usize, usize)> = Vec::new();
+        if parts.len() > 1 && thr > 0.0 {
+            for f in (a..b).filter(|&f| rms[f] >= thr) {
+                match runs.last_mut() {
+                    Some(r) if f - r.1 <= SENTENCE_GAP => r.1 = f,
+                    _ => runs.push((f, f)),
+                }
+            }
+        }
+        if parts.len() > 1 && runs.len() == parts.len() {
+            out.extend(parts.iter().zip(&runs).map(|(text, r)| TimedText {
+                start_ms: r.0 as u64 * 10,
+                end_ms: (r.1 as u64 + 1) * 10,
+                text: text.to_string(),
+            }));
+        } else {
+            out.push(s);
+        }
+    }
+    out
 }
 
 /// Frames of quiet inside a segment that mark it as covering speech it does not hold.
@@ -105,17 +218,8 @@ pub fn swallowed(loud: &Loudness, segs: &[TimedText]) -> Option<(usize, u64, u64
             ((s.start_ms / 10) as usize).min(frames),
             ((s.end_ms / 10) as usize).min(frames),
         );
-        let mut quiet_from = None;
-        for (f, &level) in rms.iter().enumerate().take(b).skip(a) {
-            if level >= thr {
-                if let Some(q) = quiet_from.take() {
-                    if f - q >= LONG_GAP {
-                        return Some((i, q as u64 * 10, f as u64 * 10));
-                    }
-                }
-            } else if quiet_from.is_none() {
-                quiet_from = Some(f);
-            }
+        if let Some((q, f)) = first_pause(&rms[..b.max(a)], thr, a, LONG_GAP) {
+            return Some((i, q as u64 * 10, f as u64 * 10));
         }
     }
     None
@@ -171,6 +275,52 @@ mod tests {
         assert_eq!((segs[0].start_ms, segs[0].end_ms), (3000, 5000));
         // Whisper closed the second segment early: it runs on to the end of the sound.
         assert_eq!((segs[1].start_ms, segs[1].end_ms), (9000, 10_500));
+    }
+
+    #[test]
+    fn a_segment_started_in_the_last_word_before_a_pause_starts_after_it() {
+        // Sound until 2.5 s, a pause until 3.5 s, sound until 5 s; Whisper put the
+        // boundary at 2 s, inside the first sentence's last word.
+        let mut s = tone(2.5);
+        s.extend(vec![0.0; RATE as usize]);
+        s.extend(tone(1.5));
+        let seg = |a, b| TimedText {
+            start_ms: a,
+            end_ms: b,
+            text: "x".into(),
+        };
+        let mut segs = vec![seg(0, 2000), seg(2000, 5000)];
+        narrow(&Loudness::of(&s).unwrap(), &mut segs);
+        assert_eq!((segs[0].start_ms, segs[0].end_ms), (0, 2500));
+        assert_eq!((segs[1].start_ms, segs[1].end_ms), (3500, 5000));
+        // Speech that goes on without a pause keeps Whisper's boundary.
+        let s = tone(5.0);
+        let mut segs = vec![seg(0, 2000), seg(2000, 5000)];
+        narrow(&Loudness::of(&s).unwrap(), &mut segs);
+        assert_eq!(segs[1].start_ms, 2000);
+    }
+
+    #[test]
+    fn two_sentences_in_one_segment_are_split_at_the_pause_between_them() {
+        let mut s = tone(1.0);
+        s.extend(vec![0.0; RATE as usize]);
+        s.extend(tone(1.0));
+        let loud = Loudness::of(&s).unwrap();
+        let seg = |text: &str| TimedText {
+            start_ms: 0,
+            end_ms: 3000,
+            text: text.into(),
+        };
+        let split = split_sentences(&loud, vec![seg("One two. Three four?")]);
+        let got: Vec<(u64, u64, &str)> = split
+            .iter()
+            .map(|t| (t.start_ms, t.end_ms, t.text.as_str()))
+            .collect();
+        assert_eq!(got, [(0, 1000, "One two."), (2000, 3000, "Three four?")]);
+        // As many sentences as runs of sound, or the segment stays whole.
+        for text in ["One two three four.", "One. Two. Three."] {
+            assert_eq!(split_sentences(&loud, vec![seg(text)])[0].text, text);
+        }
     }
 
     #[test]

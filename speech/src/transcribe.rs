@@ -29,14 +29,14 @@ impl Transcriber {
         let p = path
             .to_str()
             .ok_or_else(|| SpeechError::Model(format!("{}: not UTF-8", path.display())))?;
-        let ctx = WhisperContext::new_with_params(p, WhisperContextParameters::default()).map_err(
-            |e| {
-                SpeechError::Model(format!(
-                    "whisper.cpp cannot load {}: {e}; import the model again",
-                    path.display()
-                ))
-            },
-        )?;
+        let mut params = WhisperContextParameters::default();
+        params.flash_attn(true);
+        let ctx = WhisperContext::new_with_params(p, params).map_err(|e| {
+            SpeechError::Model(format!(
+                "whisper.cpp cannot load {}: {e}; import the model again",
+                path.display()
+            ))
+        })?;
         Ok(Transcriber {
             ctx,
             threads: threads.max(1),
@@ -73,6 +73,7 @@ impl Transcriber {
             }
             if let Some(l) = &loud {
                 crate::align::narrow(l, &mut segs);
+                segs = crate::align::split_sentences(l, segs);
             }
             match loud
                 .as_ref()

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{cmd, fails, git, json, ok, run, write};
+use common::{at_time, cmd, fails, git, json, ok, run, write};
 
 /// An HTTP server on 127.0.0.1 that answers every request with `status` and keeps
 /// what it was sent ("METHOD URL BODY").
@@ -949,4 +949,172 @@ fn rules_changed_by_a_merge_wait_for_trust() {
     write(d, "a/3", b"3");
     ok(d, &["commit", "-m", "a3"]);
     assert_eq!(std::fs::read_to_string(&marks).unwrap(), "mine\ntheirs\n");
+}
+
+/// The state of the action for `path` as `lifeos actions --json` gives it at `now`.
+fn state_at(d: &Path, now: &str, path: &str) -> String {
+    let out = at_time(d, now, &["actions", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["event"]["path"] == path)
+        .unwrap_or_else(|| panic!("no action for {path}: {v}"))["state"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn an_approval_nears_its_expiry_and_a_rejected_action_never_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let outside = tempfile::tempdir().unwrap();
+    let marks = outside.path().join("marks");
+    let a = approved_shell_action(d, &format!("echo ran >> {}", marks.display()));
+    // Approved again for two hours: fresh, then nearing expiry in its last quarter, then
+    // expired.
+    ok(d, &["approve", &a, "--ttl", "2h"]);
+    let expires: jiff::Timestamp = action_for(d, "in/a")["approval"]["expires"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let at = |minutes: i64| (expires + jiff::SignedDuration::from_mins(minutes)).to_string();
+    assert_eq!(state_at(d, &at(-60), "in/a"), "fresh");
+    assert_eq!(state_at(d, &at(-20), "in/a"), "nearing_expiry");
+    assert_eq!(state_at(d, &at(1), "in/a"), "expired");
+
+    // Rejected: never run, whether all approved actions run or it is named.
+    ok(d, &["reject", &a]);
+    assert_eq!(action_for(d, "in/a")["state"], "rejected");
+    let out = ok(d, &["actions", "run"]);
+    assert!(out.contains("No approved actions"), "{out}");
+    let named = run(d, &["actions", "run", &a]);
+    assert!(
+        String::from_utf8_lossy(&named.stdout).contains("rejected"),
+        "{}",
+        String::from_utf8_lossy(&named.stdout)
+    );
+    assert!(!marks.exists(), "a rejected action ran");
+    let again = fails(d, &["approve", &a]);
+    assert!(
+        again.contains("is rejected: there is nothing to approve"),
+        "{again}"
+    );
+    assert!(fails(d, &["reject", &a]).contains("too late to reject"));
+    assert!(receipts(d).is_empty(), "{:?}", receipts(d));
+    // The rejection is an operation of its own.
+    let ops = json(d, &["op", "log", "-n", "5"]);
+    assert!(
+        ops["operations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|o| o["description"]
+                .as_str()
+                .unwrap()
+                .starts_with("reject action")),
+        "{ops}"
+    );
+}
+
+#[test]
+fn an_uncertain_action_said_not_to_have_run_runs_again_when_asked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let outside = tempfile::tempdir().unwrap();
+    let (marks, go) = (outside.path().join("marks"), outside.path().join("go"));
+    let a = approved_shell_action(
+        d,
+        &format!(
+            "echo started >> {} && until [ -e {} ]; do sleep 0.1; done",
+            marks.display(),
+            go.display()
+        ),
+    );
+    let mut child = cmd(d).args(["actions", "run"]).spawn().unwrap();
+    wait_for("the command to start", || marks.exists());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(action_for(d, "in/a")["state"], "uncertain");
+    // The person says it did not run: it waits again, still approved.
+    ok(d, &["actions", "resolve", &a, "--did-not-run"]);
+    assert_eq!(action_for(d, "in/a")["state"], "fresh");
+    let r = receipts(d);
+    let outcomes: Vec<&str> = r.iter().map(|r| r["outcome"].as_str().unwrap()).collect();
+    assert_eq!(outcomes, ["uncertain", "failed"], "{r:?}");
+    assert!(
+        r[1]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("said it did not run"),
+        "{r:?}"
+    );
+    std::fs::write(&go, b"").unwrap();
+    let out = ok(d, &["actions", "run"]);
+    assert!(out.contains("executed"), "{out}");
+    assert_eq!(
+        std::fs::read_to_string(&marks).unwrap(),
+        "started\nstarted\n"
+    );
+    assert_eq!(action_for(d, "in/a")["state"], "executed");
+}
+
+#[test]
+fn post_checkout_post_merge_and_post_rewrite_hooks_fire_their_rules() {
+    let (_tmp, w) = hooked_git_folder();
+    let outside = tempfile::tempdir().unwrap();
+    let marks = outside.path().join("marks");
+    let rule = |hook: &str| {
+        format!(
+            "[[rule]]\nname = \"{hook}\"\non = \"hook\"\nhook = \"{hook}\"\napproval = \"auto\"\n[rule.run]\nargv = [\"echo {hook} {{args}} >> {m}\"]\nshell = true\n\n",
+            m = marks.display()
+        )
+    };
+    let rules: String = ["post-checkout", "post-merge", "post-rewrite"]
+        .map(rule)
+        .concat();
+    git_commit(&w, "lifeos.rules.toml", rules.as_bytes());
+    ok(&w, &["rules", "trust"]);
+    git(&w, &["checkout", "-q", "-b", "side"]);
+    git_commit(&w, "side.txt", b"side");
+    git(&w, &["checkout", "-q", "main"]);
+    git(&w, &["merge", "-q", "--no-edit", "side"]);
+    git(
+        &w,
+        &[
+            "-c",
+            "user.name=G",
+            "-c",
+            "user.email=g@x",
+            "commit",
+            "-q",
+            "--amend",
+            "-m",
+            "amended",
+        ],
+    );
+    let lines: Vec<String> = std::fs::read_to_string(&marks)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let w: Vec<&str> = l.split(' ').collect();
+            format!("{} {}", w[0], w[w.len() - 1])
+        })
+        .collect();
+    // Checking out side and back (a branch checkout, flag 1), the merge (a fast-forward,
+    // not a squash), the amend.
+    assert_eq!(
+        lines,
+        [
+            "post-checkout 1",
+            "post-checkout 1",
+            "post-merge 0",
+            "post-rewrite amend"
+        ],
+        "{:?}",
+        std::fs::read_to_string(&marks)
+    );
 }

@@ -653,6 +653,60 @@ fn watch_commits_an_edit_fires_rules_and_stops_cleanly_on_sigterm() {
 }
 
 #[test]
+fn watch_ingests_what_it_commits_fires_ingest_rules_and_stops_on_sigint() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    ok(d, &["init"]);
+    let outside = tempfile::tempdir().unwrap();
+    let marks = outside.path().join("marks");
+    let rules = format!(
+        "[[rule]]\nname = \"budget talk\"\non = \"ingest\"\npaths = [\"notes/*.md\"]\nphrase = \"budget meeting\"\napproval = \"auto\"\n[rule.run]\nargv = [\"echo said {{path}}: {{match}} >> {}\"]\nshell = true\n",
+        marks.display()
+    );
+    write(d, "lifeos.rules.toml", rules.as_bytes());
+    ok(d, &["commit", "-m", "rules"]);
+    ok(d, &["rules", "trust"]);
+    let log_path = outside.path().join("watch.log");
+    let mut watcher = cmd(d)
+        .args(["watch", "--quiet-period", "300ms"])
+        .stdout(std::fs::File::create(&log_path).unwrap())
+        .spawn()
+        .unwrap();
+    let log = || std::fs::read_to_string(&log_path).unwrap_or_default();
+    wait_for("the watcher to start", || log().contains("watching"));
+    write(
+        d,
+        "notes/q3.md",
+        b"# Q3\nThe budget meeting moved to Friday.\n",
+    );
+    wait_for(
+        "the note to be committed, indexed and its rule to run",
+        || std::fs::read_to_string(&marks).is_ok_and(|m| m.contains("said notes/q3.md")),
+    );
+    // What the watcher committed is searchable.
+    let hits = json(d, &["search", "budget meeting"]);
+    assert_eq!(hits["hits"][0]["path"], "notes/q3.md", "{hits}");
+    // SIGINT (Ctrl-C) stops it as SIGTERM does.
+    // SAFETY: signals the watcher this test started.
+    unsafe { libc::kill(watcher.id() as libc::pid_t, libc::SIGINT) };
+    let status = watcher.wait().unwrap();
+    assert!(status.success(), "{status}\n{}", log());
+    assert!(log().trim_end().ends_with("stopped"), "{}", log());
+    assert_eq!(
+        std::fs::read_dir(d.join(".lifeos/op_heads"))
+            .unwrap()
+            .count(),
+        1,
+        "no half-published operation"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&marks).unwrap(),
+        "said notes/q3.md: budget meeting\n",
+        "once"
+    );
+}
+
+#[test]
 fn an_entity_action_adds_a_task_and_rollback_removes_it() {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Accuracy of lifeos's transcripts: word error rate and segment starts, side by side with
 # whisper.cpp's own command-line program (whisper-cli) on the same recordings, with the
-# same model files and decoding settings (greedy, one thread, flash attention, as
-# whisper.cpp's defaults and lifeos have them). See wer.py for the
+# same model files and decoding settings (greedy, one thread, flash attention off as in
+# lifeos; also with whisper-cli's default, flash attention on). See wer.py for the
 # recordings and the scoring, and docs/BENCHMARKS.md for the figures.
 #
 # whisper-cli is built from the whisper.cpp sources whisper-rs-sys vendors (the library

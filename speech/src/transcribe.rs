@@ -29,14 +29,17 @@ impl Transcriber {
         let p = path
             .to_str()
             .ok_or_else(|| SpeechError::Model(format!("{}: not UTF-8", path.display())))?;
-        let mut params = WhisperContextParameters::default();
-        params.flash_attn(true);
-        let ctx = WhisperContext::new_with_params(p, params).map_err(|e| {
-            SpeechError::Model(format!(
-                "whisper.cpp cannot load {}: {e}; import the model again",
-                path.display()
-            ))
-        })?;
+        // Flash attention stays off (whisper-rs's default, not whisper.cpp's): on this
+        // project's 2-core machine it made tiny.en 15% and base 60% slower
+        // (benches/peer/wer.sh, docs/BENCHMARKS.md) for a few words of accuracy.
+        let ctx = WhisperContext::new_with_params(p, WhisperContextParameters::default()).map_err(
+            |e| {
+                SpeechError::Model(format!(
+                    "whisper.cpp cannot load {}: {e}; import the model again",
+                    path.display()
+                ))
+            },
+        )?;
         Ok(Transcriber {
             ctx,
             threads: threads.max(1),

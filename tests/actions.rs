@@ -365,6 +365,37 @@ fn two_processes_running_one_action_run_it_once() {
 }
 
 #[test]
+fn two_processes_approving_and_running_one_action_at_once_run_it_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let outside = tempfile::tempdir().unwrap();
+    let marks = outside.path().join("marks");
+    let a = approved_shell_action(d, &format!("echo ran >> {} && sleep 1", marks.display()));
+    let children: Vec<_> = (0..2)
+        .map(|_| {
+            cmd(d)
+                .args(["approve", &a, "--run"])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let outs: Vec<std::process::Output> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
+    assert_eq!(
+        std::fs::read_to_string(&marks).unwrap(),
+        "ran\n",
+        "{outs:?}"
+    );
+    let r = receipts(d);
+    assert_eq!(r.len(), 1, "{r:?}");
+    assert_eq!(r[0]["outcome"], "executed");
+}
+
+#[test]
 fn rules_are_checked_trusted_again_after_a_change_and_commands_fail_clearly() {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();

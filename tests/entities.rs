@@ -6,6 +6,11 @@ use common::*;
 
 use std::path::Path;
 
+/// Runs `lifeos` with the words of `line` (split at spaces), which must succeed.
+fn ok_words(d: &Path, line: &str) -> String {
+    ok(d, &line.split(' ').collect::<Vec<_>>())
+}
+
 /// Commits the folder, which must succeed; returns what it said on stderr.
 fn committed_with_warnings(d: &Path, message: &str) -> String {
     let out = run(d, &["commit", "-m", message]);
@@ -842,4 +847,298 @@ fn committed_vcards_events_and_csv_rows_become_entities_that_follow_the_file() {
         "text stays text"
     );
     assert_eq!(books["entities"][0]["attrs"]["pages"], 412.0);
+}
+
+/// An iCalendar file's round of import, edit and delete with entities edited by hand in
+/// between: an attribute set by hand that the file leaves alone stays, one the file
+/// changes too takes the file's value and keeps both as a conflict (the commit warns),
+/// links stay, an event removed by hand stays removed while its event is unchanged, and
+/// deleting the file removes what is left.
+#[test]
+fn an_icalendar_round_keeps_hand_edits_and_reports_what_the_file_replaced() {
+    let repo = repo(false);
+    let d = repo.path();
+    let event = |uid: &str, title: &str, start: &str, place: &str| {
+        format!("BEGIN:VEVENT\nUID:{uid}\nSUMMARY:{title}\nDTSTART:{start}\nLOCATION:{place}\nEND:VEVENT\n")
+    };
+    let calendar = |events: &[String]| {
+        format!(
+            "BEGIN:VCALENDAR\nVERSION:2.0\nPRODID:-//lifeos test//EN\n{}END:VCALENDAR\n",
+            events.concat()
+        )
+    };
+    let standup = |place: &str| event("standup", "Stand-up", "20261210T090000Z", place);
+    let review = |start: &str| event("review", "Review", start, "Room 2");
+    let retro = event("retro", "Retro", "20261212T150000Z", "Room 3");
+    write(
+        d,
+        "cal/work.ics",
+        calendar(&[standup("Room 4"), review("20261211T100000Z"), retro.clone()]).as_bytes(),
+    );
+    ok(d, &["commit", "-m", "calendar"]);
+    let id_of = |title: &str| {
+        json(d, &["query", &format!("event where title = \"{title}\"")])["entities"][0]["id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let (s, r, t) = (id_of("Stand-up"), id_of("Review"), id_of("Retro"));
+    assert_eq!(
+        json(d, &["entity", "show", &s])["attrs"]["source_line"],
+        4.0
+    );
+
+    // By hand: a new attribute and a changed location on the stand-up, a link to a
+    // project, a changed location on the review, and the retro removed.
+    ok(
+        d,
+        &["entity", "add", "project", "name=Q4", "--id", "project:q4"],
+    );
+    ok(
+        d,
+        &["entity", "set", &s, "priority=high", "location=Room 9"],
+    );
+    ok(d, &["entity", "link", &s, "project", "project:q4"]);
+    ok(d, &["entity", "set", &r, "location=Room 7"]);
+    ok(d, &["entity", "rm", &t]);
+
+    // The file moves the stand-up to Room 5 and the review an hour later.
+    write(
+        d,
+        "cal/work.ics",
+        calendar(&[standup("Room 5"), review("20261211T110000Z"), retro.clone()]).as_bytes(),
+    );
+    let said = committed_with_warnings(d, "calendar moved");
+    let warnings: Vec<&str> = said.lines().filter(|l| l.starts_with("warning:")).collect();
+    assert_eq!(
+        warnings,
+        [format!(
+            "warning: cal/work.ics:4: {s}: location was set by hand to Room 9; the file's Room 5 \
+             replaces it (both are kept as a conflict: lifeos entity show {s})"
+        )],
+        "{said}"
+    );
+    let shown = json(d, &["entity", "show", &s]);
+    assert_eq!(shown["attrs"]["location"], "Room 5");
+    assert_eq!(
+        shown["attrs"]["priority"], "high",
+        "kept: the file has none"
+    );
+    assert_eq!(shown["links"][0]["target"], "project:q4");
+    assert_eq!(
+        shown["conflicts"],
+        serde_json::json!([{"attr": "location", "base": "Room 4", "ours": "Room 9", "theirs": "Room 5"}])
+    );
+    assert!(ok(d, &["entity", "show", &s])
+        .contains("conflict on location: Room 9 and Room 5 (was Room 4); kept Room 5"));
+    let shown = json(d, &["entity", "show", &r]);
+    assert_eq!(shown["attrs"]["start"], "2026-12-11T11:00:00Z");
+    assert_eq!(
+        shown["attrs"]["location"], "Room 7",
+        "the file left it alone"
+    );
+    assert_eq!(shown["conflicts"], serde_json::json!([]));
+    assert!(fails(d, &["entity", "show", &t]).contains("no entity"));
+    // The operation names what changed, by attribute.
+    let op = json(d, &["op", "show"]);
+    let changed: Vec<(&str, Vec<&str>)> = op["entities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let attrs = e["attrs"].as_array().unwrap();
+            let names = attrs.iter().map(|a| a["name"].as_str().unwrap()).collect();
+            (e["id"].as_str().unwrap(), names)
+        })
+        .collect();
+    assert_eq!(changed.len(), 2, "{op}");
+    assert!(
+        changed.contains(&(r.as_str(), vec!["source_commit", "source_file", "start"])),
+        "{op}"
+    );
+
+    // Setting the location again settles the conflict; a later edit of another event
+    // leaves it alone and warns about nothing.
+    ok(d, &["entity", "set", &s, "location=Room 5"]);
+    assert_eq!(
+        json(d, &["entity", "show", &s])["conflicts"],
+        serde_json::json!([])
+    );
+    write(
+        d,
+        "cal/work.ics",
+        calendar(&[standup("Room 5"), review("20261211T120000Z"), retro]).as_bytes(),
+    );
+    let said = committed_with_warnings(d, "review later");
+    assert!(!said.contains("warning"), "{said}");
+    assert_eq!(
+        json(d, &["entity", "show", &s])["attrs"]["priority"],
+        "high"
+    );
+
+    // Deleting the file removes its events; their history stays, and `--at` reads them.
+    std::fs::remove_file(d.join("cal/work.ics")).unwrap();
+    ok(d, &["commit", "-m", "no calendar"]);
+    assert_eq!(json(d, &["query", "event"])["count"], 0);
+    let h = json(d, &["entity", "history", &s]);
+    assert!(h["versions"][0]["entity"].is_null(), "{h}");
+    let last = h["versions"][1]["operation"].as_str().unwrap();
+    assert_eq!(
+        json(d, &["entity", "show", &s, "--at", last])["attrs"]["priority"],
+        "high"
+    );
+}
+
+/// `entity unlink` removes one link with an `entity.unlinked` event; `op restore` puts
+/// every entity back as an earlier operation had it, and `undo` takes the restore back.
+#[test]
+fn unlink_and_op_restore_cover_entities() {
+    let repo = repo(false);
+    let d = repo.path();
+    ok_words(d, "entity add project name=Move --id project:move");
+    ok_words(d, "entity add person name=Ann --id person:ann");
+    ok_words(d, "entity add task title=Pack --id task:pack");
+    ok_words(d, "entity link task:pack project project:move");
+    ok_words(d, "entity link task:pack owner person:ann");
+    let linked_op = json(d, &["op", "log", "-n", "1"])["operations"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    ok_words(d, "entity unlink task:pack owner person:ann");
+    let shown = json(d, &["entity", "show", "task:pack"]);
+    assert_eq!(
+        shown["links"],
+        serde_json::json!([{"rel": "project", "target": "project:move"}])
+    );
+    let op = json(d, &["op", "show"]);
+    assert_eq!(op["events"][0]["type"], "entity.unlinked", "{op}");
+    assert_eq!(op["entities"][0]["id"], "task:pack", "{op}");
+    assert_eq!(
+        op["entities"][0]["unlinked"],
+        serde_json::json!([{"rel": "owner", "target": "person:ann"}])
+    );
+    assert_eq!(
+        json(d, &["query", r#"task where owner.name = "Ann""#])["count"],
+        0
+    );
+    let err = fails(d, &["entity", "unlink", "task:pack", "owner", "person:ann"]);
+    assert!(err.contains("no link owner"), "{err}");
+
+    // More changes, then the whole view back as it was after the second link.
+    ok_words(d, "entity set task:pack status=done");
+    ok_words(d, "entity rm person:ann");
+    ok_words(d, "entity add place name=Attic --id place:attic");
+    ok(d, &["op", "restore", &linked_op[..12]]);
+    let shown = json(d, &["entity", "show", "task:pack"]);
+    assert!(shown["attrs"].get("status").is_none(), "{shown}");
+    assert_eq!(shown["links"].as_array().unwrap().len(), 2, "{shown}");
+    assert_eq!(
+        json(d, &["entity", "show", "person:ann"])["attrs"]["name"],
+        "Ann"
+    );
+    assert!(fails(d, &["entity", "show", "place:attic"]).contains("no entity"));
+    assert_eq!(
+        json(d, &["query", r#"task where owner.name = "Ann""#])["count"],
+        1
+    );
+    // The restore is an operation like any other: its entity changes show, undo takes it
+    // back.
+    let restored = json(d, &["op", "show"]);
+    assert_eq!(
+        restored["entities"].as_array().unwrap().len(),
+        3,
+        "{restored}"
+    );
+    ok_words(d, "undo");
+    assert_eq!(
+        json(d, &["entity", "show", "task:pack"])["attrs"]["status"],
+        "done"
+    );
+    assert!(fails(d, &["entity", "show", "person:ann"]).contains("no entity"));
+    assert_eq!(
+        json(d, &["entity", "show", "place:attic"])["attrs"]["name"],
+        "Attic"
+    );
+}
+
+/// A JSON Lines file under a `[[files]]` rule, committed with `lifeos commit`: each line
+/// an entity typed by the schema and citing its line; a bad line is reported with its
+/// number and the rest recorded; an edited line changes one entity.
+#[test]
+fn a_committed_json_lines_file_becomes_entities_line_by_line() {
+    let repo = repo(false);
+    let d = repo.path();
+    write(
+        d,
+        "lifeos.schema.toml",
+        b"[types.visit]\nrequired = [\"place\"]\nfields.place = \"string\"\nfields.on = \"date\"\nfields.cost = \"number\"\nfields.paid = \"bool\"\nfields.ref = \"string\"\n\n[[files]]\nglob = \"log/*.jsonl\"\ntype = \"visit\"\nid = \"ref\"\n",
+    );
+    write(
+        d,
+        "log/visits.jsonl",
+        concat!(
+            "{\"ref\": \"v1\", \"place\": \"Dentist\", \"on\": \"2026-11-02\", \"cost\": 80, \"paid\": true}\n",
+            "{\"ref\": \"v2\", \"place\": \"Library\", \"on\": \"2026-11-05\", \"cost\": \"0\"}\n",
+            "{\"ref\": \"v3\", \"place\": \"Gym\", \"on\": \"last week\"}\n",
+            "not json\n",
+            "{\"ref\": \"v5\", \"place\": [\"a\"]}\n",
+            "{\"ref\": \"v6\", \"place\": \"Bakery\", \"paid\": null}\n",
+        )
+        .as_bytes(),
+    );
+    let said = committed_with_warnings(d, "visits");
+    for (line, why) in [
+        (
+            3,
+            "field on of a visit must be a date (2026-12-10), not \"last week\"",
+        ),
+        (4, "not JSON"),
+        (5, "place: lists and objects are not attribute values"),
+    ] {
+        let prefix = format!("warning: log/visits.jsonl:{line}: not recorded as an entity: ");
+        assert!(
+            said.lines()
+                .any(|l| l.starts_with(&prefix) && l.contains(why)),
+            "{line}: {said}"
+        );
+    }
+    assert_eq!(said.lines().filter(|l| l.starts_with("warning")).count(), 3);
+    let visits = json(d, &["query", "visit order by ref"]);
+    assert_eq!(visits["count"], 3, "{visits}");
+    let first = &visits["entities"][0];
+    assert_eq!(first["attrs"]["place"], "Dentist");
+    assert_eq!(first["attrs"]["on"], "2026-11-02");
+    assert_eq!(first["attrs"]["cost"], 80.0);
+    assert_eq!(first["attrs"]["paid"], true);
+    assert_eq!(first["attrs"]["source_path"], "log/visits.jsonl");
+    assert_eq!(first["attrs"]["source_line"], 1.0);
+    assert_eq!(
+        visits["entities"][1]["attrs"]["cost"], 0.0,
+        "text read as its type"
+    );
+    assert_eq!(visits["entities"][2]["attrs"]["source_line"], 6.0);
+    assert!(visits["entities"][2]["attrs"].get("paid").is_none());
+    assert_eq!(
+        json(d, &["query", "visit where cost > 10"])["entities"][0]["attrs"]["ref"],
+        "v1"
+    );
+
+    // One line edited: one entity changed, by attribute.
+    let text = std::fs::read_to_string(d.join("log/visits.jsonl")).unwrap();
+    write(
+        d,
+        "log/visits.jsonl",
+        text.replace("\"cost\": 80", "\"cost\": 95").as_bytes(),
+    );
+    ok(d, &["commit", "-m", "dentist cost more"]);
+    let op = json(d, &["op", "show"]);
+    let entities = op["entities"].as_array().unwrap();
+    assert_eq!(entities.len(), 1, "{op}");
+    assert_eq!(entities[0]["change"], "changed");
+    assert!(entities[0]["attrs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|a| a["name"] == "cost" && a["old"] == 80.0 && a["new"] == 95.0));
 }

@@ -512,6 +512,9 @@ pub(crate) fn record_folder(
             display(path)
         );
     }
+    for (path, line, what) in &out.replaced_attrs {
+        eprintln!("warning: {}:{line}: {what}", display(path));
+    }
     // The commit is recorded; rules fire after it (a failure to fire is a warning).
     drop(wc);
     if let Some(c) = out.commit {

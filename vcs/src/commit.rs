@@ -27,6 +27,9 @@ pub struct CommitOutcome {
     /// Cards, events and rows of committed files that did not become entities: (path,
     /// line, why).
     pub skipped_entities: Vec<(BString, u64, String)>,
+    /// Attributes set by hand on entities read from files that the files' new versions
+    /// replaced, each kept as a conflict: (path, line, what).
+    pub replaced_attrs: Vec<(BString, u64, String)>,
 }
 
 /// Work done on the files a commit read, inside its transaction, before it is published;
@@ -148,6 +151,7 @@ impl Repo {
                 snapshot,
                 conflicts: commit.conflicts.iter().map(|c| c.path.clone()).collect(),
                 skipped_entities: derived.skipped,
+                replaced_attrs: derived.replaced,
             });
         }
         if parent_tree == Some(tree) && !opts.allow_empty {
@@ -163,6 +167,7 @@ impl Repo {
                 snapshot,
                 conflicts: Vec::new(),
                 skipped_entities: Vec::new(),
+                replaced_attrs: Vec::new(),
             });
         }
         let mut events = Vec::new();
@@ -190,6 +195,7 @@ impl Repo {
             snapshot,
             conflicts: commit.conflicts.iter().map(|c| c.path.clone()).collect(),
             skipped_entities: derived.skipped,
+            replaced_attrs: derived.replaced,
         })
     }
 

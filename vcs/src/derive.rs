@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use bstr::BString;
 use lifeos_store::{Id, IdSet, Kind, Transaction};
 
-use crate::entity::{Entity, Value};
+use crate::entity::{Conflict, Entity, Value};
 use crate::entity_map::EntityMap;
 use crate::error::{Result, VcsError};
 use crate::object::{EntryKind, Event, View};
@@ -434,6 +434,61 @@ pub struct DeriveOutcome {
     pub events: Vec<Event>,
     /// Skipped cards, events and rows.
     pub skipped: Vec<(BString, u64, String)>,
+    /// Attributes set by hand that the file's new version set otherwise: (path, line,
+    /// what was replaced); each is kept as a conflict on its entity.
+    pub replaced: Vec<(BString, u64, String)>,
+}
+
+/// The entity a file's row `d` makes of the recorded entity `before`, merged three ways
+/// against the row in the file's previous version (`base`): an attribute set by hand
+/// that the file did not change stays, one the file changed takes the file's value (a
+/// conflict when it was also set by hand), and links made by hand stay. `None`: nothing
+/// to write (the entity is already that, or it was removed by hand and its row did not
+/// change).
+fn merged_with_file(before: Option<&Entity>, base: Option<&Derived>, d: Derived) -> Option<Entity> {
+    let Some(cur) = before else {
+        // Removed by hand while its row stayed as it was: it stays removed.
+        if base.is_some_and(|b| b.kind == d.kind && b.attrs == d.attrs) {
+            return None;
+        }
+        return Some(Entity {
+            kind: d.kind,
+            id: d.id,
+            attrs: d.attrs,
+            links: vec![],
+            conflicts: vec![],
+        });
+    };
+    let row = |kind: &str, attrs: &[(String, Value)]| Entity {
+        kind: kind.to_string(),
+        id: d.id.clone(),
+        attrs: attrs.to_vec(),
+        links: cur.links.clone(),
+        conflicts: vec![],
+    };
+    let own = |(n, _): &&(String, Value)| !SOURCE_ATTRS.contains(&n.as_str());
+    if cur.kind == d.kind && cur.attrs.iter().filter(own).eq(d.attrs.iter()) {
+        return None;
+    }
+    let ours = Entity {
+        attrs: cur.attrs.iter().filter(own).cloned().collect(),
+        ..cur.clone()
+    };
+    let base = base.map(|b| row(&b.kind, &b.attrs));
+    let merged =
+        crate::entity::merge_entity(base.as_ref(), Some(&ours), Some(&row(&d.kind, &d.attrs)))?;
+    (merged != ours).then_some(merged)
+}
+
+/// What the commit says when the file's value of an attribute replaces one set by hand.
+fn replaced_note(id: &str, c: &Conflict) -> String {
+    let shown = |v: &Option<Value>| v.as_ref().map_or("(unset)".into(), Value::render);
+    format!(
+        "{id}: {} was set by hand to {}; the file's {} replaces it (both are kept as a conflict: lifeos entity show {id})",
+        c.attr,
+        shown(&c.ours),
+        shown(&c.theirs)
+    )
 }
 
 impl Repo {
@@ -468,6 +523,7 @@ impl Repo {
         let mut out = DeriveOutcome {
             events: Vec::new(),
             skipped: Vec::new(),
+            replaced: Vec::new(),
         };
         // A broken schema must not stop files from being recorded: say so and read the
         // vCard and iCalendar files with the built-in types alone.
@@ -513,21 +569,18 @@ impl Repo {
         // The ids read so far, by walk order (the BLAKE3 hash of the id).
         let mut seen: IdSet<[u8; 32]> = IdSet::default();
         for c in &changes {
-            let mut old_ids: Vec<String> = match is_file(&c.old) {
+            // The old version's entities, by id: the base a hand edit is merged against.
+            let mut old: Vec<Derived> = match is_file(&c.old) {
                 Some(id) => {
                     // The old version is the parent commit's: in the store.
                     let mut bytes = Vec::new();
                     self.store().read_file(&id, &mut bytes)?;
-                    read_file(&schema, &c.path, &bytes)
-                        .entities
-                        .into_iter()
-                        .map(|d| d.id)
-                        .collect()
+                    read_file(&schema, &c.path, &bytes).entities
                 }
                 None => Vec::new(),
             };
-            old_ids.sort_unstable();
-            old_ids.dedup();
+            old.sort_by(|a, b| a.id.cmp(&b.id));
+            old.dedup_by(|a, b| a.id == b.id);
             // The entities the new version holds, by walk order (needed only to find the
             // old version's that are gone).
             let mut kept: IdSet<[u8; 32]> = IdSet::default();
@@ -562,44 +615,43 @@ impl Repo {
                     } else {
                         None
                     };
-                    let unchanged = before.as_ref().is_some_and(|(_, e)| {
-                        e.kind == d.kind
-                            && e.attrs
-                                .iter()
-                                .filter(|(n, _)| !SOURCE_ATTRS.contains(&n.as_str()))
-                                .eq(d.attrs.iter())
-                    });
-                    if unchanged {
-                        if !old_ids.is_empty() {
+                    let base = old
+                        .binary_search_by(|o| o.id.as_str().cmp(&d.id))
+                        .ok()
+                        .map(|i| &old[i]);
+                    let line = d.line;
+                    let Some(merged) = merged_with_file(before.as_ref().map(|b| &b.1), base, d)
+                    else {
+                        if !old.is_empty() {
                             kept.insert(order);
                         }
                         continue;
-                    }
-                    let mut attrs = d.attrs;
-                    attrs.extend(source.iter().map(|(n, v)| (n.to_string(), v.clone())));
-                    attrs.push(("source_line".into(), Value::Num(d.line as f64)));
-                    attrs.sort_by(|a, b| a.0.cmp(&b.0));
-                    let e = Entity {
-                        kind: d.kind,
-                        id: d.id,
-                        attrs,
-                        // Links made by hand survive a new version of the file.
-                        links: before
-                            .as_ref()
-                            .map(|(_, e)| e.links.clone())
-                            .unwrap_or_default(),
-                        conflicts: vec![],
                     };
+                    let new_conflicts = merged.conflicts.iter().filter(|k| {
+                        before
+                            .as_ref()
+                            .is_none_or(|(_, b)| !b.conflicts.contains(k))
+                    });
+                    let notes: Vec<_> = new_conflicts
+                        .map(|k| (c.path.clone(), line, replaced_note(&merged.id, k)))
+                        .collect();
+                    let mut e = merged;
+                    e.attrs
+                        .extend(source.iter().map(|(n, v)| (n.to_string(), v.clone())));
+                    e.attrs
+                        .push(("source_line".into(), Value::Num(line as f64)));
+                    e.attrs.sort_by(|a, b| a.0.cmp(&b.0));
                     let mut type_of = |t: &str| -> Result<Option<String>> {
                         Ok(current(tx, t)?.map(|(_, e)| e.kind))
                     };
                     if let Err(err) = schema.check(&e, &mut type_of) {
-                        out.skipped.push((c.path.clone(), d.line, err.to_string()));
+                        out.skipped.push((c.path.clone(), line, err.to_string()));
                         continue;
                     }
-                    if !old_ids.is_empty() {
+                    if !old.is_empty() {
                         kept.insert(order);
                     }
+                    out.replaced.extend(notes);
                     pending.push((order, e, before));
                 }
                 // Written in the order the map is walked (sorted through their keys, not
@@ -623,8 +675,9 @@ impl Repo {
                     edits.push((e.id.into_bytes(), Some(obj)));
                 }
             }
-            let gone = old_ids
+            let gone = old
                 .into_iter()
+                .map(|d| d.id)
                 .filter(|id| !kept.contains(&crate::entity_map::walk_order(id.as_bytes())));
             for gone in gone {
                 if let Some((obj, _)) = current(tx, &gone)? {
@@ -651,6 +704,65 @@ impl Repo {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn row(attrs: &[(&str, &str)]) -> Derived {
+        Derived {
+            kind: "event".into(),
+            id: "event:1".into(),
+            attrs: attrs
+                .iter()
+                .map(|(n, v)| (n.to_string(), Value::Str(v.to_string())))
+                .collect(),
+            line: 3,
+        }
+    }
+
+    #[test]
+    fn a_row_merges_with_hand_edits_against_the_files_previous_row() {
+        let base = row(&[("location", "Room 4"), ("title", "Stand-up")]);
+        let mut recorded = Entity {
+            kind: "event".into(),
+            id: "event:1".into(),
+            attrs: row(&[("location", "Room 4"), ("title", "Stand-up")]).attrs,
+            links: vec![("project".into(), "project:q4".into())],
+            conflicts: vec![],
+        };
+        recorded.set("priority", Some(Value::Str("high".into())));
+        recorded.set("source_line", Some(Value::Num(3.0)));
+        // The row unchanged: nothing to write, the hand edit stays.
+        assert_eq!(
+            merged_with_file(Some(&recorded), Some(&base), base.clone()),
+            None
+        );
+        // The row changed elsewhere: the file's change and the hand edit both stay.
+        let moved = row(&[("location", "Room 4"), ("title", "Daily")]);
+        let m = merged_with_file(Some(&recorded), Some(&base), moved).unwrap();
+        assert_eq!(m.get("title"), Some(&Value::Str("Daily".into())));
+        assert_eq!(m.get("priority"), Some(&Value::Str("high".into())));
+        assert_eq!(
+            m.get("source_line"),
+            None,
+            "source attributes are written after"
+        );
+        assert_eq!(m.links, recorded.links);
+        assert!(m.conflicts.is_empty());
+        // Both changed one attribute: the file's value, with a conflict naming both.
+        recorded.set("location", Some(Value::Str("Room 9".into())));
+        let there = row(&[("location", "Room 5"), ("title", "Stand-up")]);
+        let m = merged_with_file(Some(&recorded), Some(&base), there.clone()).unwrap();
+        assert_eq!(m.get("location"), Some(&Value::Str("Room 5".into())));
+        assert_eq!(m.conflicts.len(), 1);
+        assert_eq!(m.conflicts[0].ours, Some(Value::Str("Room 9".into())));
+        assert!(replaced_note(&m.id, &m.conflicts[0]).starts_with(
+            "event:1: location was set by hand to Room 9; the file's Room 5 replaces it"
+        ));
+        // Removed by hand: stays removed while its row is as it was, comes back when the
+        // row changes.
+        assert_eq!(merged_with_file(None, Some(&base), base.clone()), None);
+        let back = merged_with_file(None, Some(&base), there).unwrap();
+        assert_eq!(back.get("location"), Some(&Value::Str("Room 5".into())));
+        assert!(back.links.is_empty());
+    }
 
     #[test]
     fn vcards_and_events_are_read_card_by_card_with_their_lines() {

@@ -307,7 +307,7 @@ impl Entity {
 
     /// Sets (or with `None` removes) attribute `name`, keeping the list sorted; a new
     /// value settles a conflict on it.
-    fn set(&mut self, name: &str, value: Option<Value>) {
+    pub(crate) fn set(&mut self, name: &str, value: Option<Value>) {
         match (
             self.attrs.binary_search_by(|(n, _)| n.as_str().cmp(name)),
             value,

@@ -562,12 +562,10 @@ impl Repo {
                 .filter(|e| matches!(e.kind, EntryKind::File | EntryKind::Executable))
                 .map(|e| e.id)
         };
-        // Each key at most once: an id is read once from all files (a derived id hashes
-        // its file's path, so two files never share one), and a file's removed ids are
-        // ones its new version does not hold.
+        // Each key at most once: a derived id hashes its file's path, so two files never
+        // share one, a file's second entry with a key is skipped, and a file's removed
+        // ids are ones its new version does not hold.
         let mut edits: Vec<(Vec<u8>, Option<Id>)> = Vec::new();
-        // The ids read so far, by walk order (the BLAKE3 hash of the id).
-        let mut seen: IdSet<[u8; 32]> = IdSet::default();
         for c in &changes {
             // The old version's entities, by id: the base a hand edit is merged against.
             let mut old: Vec<Derived> = match is_file(&c.old) {
@@ -584,9 +582,11 @@ impl Repo {
             // The entities the new version holds, by walk order (needed only to find the
             // old version's that are gone).
             let mut kept: IdSet<[u8; 32]> = IdSet::default();
+            let (first_skipped, first_replaced) = (out.skipped.len(), out.replaced.len());
             if let Some(file) = is_file(&c.new) {
                 let bytes = self.derived_bytes(&c.path, &file)?;
                 let read = read_file(&schema, &c.path, &bytes);
+                drop(bytes);
                 for (line, why) in read.skipped {
                     out.skipped.push((c.path.clone(), line, why));
                 }
@@ -599,10 +599,21 @@ impl Repo {
                         Value::Str(crate::path::display(&c.path).into_owned()),
                     ),
                 ];
-                let mut pending = Vec::new();
-                for d in read.entities {
-                    let order = crate::entity_map::walk_order(d.id.as_bytes());
-                    if !seen.insert(order) {
+                // Written as they are read, in the order the map is walked (the BLAKE3
+                // of the id), so that reading them back (the catalog's indexing, a diff)
+                // decodes each block once; the sort is stable, so of two entries with
+                // one key the first in the file comes first.
+                let mut rows: Vec<([u8; 32], Derived)> = read
+                    .entities
+                    .into_iter()
+                    .map(|d| (crate::entity_map::walk_order(d.id.as_bytes()), d))
+                    .collect();
+                rows.sort_by_key(|r| r.0);
+                out.events.reserve(rows.len());
+                edits.reserve(rows.len());
+                let mut previous = None;
+                for (order, d) in rows {
+                    if previous.replace(order) == Some(order) {
                         out.skipped.push((
                             c.path.clone(),
                             d.line,
@@ -620,22 +631,13 @@ impl Repo {
                         .ok()
                         .map(|i| &old[i]);
                     let line = d.line;
-                    let Some(merged) = merged_with_file(before.as_ref().map(|b| &b.1), base, d)
+                    let Some(mut e) = merged_with_file(before.as_ref().map(|b| &b.1), base, d)
                     else {
                         if !old.is_empty() {
                             kept.insert(order);
                         }
                         continue;
                     };
-                    let new_conflicts = merged.conflicts.iter().filter(|k| {
-                        before
-                            .as_ref()
-                            .is_none_or(|(_, b)| !b.conflicts.contains(k))
-                    });
-                    let notes: Vec<_> = new_conflicts
-                        .map(|k| (c.path.clone(), line, replaced_note(&merged.id, k)))
-                        .collect();
-                    let mut e = merged;
                     e.attrs
                         .extend(source.iter().map(|(n, v)| (n.to_string(), v.clone())));
                     e.attrs
@@ -651,14 +653,15 @@ impl Repo {
                     if !old.is_empty() {
                         kept.insert(order);
                     }
-                    out.replaced.extend(notes);
-                    pending.push((order, e, before));
-                }
-                // Written in the order the map is walked (sorted through their keys, not
-                // by moving the entities), so that reading them back (the
-                // catalog's indexing, a diff) decodes each block once.
-                pending.sort_by_cached_key(|p| p.0);
-                for (_, e, before) in pending {
+                    let new_conflicts = e.conflicts.iter().filter(|k| {
+                        before
+                            .as_ref()
+                            .is_none_or(|(_, b)| !b.conflicts.contains(k))
+                    });
+                    for k in new_conflicts {
+                        out.replaced
+                            .push((c.path.clone(), line, replaced_note(&e.id, k)));
+                    }
                     let (obj, _) = tx.write_grouped(Kind::Entity, &e.encode())?;
                     out.events.push(match before {
                         Some((from, b)) => Event::EntityChanged {
@@ -675,6 +678,9 @@ impl Repo {
                     edits.push((e.id.into_bytes(), Some(obj)));
                 }
             }
+            // What was skipped or replaced, in the file's order.
+            out.skipped[first_skipped..].sort_by_key(|s| s.1);
+            out.replaced[first_replaced..].sort_by_key(|s| s.1);
             let gone = old
                 .into_iter()
                 .map(|d| d.id)

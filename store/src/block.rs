@@ -21,6 +21,17 @@ const BLOCK_VERSION: u8 = 1;
 
 /// Raw bytes a writer gathers before it closes a block.
 pub const BLOCK_TARGET: usize = 1 << 20;
+/// Raw bytes at which a block of entities is closed: a query reads a few entities out of
+/// many blocks, and each read of a block not in memory decompresses and hashes all of it.
+pub const ENTITY_BLOCK_TARGET: usize = 64 << 10;
+
+/// Raw bytes at which a writer closes a block of objects of `kind`.
+pub fn target(kind: Kind) -> usize {
+    match kind {
+        Kind::Entity => ENTITY_BLOCK_TARGET,
+        _ => BLOCK_TARGET,
+    }
+}
 /// Largest object a writer puts in a block; larger ones are entries of their own.
 pub const BLOCK_MEMBER_MAX: usize = 64 << 10;
 

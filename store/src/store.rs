@@ -1624,7 +1624,7 @@ impl<'s> Transaction<'s> {
             }
         };
         self.blocks[slot].1.push(kind, id, raw);
-        if self.blocks[slot].1.len() >= crate::block::BLOCK_TARGET {
+        if self.blocks[slot].1.len() >= crate::block::target(kind) {
             self.close_block(slot)?;
         }
         Ok(())

@@ -1142,3 +1142,54 @@ fn a_committed_json_lines_file_becomes_entities_line_by_line() {
         .iter()
         .any(|a| a["name"] == "cost" && a["old"] == 80.0 && a["new"] == 95.0));
 }
+
+/// A commit that records more events than an operation holds in itself keeps them in
+/// event pages: `op show` gives every one, `op log` the first 20 and how many more,
+/// `fsck` and `gc` keep the pages, and `undo` takes the whole commit back.
+#[test]
+fn an_operation_with_thousands_of_events_keeps_them_in_pages() {
+    let repo = repo(false);
+    let d = repo.path();
+    write(
+        d,
+        "lifeos.schema.toml",
+        b"[[files]]\nglob = \"*.jsonl\"\ntype = \"task\"\nid = \"key\"\n",
+    );
+    let rows: String = (0..2500)
+        .map(|i| format!("{{\"key\": \"k{i}\", \"title\": \"task {i}\"}}\n"))
+        .collect();
+    write(d, "tasks.jsonl", rows.as_bytes());
+    ok(d, &["commit", "-m", "many tasks"]);
+    let shown = json(d, &["op", "show"]);
+    let events = shown["events"].as_array().unwrap();
+    let created = events
+        .iter()
+        .filter(|e| e["type"] == "entity.created")
+        .count();
+    assert_eq!(created, 2500, "every event, from its pages");
+    let total = events.len();
+    let log = ok(d, &["op", "log", "-n", "1"]);
+    assert_eq!(
+        log.lines().filter(|l| l.starts_with("    - ")).count(),
+        21,
+        "{log}"
+    );
+    assert!(
+        log.contains(&format!("- and {} more events (lifeos op show", total - 20)),
+        "{log}"
+    );
+    assert_eq!(json(d, &["fsck"])["ok"], true);
+    assert_eq!(json(d, &["gc"])["objects_removed"], 0);
+    assert_eq!(
+        json(d, &["op", "show"])["events"].as_array().unwrap().len(),
+        total
+    );
+    assert_eq!(json(d, &["query", "task"])["count"], 2500);
+    ok(d, &["undo"]);
+    assert_eq!(json(d, &["query", "task"])["count"], 0);
+    ok(d, &["redo"]);
+    assert_eq!(
+        json(d, &["query", "task where title = \"task 2499\""])["count"],
+        1
+    );
+}

@@ -674,7 +674,7 @@ impl<'r> Actions<'r> {
         // rules can never set each other off in a loop.
         let mut effects = std::collections::HashSet::new();
         for (_, op) in &ops {
-            for e in &op.events {
+            for e in self.repo.events(op)?.iter() {
                 if let lifeos_vcs::object::Event::ActionRecorded { record, .. } = e {
                     if let Stage::Finished {
                         effect: Some(effect),
@@ -690,7 +690,7 @@ impl<'r> Actions<'r> {
         let mut paths: Option<BTreeMap<Id, Vec<String>>> = None;
         let mut out = Vec::new();
         for (op_id, op) in ops {
-            for e in &op.events {
+            for e in self.repo.events(&op)?.iter() {
                 use lifeos_vcs::object::Event as E;
                 let t = match e {
                     E::BranchMoved { name, from, to } | E::TagMoved { name, from, to } => {
@@ -881,7 +881,7 @@ impl<'r> Actions<'r> {
                     json!({"kind": "branch", "name": name, "commit": hex(before.branch(name))})
                 }
                 "entity" => {
-                    let entity = op.events.iter().find_map(|e| match e {
+                    let entity = self.repo.events(&op)?.iter().find_map(|e| match e {
                         lifeos_vcs::object::Event::EntityCreated { id, .. }
                         | lifeos_vcs::object::Event::EntityChanged { id, .. } => Some(id.clone()),
                         _ => None,

@@ -608,8 +608,18 @@ pub fn merge(repo: &Repo, branch: &str, style: Style) -> CliResult<u8> {
     Ok(0)
 }
 
-/// An operation as `op log` prints it, after `mark`: id, who, when, what, its events.
-fn print_op(out: &mut dyn Write, mark: &str, id: &Id, o: &lifeos_vcs::Operation, style: Style) {
+/// Most events `op log` prints for one operation (`op show` prints them all).
+const OP_LOG_EVENTS: usize = 20;
+
+/// An operation as `op log` prints it, after `mark`: id, who, when, what, and its
+/// `events` (the first of them when it has more: then how many more).
+fn print_op(
+    out: &mut dyn Write,
+    mark: &str,
+    (id, o): (&Id, &lifeos_vcs::Operation),
+    events: &[Event],
+    style: Style,
+) {
     let _ = writeln!(
         out,
         "{mark} {} {}@{} {} ({})\n    {}",
@@ -620,20 +630,28 @@ fn print_op(out: &mut dyn Write, mark: &str, id: &Id, o: &lifeos_vcs::Operation,
         style.dim(&relative_time(o.end_ms)),
         o.description
     );
-    for e in &o.events {
+    for e in events {
         let _ = writeln!(out, "    - {}", event_text(e));
+    }
+    if o.events.len() > events.len() as u64 {
+        let _ = writeln!(
+            out,
+            "    - and {} more events (lifeos op show {})",
+            o.events.len() - events.len() as u64,
+            id.short(12)
+        );
     }
 }
 
-/// An operation as `lifeos.oplog.v1` lists it.
-fn op_json(id: &Id, o: &lifeos_vcs::Operation) -> Value {
+/// An operation as `lifeos.oplog.v1` lists it, with its `events`.
+fn op_json(id: &Id, o: &lifeos_vcs::Operation, events: &[Event]) -> Value {
     json!({
         "id": id.to_hex(),
         "parents": o.parents.iter().map(|p| p.to_hex()).collect::<Vec<_>>(),
         "view": o.view.to_hex(),
         "start_ms": o.start_ms, "end_ms": o.end_ms, "tz_offset_min": o.tz_offset_min,
         "user": o.user, "host": o.host, "description": o.description,
-        "events": o.events.iter().map(event_json).collect::<Vec<_>>(),
+        "events": events.iter().map(event_json).collect::<Vec<_>>(),
     })
 }
 
@@ -761,16 +779,18 @@ pub fn op(repo: &Repo, cmd: OpCmd, style: Style) -> CliResult<u8> {
                 rows.push((id, op));
             }
             if json {
-                print_json(
-                    "lifeos.oplog.v1",
-                    json!({"operations": rows.iter().map(|(id, o)| op_json(id, o)).collect::<Vec<_>>()}),
-                );
+                let mut listed = Vec::with_capacity(rows.len());
+                for (id, o) in &rows {
+                    listed.push(op_json(id, o, &repo.events(o)?));
+                }
+                print_json("lifeos.oplog.v1", json!({ "operations": listed }));
                 return Ok(0);
             }
             let mut out = std::io::stdout().lock();
             for (id, o) in &rows {
                 let mark = if *id == head.id { "@" } else { " " };
-                print_op(&mut out, mark, id, o, style);
+                let events = repo.first_events(o, OP_LOG_EVENTS)?;
+                print_op(&mut out, mark, (id, o), &events, style);
             }
         }
         OpCmd::Show { op, json } => {
@@ -786,8 +806,9 @@ pub fn op(repo: &Repo, cmd: OpCmd, style: Style) -> CliResult<u8> {
                 None => lifeos_vcs::View::default(),
             };
             let entities = repo.diff_entities(&before, &view)?;
+            let events = repo.events(&o)?;
             if json {
-                let mut v = op_json(&id, &o);
+                let mut v = op_json(&id, &o, &events);
                 v["entities"] = entities
                     .iter()
                     .map(crate::entity::entity_diff_json)
@@ -797,7 +818,7 @@ pub fn op(repo: &Repo, cmd: OpCmd, style: Style) -> CliResult<u8> {
                 return Ok(0);
             }
             let mut out = std::io::stdout().lock();
-            print_op(&mut out, "operation", &id, &o, style);
+            print_op(&mut out, "operation", (&id, &o), &events, style);
             crate::entity::print_entity_diffs(&mut out, &entities, style);
         }
         OpCmd::Restore { op, force } => {

@@ -548,7 +548,7 @@ pub fn pointer_rows(repo: &Repo) -> Result<Vec<GitMapRow>> {
         }
         let op = repo.operation(&id)?;
         ops.extend(op.parents.iter().copied());
-        for e in &op.events {
+        for e in repo.events(&op)?.iter() {
             if let Event::FilesStored { files } = e {
                 for f in files {
                     let size = repo.store().file_chunks(f)?.size();

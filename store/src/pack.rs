@@ -66,6 +66,8 @@ pub enum Kind {
     Entity = 11,
     /// A record of an automation's action: its proposal, approval, start or receipt.
     Action = 12,
+    /// A page of the events of an operation that has too many to hold in itself.
+    EventPage = 13,
 }
 
 impl Kind {
@@ -84,6 +86,7 @@ impl Kind {
             10 => Kind::EntityMap,
             11 => Kind::Entity,
             12 => Kind::Action,
+            13 => Kind::EventPage,
             _ => return None,
         })
     }
@@ -103,6 +106,7 @@ impl Kind {
             Kind::EntityMap => "entity map node",
             Kind::Entity => "entity",
             Kind::Action => "action",
+            Kind::EventPage => "event page",
         }
     }
 }

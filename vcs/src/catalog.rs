@@ -204,7 +204,7 @@ impl Catalog {
                     .map_err(|e| db_err(&path, e))?;
                 stack.extend(op.parents.iter().copied());
                 new_views.push(op.view);
-                for e in &op.events {
+                for e in repo.events(&op)?.iter() {
                     if let crate::object::Event::ContentExtracted { results } = e {
                         new_extracts.extend(results.iter().map(|x| (*x, id)));
                     }

@@ -116,7 +116,17 @@ impl Repo {
                 }
             };
             ops.extend(op.parents.iter().copied());
-            for e in &op.events {
+            if let crate::object::OpEvents::Paged { pages, .. } = &op.events {
+                r.ids.extend(pages.iter().copied());
+            }
+            let events = match self.events(&op) {
+                Ok(events) => events,
+                Err(e) => {
+                    problems.push(store_problem(&e, op_id, "operation's event pages"));
+                    std::borrow::Cow::Borrowed(&[][..])
+                }
+            };
+            for e in events.iter() {
                 if let crate::object::Event::FilesStored { files } = e {
                     stored.extend(
                         files

@@ -884,7 +884,7 @@ mod tests {
             user: "test".into(),
             host: "test".into(),
             description: "late".into(),
-            events: vec![],
+            events: crate::object::OpEvents::Inline(vec![]),
         };
         let id = tx.write_object(Kind::Operation, &op.encode()).unwrap();
         drop(tx.commit().unwrap());

@@ -9,7 +9,7 @@ use lifeos_store::{Id, Kind, Transaction};
 
 use crate::error::{Result, VcsError};
 use crate::folder::WorkingCopyLock;
-use crate::object::{Commit, Conflict, EntryKind, Event, Operation, TreeEntry, View};
+use crate::object::{Commit, Conflict, EntryKind, Event, OpEvents, Operation, TreeEntry, View};
 use crate::path::{display, in_folder, is_under, BString};
 use crate::repo::{now_ms, OpState, Repo};
 use crate::treediff::{diff_flat, Change, FlatTree};
@@ -662,7 +662,7 @@ impl Repo {
         while let [p] = top.op.parents.as_slice() {
             let parent = self.op_state(p)?;
             if !parent.view.same_but_records(&top.view)
-                || top.op.events.iter().any(|e| !e.records_only())
+                || self.events(&top.op)?.iter().any(|e| !e.records_only())
             {
                 break;
             }
@@ -749,11 +749,11 @@ impl Repo {
             // (an ingest batch only recorded results), by merging the others with its own
             // parents: what every other one did is kept.
             sides.sort_by_key(|s| (s.op.end_ms, s.id));
-            let results_only = |s: &OpState| s.op.events.iter().all(Event::records_only);
-            let pick = sides
-                .iter()
-                .rposition(|s| !results_only(s))
-                .unwrap_or(sides.len() - 1);
+            let mut changed = Vec::with_capacity(sides.len());
+            for s in &sides {
+                changed.push(!self.events(&s.op)?.iter().all(Event::records_only));
+            }
+            let pick = changed.iter().rposition(|c| *c).unwrap_or(sides.len() - 1);
             let newest = sides.remove(pick);
             let mut ids: Vec<Id> = sides.iter().map(|s| s.id).collect();
             ids.extend(newest.op.parents.iter().copied());
@@ -967,17 +967,23 @@ fn change_list(changes: &[Change]) -> Vec<String> {
     paths
 }
 
-/// The operation `op` undid, if it is an undo.
+/// The operation `op` undid, if it is an undo (whose one event is inline).
 fn undo_of(op: &Operation) -> Option<Id> {
-    op.events.iter().find_map(|e| match e {
+    let OpEvents::Inline(events) = &op.events else {
+        return None;
+    };
+    events.iter().find_map(|e| match e {
         Event::Undo { op } => Some(*op),
         _ => None,
     })
 }
 
-/// The undo `op` reverted, if it is a redo.
+/// The undo `op` reverted, if it is a redo (whose one event is inline).
 fn redo_of(op: &Operation) -> Option<Id> {
-    op.events.iter().find_map(|e| match e {
+    let OpEvents::Inline(events) = &op.events else {
+        return None;
+    };
+    events.iter().find_map(|e| match e {
         Event::Redo { op } => Some(*op),
         _ => None,
     })

@@ -13,8 +13,15 @@ pub const COMMIT_VERSION: u8 = 2;
 pub const VIEW_VERSION: u8 = 4;
 /// Git tag format version.
 pub const GIT_TAG_VERSION: u8 = 1;
-/// Operation format version.
-pub const OPERATION_VERSION: u8 = 1;
+/// Operation format version: 1 with its events in itself, 2 with them in pages.
+pub const OPERATION_VERSION: u8 = 2;
+/// Event page format version.
+pub const EVENT_PAGE_VERSION: u8 = 1;
+/// Most events an operation holds in itself; with more, they are written in pages, so
+/// that reading an operation (every command reads the head) does not decode them all.
+pub const INLINE_EVENTS: usize = 256;
+/// Events in one page (the last may hold fewer).
+pub const EVENTS_PER_PAGE: usize = 1024;
 
 /// What a tree entry is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -1257,13 +1264,72 @@ pub struct Operation {
     /// What was done, in words (the command line).
     pub description: String,
     /// What changed, typed.
-    pub events: Vec<Event>,
+    pub events: OpEvents,
+}
+
+/// An operation's events: in the operation itself, or (more than [`INLINE_EVENTS`]) in
+/// event pages it names, read when asked for (`Repo::events`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OpEvents {
+    /// The events themselves.
+    Inline(Vec<Event>),
+    /// How many events, and the pages holding them, in order.
+    Paged {
+        /// Events in all pages.
+        count: u64,
+        /// The pages' ids (objects of kind `EventPage`).
+        pages: Vec<Id>,
+    },
+}
+
+impl OpEvents {
+    /// How many events.
+    pub fn len(&self) -> u64 {
+        match self {
+            OpEvents::Inline(e) => e.len() as u64,
+            OpEvents::Paged { count, .. } => *count,
+        }
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Encodes one page of an operation's events.
+pub fn encode_event_page(events: &[Event]) -> Vec<u8> {
+    let mut w = Writer::with_header(Kind::EventPage as u8, EVENT_PAGE_VERSION);
+    w.uint(events.len() as u64);
+    for e in events {
+        e.encode(&mut w);
+    }
+    w.finish()
+}
+
+/// Decodes one page of an operation's events.
+pub fn decode_event_page(bytes: &[u8]) -> Result<Vec<Event>, DecodeError> {
+    const W: &str = "event page";
+    let mut r = Reader::new(bytes);
+    r.header(W, Kind::EventPage as u8, EVENT_PAGE_VERSION)?;
+    let n = r.count(W)?;
+    let events = (0..n)
+        .map(|_| Event::decode(&mut r))
+        .collect::<Result<_, _>>()?;
+    r.finish(W)?;
+    Ok(events)
 }
 
 impl Operation {
     /// The canonical encoding.
     pub fn encode(&self) -> Vec<u8> {
-        let mut w = Writer::with_header(Kind::Operation as u8, OPERATION_VERSION);
+        // Version 1 while the events are inline, so such an operation encodes as it
+        // always did.
+        let version = match self.events {
+            OpEvents::Inline(_) => 1,
+            OpEvents::Paged { .. } => OPERATION_VERSION,
+        };
+        let mut w = Writer::with_header(Kind::Operation as u8, version);
         write_ids(&mut w, &self.parents);
         w.id(&self.view)
             .int(self.start_ms)
@@ -1272,9 +1338,17 @@ impl Operation {
             .bytes(self.user.as_bytes())
             .bytes(self.host.as_bytes())
             .bytes(self.description.as_bytes());
-        w.uint(self.events.len() as u64);
-        for e in &self.events {
-            e.encode(&mut w);
+        match &self.events {
+            OpEvents::Inline(events) => {
+                w.uint(events.len() as u64);
+                for e in events {
+                    e.encode(&mut w);
+                }
+            }
+            OpEvents::Paged { count, pages } => {
+                w.uint(*count);
+                write_ids(&mut w, pages);
+            }
         }
         w.finish()
     }
@@ -1283,7 +1357,7 @@ impl Operation {
     pub fn decode(bytes: &[u8]) -> Result<Operation, DecodeError> {
         const W: &str = "operation";
         let mut r = Reader::new(bytes);
-        r.header(W, Kind::Operation as u8, OPERATION_VERSION)?;
+        let version = r.header(W, Kind::Operation as u8, OPERATION_VERSION)?;
         let parents = read_ids(&mut r, W)?;
         let view = r.id(W)?;
         let start_ms = r.int(W)?;
@@ -1293,10 +1367,24 @@ impl Operation {
         let user = r.str(W)?.to_string();
         let host = r.str(W)?.to_string();
         let description = r.str(W)?.to_string();
-        let n = r.count(W)?;
-        let events = (0..n)
-            .map(|_| Event::decode(&mut r))
-            .collect::<Result<_, _>>()?;
+        let events = if version == 1 {
+            let n = r.count(W)?;
+            OpEvents::Inline(
+                (0..n)
+                    .map(|_| Event::decode(&mut r))
+                    .collect::<Result<_, _>>()?,
+            )
+        } else {
+            let count = r.uint(W)?;
+            let pages = read_ids(&mut r, W)?;
+            if pages.is_empty() || count.div_ceil(EVENTS_PER_PAGE as u64) != pages.len() as u64 {
+                return Err(DecodeError::new(
+                    W,
+                    format!("{count} events do not fill {} pages", pages.len()),
+                ));
+            }
+            OpEvents::Paged { count, pages }
+        };
         r.finish(W)?;
         Ok(Operation {
             parents,
@@ -1384,7 +1472,7 @@ mod tests {
             view.heads.sort();
             view.heads.dedup();
             prop_assert_eq!(View::decode(&view.encode()).unwrap(), view.clone());
-            let op = Operation { parents: view.heads.clone(), view: Id::hash(b"v"), start_ms: start, end_ms: end, tz_offset_min: 60, user: "u".into(), host: "h".into(), description: desc, events: vec![
+            let op = Operation { parents: view.heads.clone(), view: Id::hash(b"v"), start_ms: start, end_ms: end, tz_offset_min: 60, user: "u".into(), host: "h".into(), description: desc, events: OpEvents::Inline(vec![
                 Event::RepoInitialized, Event::CommitCreated { commit: Id::hash(b"c") },
                 Event::BranchMoved { name: "main".into(), from: None, to: wc }, Event::TagMoved { name: "v1".into(), from: wc, to: None },
                 Event::CheckedOut { commit: Id::hash(b"c") }, Event::PathRestored { path: "a/b".into(), commit: Id::hash(b"c") },
@@ -1396,8 +1484,16 @@ mod tests {
                 Event::EntityRemoved { id: "task:a".into(), entity: Id::hash(b"f") },
                 Event::GitImported { source: b"/src/\xffrepo.git"[..].into(), commits: 2618 },
                 Event::FilesStored { files: vec![Id::hash(b"f"), Id::hash(b"g")] },
-            ] };
-            prop_assert_eq!(Operation::decode(&op.encode()).unwrap(), op);
+            ]) };
+            prop_assert_eq!(Operation::decode(&op.encode()).unwrap(), op.clone());
+            // The same events in a page, and an operation naming its pages.
+            let OpEvents::Inline(events) = &op.events else { unreachable!() };
+            prop_assert_eq!(&decode_event_page(&encode_event_page(events)).unwrap(), events);
+            let count = (EVENTS_PER_PAGE + 1) as u64;
+            let paged = Operation { events: OpEvents::Paged { count, pages: vec![Id::hash(b"p1"), Id::hash(b"p2")] }, ..op };
+            prop_assert_eq!(Operation::decode(&paged.encode()).unwrap(), paged.clone());
+            let wrong = Operation { events: OpEvents::Paged { count, pages: vec![Id::hash(b"p1")] }, ..paged };
+            prop_assert!(Operation::decode(&wrong.encode()).unwrap_err().to_string().contains("do not fill 1 pages"));
         }
 
         /// Valid objects, damaged: past the header and into every field's checks.
@@ -1419,7 +1515,7 @@ mod tests {
                     git_refs: vec![GitRef { name: "refs/pull/1/head".into(), target: Id::hash(b"g"), commit: Id::hash(b"g") }], entities: Some(Id::hash(b"e")), actions: Some(Id::hash(b"a")) }.encode(),
                 3 => GitTag { target: Id::hash(b"c"), target_is_tag: false, raw: b"object 00\ntype commit\n".to_vec() }.encode(),
                 _ => Operation { parents: vec![Id::hash(b"p")], view: Id::hash(b"v"), start_ms: 1, end_ms: 2, tz_offset_min: 0, user: "u".into(), host: "h".into(),
-                    description: "d".into(), events: vec![Event::PathRestored { path: b"x\xff"[..].into(), commit: Id::hash(b"c") }, Event::ContentExtracted { results: vec![Id::hash(b"x")] }, Event::FilesStored { files: vec![Id::hash(b"f")] }] }.encode(),
+                    description: "d".into(), events: OpEvents::Inline(vec![Event::PathRestored { path: b"x\xff"[..].into(), commit: Id::hash(b"c") }, Event::ContentExtracted { results: vec![Id::hash(b"x")] }, Event::FilesStored { files: vec![Id::hash(b"f")] }]) }.encode(),
             };
             let data = lifeos_store::mutate::mutate(&valid, &edits);
             let _ = Tree::decode(&data);
@@ -1436,6 +1532,7 @@ mod tests {
             let _ = Commit::decode(&data);
             let _ = View::decode(&data);
             let _ = Operation::decode(&data);
+            let _ = decode_event_page(&data);
             let _ = GitTag::decode(&data);
         }
     }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use lifeos_store::{Id, Kind, Store, StoreConfig, Transaction};
 
 use crate::error::{IoContext, Result, VcsError};
-use crate::object::{Commit, Event, Operation, Signature, Tree, View};
+use crate::object::{Commit, Event, OpEvents, Operation, Signature, Tree, View};
 
 /// Name of the repository directory inside the working folder.
 pub const DOT_DIR: &str = ".lifeos";
@@ -481,6 +481,21 @@ impl Repo {
         view.heads.sort();
         view.heads.dedup();
         let view_id = tx.write_object(Kind::View, &view.encode())?;
+        let events = if events.len() <= crate::object::INLINE_EVENTS {
+            OpEvents::Inline(events)
+        } else {
+            let pages = events
+                .chunks(crate::object::EVENTS_PER_PAGE)
+                .map(|page| {
+                    let raw = crate::object::encode_event_page(page);
+                    Ok(tx.write_grouped(Kind::EventPage, &raw)?.0)
+                })
+                .collect::<Result<Vec<Id>>>()?;
+            OpEvents::Paged {
+                count: events.len() as u64,
+                pages,
+            }
+        };
         Ok(Operation {
             parents: parents.to_vec(),
             view: view_id,
@@ -531,6 +546,43 @@ impl Repo {
         // there must not make a recorded commit look failed. The next writer retries it.
         let _ = self.store.maintain();
         Ok(op_id)
+    }
+
+    /// The events of operation `op`: its own, or read from its event pages.
+    pub fn events<'a>(&self, op: &'a Operation) -> Result<std::borrow::Cow<'a, [Event]>> {
+        self.first_events(op, usize::MAX)
+    }
+
+    /// The first `n` events of operation `op` (or all, if it has fewer), reading only
+    /// the event pages that hold them.
+    pub fn first_events<'a>(
+        &self,
+        op: &'a Operation,
+        n: usize,
+    ) -> Result<std::borrow::Cow<'a, [Event]>> {
+        match &op.events {
+            OpEvents::Inline(events) => {
+                Ok(std::borrow::Cow::Borrowed(&events[..n.min(events.len())]))
+            }
+            OpEvents::Paged { count, pages } => {
+                let mut events = Vec::with_capacity(n.min(*count as usize));
+                for page in pages {
+                    if events.len() >= n {
+                        break;
+                    }
+                    let raw = self.store.read_object(page, Kind::EventPage)?;
+                    events.extend(crate::object::decode_event_page(&raw).map_err(|source| {
+                        VcsError::Decode {
+                            kind: "event page",
+                            id: *page,
+                            source,
+                        }
+                    })?);
+                }
+                events.truncate(n);
+                Ok(std::borrow::Cow::Owned(events))
+            }
+        }
     }
 
     /// A new commit signature for the acting user at `time_ms`.

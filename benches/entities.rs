@@ -3,12 +3,13 @@
 //! `cargo bench --bench entities`. Builds (once, in a temp dir) a repository with
 //! 1,000,000 tasks recorded in one transaction (reported as entities per second), then
 //! measures: a commit of a JSON Lines file of 1,000,000 tasks read as entities by a
-//! schema rule (entities per second), editing one entity through the library (one published operation), the
-//! number of map nodes one edit writes, the catalog's indexing of them, and queries on
-//! the entities (now and `--at` the import) against the same queries on a SQLite table of
-//! the same rows, with and without an index made for the first query (medians from
-//! criterion, p95 of 50 runs printed). Under `cargo test` it runs
-//! once on 2,000 entities as a smoke test.
+//! schema rule (entities per second), editing one entity through the library (one
+//! published operation; median, p95, and the objects it writes, map nodes among them),
+//! the catalog's indexing of them, and queries on the entities (now and `--at` the
+//! import) against the same queries on a SQLite table of the same rows, with and without
+//! an index made for the first query (medians from criterion, p95 of 50 runs printed),
+//! then the same queries as whole processes, `lifeos query` against `sqlite3`. Under
+//! `cargo test` it runs once on 2,000 entities as a smoke test.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -161,6 +162,69 @@ fn sqlite_table(dir: &std::path::Path, n: usize, index: bool) -> rusqlite::Conne
     db
 }
 
+/// The queries as a person runs them: the whole `lifeos query` process, now and `--at`
+/// the import, against the whole `sqlite3` command-line process on the plain table's
+/// database (p50 and p95 of 30 runs each, taken in turns). Skipped, with a line that
+/// says so, where `sqlite3` is not installed.
+fn processes(dir: &std::path::Path, import_op: &Id, plain: &rusqlite::Connection) {
+    let db = plain.path().unwrap().to_string();
+    if std::process::Command::new("sqlite3")
+        .arg("-version")
+        .output()
+        .is_err()
+    {
+        println!("whole processes: sqlite3 is not installed; not compared");
+        return;
+    }
+    let op = import_op.to_hex();
+    for (name, q, sql) in QUERIES {
+        let lifeos_now = [q, "--json"];
+        let lifeos_at = [q, "--at", op.as_str(), "--json"];
+        let sides: [(&str, &str, Vec<&str>); 3] = [
+            ("lifeos query, now", env!("CARGO_BIN_EXE_lifeos"), {
+                let mut a = vec!["query"];
+                a.extend(lifeos_now);
+                a
+            }),
+            (
+                "lifeos query --at the import",
+                env!("CARGO_BIN_EXE_lifeos"),
+                {
+                    let mut a = vec!["query"];
+                    a.extend(lifeos_at);
+                    a
+                },
+            ),
+            (
+                "sqlite3 on the plain table",
+                "sqlite3",
+                vec![db.as_str(), sql],
+            ),
+        ];
+        let mut times: Vec<Vec<f64>> = vec![Vec::new(); sides.len()];
+        for _ in 0..30 {
+            for ((_, program, args), t) in sides.iter().zip(&mut times) {
+                let start = Instant::now();
+                let out = std::process::Command::new(program)
+                    .args(args)
+                    .current_dir(dir)
+                    .output()
+                    .unwrap();
+                t.push(start.elapsed().as_secs_f64() * 1e3);
+                assert!(out.status.success(), "{program} {args:?}: {out:?}");
+            }
+        }
+        for ((label, ..), t) in sides.iter().zip(&mut times) {
+            t.sort_by(f64::total_cmp);
+            println!(
+                "{name}, whole process ({label}): p50 {:.2} ms, p95 {:.2} ms",
+                t[t.len() / 2],
+                t[t.len() * 95 / 100]
+            );
+        }
+    }
+}
+
 /// Commits a JSON Lines file of `n` tasks under a `[[files]]` rule, as a person's bulk
 /// import does; returns entities per second (the whole commit: snapshot, rows read and
 /// typed, entity objects and map written, published).
@@ -273,18 +337,35 @@ fn entities(c: &mut Criterion) {
     drop(tx);
     println!("one edit among {n} entities writes {written} map nodes");
 
+    // Every object the library call writes (entity, map nodes, view, operation), counted
+    // in the store's index, and the edit's p95.
+    let mut v = 0u64;
+    let mut edit = || {
+        v += 1;
+        let change = EntityChange::Set(vec![("estimate".into(), Value::Num(v as f64))]);
+        repo.change_entity(Some("task:0000042"), change).unwrap();
+        1
+    };
+    let objects = |repo: &Repo| {
+        let s = repo.store().stats().unwrap();
+        s.objects + s.chunks
+    };
+    let before = objects(&repo);
+    edit();
+    println!(
+        "one edit among {n} entities (library call) writes {} objects in all",
+        objects(&repo) - before
+    );
+    println!(
+        "edit one of {n} (library call, one operation): p95 {:.3} ms",
+        p95_ms(&mut edit)
+    );
+
     let mut g = c.benchmark_group("entities");
     g.sample_size(20);
-    let mut v = 0u64;
     g.bench_function(
         format!("edit one of {n} (library call, one operation)"),
-        |b| {
-            b.iter(|| {
-                v += 1;
-                let change = EntityChange::Set(vec![("estimate".into(), Value::Num(v as f64))]);
-                black_box(repo.change_entity(Some("task:0000042"), change).unwrap());
-            })
-        },
+        |b| b.iter(|| black_box(edit())),
     );
     // The first catalog use indexes the entities (the import and the edits since).
     let start = Instant::now();
@@ -354,6 +435,8 @@ fn entities(c: &mut Criterion) {
             ours / theirs
         );
     }
+    drop(with_index);
+    processes(dir.path(), &first, &plain);
     if n <= 100_000 {
         let q = lifeos_vcs::query::parse(QUERIES[0].1).unwrap();
         g.bench_function(

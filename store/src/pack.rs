@@ -297,8 +297,14 @@ pub fn decode_entry(
                 .map_err(|e| zstd_err("delta frame does not decompress", e))?;
             raw
         }
-        Codec::Zstd => zstd::bulk::decompress(&stored, header.raw_len as usize)
-            .map_err(|e| format!("zstd frame does not decompress: {e}"))?,
+        Codec::Zstd => {
+            // The thread's context: creating one for each entry cost a cold read of a
+            // few small objects more than decompressing them.
+            let mut raw = Vec::with_capacity(header.raw_len as usize);
+            DCTX.with(|d| d.borrow_mut().decompress(&mut raw, &stored))
+                .map_err(|e| zstd_err("zstd frame does not decompress", e))?;
+            raw
+        }
     };
     if raw.len() != header.raw_len as usize {
         return Err(format!(

@@ -23,7 +23,7 @@ const BLOCK_VERSION: u8 = 1;
 pub const BLOCK_TARGET: usize = 1 << 20;
 /// Raw bytes at which a block of entities is closed: a query reads a few entities out of
 /// many blocks, and each read of a block not in memory decompresses and hashes all of it.
-pub const ENTITY_BLOCK_TARGET: usize = 64 << 10;
+pub const ENTITY_BLOCK_TARGET: usize = 16 << 10;
 
 /// Raw bytes at which a writer closes a block of objects of `kind`.
 pub fn target(kind: Kind) -> usize {

@@ -1,5 +1,6 @@
-//! Every object decoder: manifests, trees, commits, views, operations, extracts, git tags,
-//! entity map nodes, entities, action records, the stat cache and the folder move journal.
+//! Every object decoder: manifests, trees, commits, views, operations, event pages, extracts,
+//! git tags, entity map nodes, entities, action records, the stat cache and the folder move
+//! journal.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 
@@ -9,6 +10,7 @@ fuzz_target!(|data: &[u8]| {
     let _ = lifeos_vcs::object::Commit::decode(data);
     let _ = lifeos_vcs::object::View::decode(data);
     let _ = lifeos_vcs::object::Operation::decode(data);
+    let _ = lifeos_vcs::object::decode_event_page(data);
     let _ = lifeos_vcs::object::Extract::decode(data);
     let _ = lifeos_vcs::object::GitTag::decode(data);
     let _ = lifeos_vcs::entity_map::check_node(data);

@@ -178,22 +178,13 @@ fn processes(dir: &std::path::Path, import_op: &Id, plain: &rusqlite::Connection
     }
     let op = import_op.to_hex();
     for (name, q, sql) in QUERIES {
-        let lifeos_now = [q, "--json"];
-        let lifeos_at = [q, "--at", op.as_str(), "--json"];
+        let lifeos = env!("CARGO_BIN_EXE_lifeos");
         let sides: [(&str, &str, Vec<&str>); 3] = [
-            ("lifeos query, now", env!("CARGO_BIN_EXE_lifeos"), {
-                let mut a = vec!["query"];
-                a.extend(lifeos_now);
-                a
-            }),
+            ("lifeos query, now", lifeos, vec!["query", q, "--json"]),
             (
                 "lifeos query --at the import",
-                env!("CARGO_BIN_EXE_lifeos"),
-                {
-                    let mut a = vec!["query"];
-                    a.extend(lifeos_at);
-                    a
-                },
+                lifeos,
+                vec!["query", q, "--at", op.as_str(), "--json"],
             ),
             (
                 "sqlite3 on the plain table",

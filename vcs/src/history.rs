@@ -967,26 +967,29 @@ fn change_list(changes: &[Change]) -> Vec<String> {
     paths
 }
 
-/// The operation `op` undid, if it is an undo (whose one event is inline).
+/// The operation `op` undid, if it is an undo.
 fn undo_of(op: &Operation) -> Option<Id> {
-    let OpEvents::Inline(events) = &op.events else {
-        return None;
-    };
-    events.iter().find_map(|e| match e {
+    inline_event(op, |e| match e {
         Event::Undo { op } => Some(*op),
         _ => None,
     })
 }
 
-/// The undo `op` reverted, if it is a redo (whose one event is inline).
+/// The undo `op` reverted, if it is a redo.
 fn redo_of(op: &Operation) -> Option<Id> {
-    let OpEvents::Inline(events) = &op.events else {
-        return None;
-    };
-    events.iter().find_map(|e| match e {
+    inline_event(op, |e| match e {
         Event::Redo { op } => Some(*op),
         _ => None,
     })
+}
+
+/// The first of `op`'s events `pick` gives a value for, among the events it holds in
+/// itself: an undo or redo records one event, so it never has pages.
+fn inline_event(op: &Operation, pick: impl FnMut(&Event) -> Option<Id>) -> Option<Id> {
+    match &op.events {
+        OpEvents::Inline(events) => events.iter().find_map(pick),
+        OpEvents::Paged { .. } => None,
+    }
 }
 
 /// `sides` without those that are a parent of another side: a state already contained in

@@ -570,14 +570,11 @@ impl Repo {
                     if events.len() >= n {
                         break;
                     }
-                    let raw = self.store.read_object(page, Kind::EventPage)?;
-                    events.extend(crate::object::decode_event_page(&raw).map_err(|source| {
-                        VcsError::Decode {
-                            kind: "event page",
-                            id: *page,
-                            source,
-                        }
-                    })?);
+                    events.extend(self.read_decoded(
+                        page,
+                        Kind::EventPage,
+                        crate::object::decode_event_page,
+                    )?);
                 }
                 events.truncate(n);
                 Ok(std::borrow::Cow::Owned(events))
@@ -827,5 +824,45 @@ mod tests {
         let view = second.head().unwrap().view;
         assert_eq!(view.branch("left"), Some(id("left")));
         assert_eq!(view.branch("right"), Some(id("right")));
+    }
+
+    /// An operation with more events than it holds in itself names pages that give them
+    /// back in order; `first_events` reads only the pages it needs.
+    #[test]
+    fn many_events_go_to_pages_and_come_back_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repo::init(dir.path(), StoreConfig::default()).unwrap();
+        let head = repo.head().unwrap();
+        let n = crate::object::EVENTS_PER_PAGE + 7;
+        let events: Vec<Event> = (0..n)
+            .map(|i| Event::CommitCreated {
+                commit: id(&i.to_string()),
+            })
+            .collect();
+        let tx = repo.store().transaction().unwrap();
+        let op = repo
+            .publish(
+                tx,
+                &[head.id],
+                head.view.clone(),
+                "many",
+                events.clone(),
+                now_ms(),
+            )
+            .unwrap();
+        let read = repo.operation(&op).unwrap();
+        let OpEvents::Paged { count, pages } = &read.events else {
+            panic!("{n} events were kept in the operation itself");
+        };
+        assert_eq!((*count, pages.len()), (n as u64, 2));
+        assert_eq!(repo.events(&read).unwrap().as_ref(), &events[..]);
+        assert_eq!(repo.first_events(&read, 3).unwrap().as_ref(), &events[..3]);
+        // Up to INLINE_EVENTS, they stay in the operation.
+        let few = events[..crate::object::INLINE_EVENTS].to_vec();
+        let tx = repo.store().transaction().unwrap();
+        let op = repo
+            .publish(tx, &[op], head.view, "few", few.clone(), now_ms())
+            .unwrap();
+        assert_eq!(repo.operation(&op).unwrap().events, OpEvents::Inline(few));
     }
 }

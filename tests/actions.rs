@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{at_time, cmd, fails, git, json, ok, run, write};
+use common::{cmd, fails, git, json, ok, ok_at, run, write};
 
 /// An HTTP server on 127.0.0.1 that answers every request with `status` and keeps
 /// what it was sent ("METHOD URL BODY").
@@ -284,6 +284,13 @@ fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
 /// A new repository in `d` whose trusted rule runs `line` with `sh -c` for each new file
 /// under `in/`, with one such file committed and its action approved; returns its id.
 fn approved_shell_action(d: &Path, line: &str) -> String {
+    let a = pending_shell_action(d, line);
+    ok(d, &["approve", &a]);
+    a
+}
+
+/// A repository whose rule proposed one shell action (`line`), not yet approved.
+fn pending_shell_action(d: &Path, line: &str) -> String {
     ok(d, &["init"]);
     let rules = format!(
         "[[rule]]\nname = \"shell\"\non = \"commit\"\npaths = [\"in/*\"]\n[rule.run]\nargv = [{line:?}]\nshell = true\ntimeout = \"60s\"\n"
@@ -293,9 +300,7 @@ fn approved_shell_action(d: &Path, line: &str) -> String {
     ok(d, &["rules", "trust"]);
     write(d, "in/a", b"a");
     ok(d, &["commit", "-m", "a"]);
-    let a = id(&actions(d)[0]);
-    ok(d, &["approve", &a]);
-    a
+    id(&actions(d)[0])
 }
 
 #[test]
@@ -370,7 +375,7 @@ fn two_processes_approving_and_running_one_action_at_once_run_it_once() {
     let d = tmp.path();
     let outside = tempfile::tempdir().unwrap();
     let marks = outside.path().join("marks");
-    let a = approved_shell_action(d, &format!("echo ran >> {} && sleep 1", marks.display()));
+    let a = pending_shell_action(d, &format!("echo ran >> {} && sleep 1", marks.display()));
     let children: Vec<_> = (0..2)
         .map(|_| {
             cmd(d)
@@ -385,6 +390,23 @@ fn two_processes_approving_and_running_one_action_at_once_run_it_once() {
         .into_iter()
         .map(|c| c.wait_with_output().unwrap())
         .collect();
+    // One process runs it; the other is refused and says why (it lost the approval or
+    // the run to the first).
+    let text = |o: &std::process::Output| {
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    };
+    let (won, lost): (Vec<_>, Vec<_>) = outs.iter().partition(|o| o.status.success());
+    assert_eq!((won.len(), lost.len()), (1, 1), "{outs:?}");
+    assert!(text(won[0]).contains("executed: exit status 0"), "{outs:?}");
+    let refusal = text(lost[0]);
+    assert!(
+        refusal.contains("there is nothing to approve") || refusal.contains("nothing to do: it is"),
+        "{refusal}"
+    );
     assert_eq!(
         std::fs::read_to_string(&marks).unwrap(),
         "ran\n",
@@ -697,6 +719,12 @@ fn watch_ingests_what_it_commits_fires_ingest_rules_and_stops_on_sigint() {
     write(d, "lifeos.rules.toml", rules.as_bytes());
     ok(d, &["commit", "-m", "rules"]);
     ok(d, &["rules", "trust"]);
+    // A commit no longer indexes what it read, so only the watcher's own ingest can make
+    // the note searchable and fire the ingest rule.
+    let cfg = d.join(".lifeos/config");
+    let mut text = std::fs::read_to_string(&cfg).unwrap();
+    text.push_str("\n[ingest]\nafter_commit = false\n");
+    std::fs::write(&cfg, text).unwrap();
     let log_path = outside.path().join("watch.log");
     let mut watcher = cmd(d)
         .args(["watch", "--quiet-period", "300ms"])
@@ -1038,8 +1066,8 @@ fn rules_changed_by_a_merge_wait_for_trust() {
 
 /// The state of the action for `path` as `lifeos actions --json` gives it at `now`.
 fn state_at(d: &Path, now: &str, path: &str) -> String {
-    let out = at_time(d, now, &["actions", "--json"]);
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&ok_at(d, now, &["actions", "--json"])).unwrap();
     v["actions"]
         .as_array()
         .unwrap()

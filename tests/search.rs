@@ -621,7 +621,7 @@ fn extract_show_reads_back_lines_pages_ocr_exif_and_failures_as_they_were() {
             .unwrap()
             .to_string()
     };
-    let list: Value = serde_json::from_str(&ok(d, &["extract", "list", "--json"])).unwrap();
+    let list = json(d, &["extract", "list"]);
     assert_eq!(
         state(&list, "notes/plan.md"),
         [("markdown".into(), "done".into())]

@@ -32,7 +32,8 @@ fn threshold(rms: &[f32]) -> f32 {
 }
 
 /// The loudness of a window of samples, 10 ms frame by frame, and the level that counts
-/// as sound; computed once per window for [`narrow`] and [`swallowed`].
+/// as sound; computed once per window for [`narrow`], [`split_sentences`] and
+/// [`swallowed`].
 pub struct Loudness {
     rms: Vec<f32>,
     thr: f32,
@@ -47,6 +48,11 @@ impl Loudness {
         let rms = frame_rms(samples);
         let thr = threshold(&rms);
         Some(Loudness { rms, thr })
+    }
+
+    /// The frame that holds the time `ms` (from the window's start), at most the end.
+    fn frame(&self, ms: u64) -> usize {
+        ((ms / 10) as usize).min(self.rms.len())
     }
 }
 
@@ -102,13 +108,12 @@ pub fn narrow(loud: &Loudness, segs: &mut [TimedText]) {
         return;
     }
     let frames = rms.len();
-    let to_frame = |ms: u64| ((ms / 10) as usize).min(frames);
     let starts: Vec<u64> = segs.iter().map(|s| s.start_ms).collect();
     for i in 0..segs.len() {
-        let (mut a, b) = (to_frame(segs[i].start_ms), to_frame(segs[i].end_ms));
+        let (mut a, b) = (loud.frame(segs[i].start_ms), loud.frame(segs[i].end_ms));
         let limit = starts
             .get(i + 1)
-            .map_or(frames, |&n| to_frame(n))
+            .map_or(frames, |&n| loud.frame(n))
             .min(b + END_SLACK)
             .max(b);
         if i > 0 && a < b && speaking(rms, thr, a) {
@@ -154,11 +159,13 @@ const SENTENCE_GAP: usize = 50;
 fn sentences(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut from = 0;
-    let chars: Vec<(usize, char)> = text.char_indices().collect();
-    for w in chars.windows(2) {
-        if matches!(w[0].1, '.' | '?' | '!') && w[1].1.is_whitespace() {
-            out.push(text[from..w[1].0].trim());
-            from = w[1].0;
+    let mut chars = text.char_indices().peekable();
+    while let Some((_, c)) = chars.next() {
+        if let Some(&(at, next)) = chars.peek() {
+            if matches!(c, '.' | '?' | '!') && next.is_whitespace() {
+                out.push(text[from..at].trim());
+                from = at;
+            }
         }
     }
     out.push(text[from..].trim());
@@ -176,20 +183,19 @@ pub fn split_sentences(loud: &Loudness, segs: Vec<TimedText>) -> Vec<TimedText> 
     let mut out = Vec::with_capacity(segs.len());
     for s in segs {
         let parts = sentences(&s.text);
-        let (a, b) = (
-            ((s.start_ms / 10) as usize).min(rms.len()),
-            ((s.end_ms / 10) as usize).min(rms.len()),
-        );
+        if parts.len() < 2 || thr <= 0.0 {
+            out.push(s);
+            continue;
+        }
+        let (a, b) = (loud.frame(s.start_ms), loud.frame(s.end_ms));
         let mut runs: Vec<(usize, usize)> = Vec::new();
-        if parts.len() > 1 && thr > 0.0 {
-            for f in (a..b).filter(|&f| rms[f] >= thr) {
-                match runs.last_mut() {
-                    Some(r) if f - r.1 <= SENTENCE_GAP => r.1 = f,
-                    _ => runs.push((f, f)),
-                }
+        for f in (a..b).filter(|&f| rms[f] >= thr) {
+            match runs.last_mut() {
+                Some(r) if f - r.1 <= SENTENCE_GAP => r.1 = f,
+                _ => runs.push((f, f)),
             }
         }
-        if parts.len() > 1 && runs.len() == parts.len() {
+        if runs.len() == parts.len() {
             out.extend(parts.iter().zip(&runs).map(|(text, r)| TimedText {
                 start_ms: r.0 as u64 * 10,
                 end_ms: (r.1 as u64 + 1) * 10,
@@ -212,13 +218,9 @@ const LONG_GAP: usize = 150;
 /// gap must be transcribed again.
 pub fn swallowed(loud: &Loudness, segs: &[TimedText]) -> Option<(usize, u64, u64)> {
     let (rms, thr) = (&loud.rms, loud.thr);
-    let frames = rms.len();
     for (i, s) in segs.iter().enumerate() {
-        let (a, b) = (
-            ((s.start_ms / 10) as usize).min(frames),
-            ((s.end_ms / 10) as usize).min(frames),
-        );
-        if let Some((q, f)) = first_pause(&rms[..b.max(a)], thr, a, LONG_GAP) {
+        let (a, b) = (loud.frame(s.start_ms), loud.frame(s.end_ms));
+        if let Some((q, f)) = first_pause(&rms[..b], thr, a, LONG_GAP) {
             return Some((i, q as u64 * 10, f as u64 * 10));
         }
     }
@@ -352,6 +354,31 @@ mod tests {
             ..seg
         };
         assert_eq!(swallowed(&Loudness::of(&s).unwrap(), &[short]), None);
+    }
+
+    #[test]
+    fn a_click_in_the_silence_does_not_start_the_segment() {
+        // 2 s of silence with one loud 10 ms frame at 1 s, then 1 s of sound.
+        let mut s = vec![0.0; 2 * RATE as usize];
+        let click = RATE as usize;
+        s[click..click + FRAME].fill(0.5);
+        s.extend(tone(1.0));
+        let mut segs = vec![TimedText {
+            start_ms: 0,
+            end_ms: 3000,
+            text: "x".into(),
+        }];
+        narrow(&Loudness::of(&s).unwrap(), &mut segs);
+        assert_eq!((segs[0].start_ms, segs[0].end_ms), (2000, 3000));
+    }
+
+    #[test]
+    fn sentences_end_at_a_stop_before_whitespace() {
+        assert_eq!(
+            sentences("Is it 3.5? Yes!  Done. and… more"),
+            ["Is it 3.5?", "Yes!", "Done.", "and… more"]
+        );
+        assert_eq!(sentences("  "), Vec::<&str>::new());
     }
 
     #[test]

@@ -730,4 +730,11 @@ fn extract_show_reads_back_lines_pages_ocr_exif_and_failures_as_they_were() {
     assert_eq!(by_rev["extracts"], then["extracts"]);
     let missing = fails(d, &["extract", "show", "notes/nothing.md"]);
     assert!(missing.contains("notes/nothing.md"), "{missing}");
+    // A folder is refused as `cat` refuses it, pointing at the list of its files.
+    let folder = fails(d, &["extract", "show", "notes"]);
+    assert!(
+        folder.contains("notes is a directory, not a file")
+            && folder.contains("lifeos extract list notes"),
+        "{folder}"
+    );
 }

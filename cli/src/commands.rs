@@ -609,18 +609,37 @@ fn ls(repo: &Repo, path: Option<&[u8]>, rev: &str, at: &crate::AtArg, json: bool
     Ok(0)
 }
 
-fn cat(repo: &Repo, path: &[u8], rev: &str, at: &crate::AtArg, json: bool) -> CliResult<u8> {
+/// A file in a revision, as `cat` and `extract show` read it.
+pub(crate) struct FileAt {
+    /// The commit's id.
+    pub commit: lifeos_store::Id,
+    /// The path, cleaned.
+    pub path: lifeos_vcs::path::BString,
+    /// The file's entry in the commit's tree.
+    pub entry: lifeos_vcs::TreeEntry,
+}
+
+/// The file at `path` in `rev` (as of `at`). A folder or a submodule is refused, with
+/// `hint` (given the path as people see it) saying what to run instead.
+pub(crate) fn file_at(
+    repo: &Repo,
+    path: &[u8],
+    rev: &str,
+    at: &crate::AtArg,
+    hint: impl FnOnce(&str) -> String,
+) -> CliResult<FileAt> {
     let (commit, c) = resolve(repo, rev, at)?;
     let clean = lifeos_vcs::path::clean(path)?;
+    let shown = display(&clean).into_owned();
     let entry =
         repo.lookup_path(&c.tree, &clean)?
             .ok_or_else(|| lifeos_vcs::VcsError::PathNotFound {
-                path: display(&clean).into_owned(),
+                path: shown.clone(),
                 rev: rev.into(),
             })?;
     if matches!(entry.kind, EntryKind::Dir | EntryKind::Gitlink) {
         return Err(CliError::from(lifeos_vcs::VcsError::NotAFile {
-            path: display(&clean).into_owned(),
+            path: shown.clone(),
             found: if entry.kind == EntryKind::Dir {
                 "directory"
             } else {
@@ -628,8 +647,23 @@ fn cat(repo: &Repo, path: &[u8], rev: &str, at: &crate::AtArg, json: bool) -> Cl
             },
             expected: "file",
         })
-        .hint(format!("`lifeos ls {} -r {rev}` lists it", display(&clean))));
+        .hint(hint(&shown)));
     }
+    Ok(FileAt {
+        commit,
+        path: clean,
+        entry,
+    })
+}
+
+fn cat(repo: &Repo, path: &[u8], rev: &str, at: &crate::AtArg, json: bool) -> CliResult<u8> {
+    let FileAt {
+        commit,
+        path: clean,
+        entry,
+    } = file_at(repo, path, rev, at, |p| {
+        format!("`lifeos ls {p} -r {rev}` lists it")
+    })?;
     if json {
         use base64::Engine as _;
         let mut bytes = Vec::new();

@@ -45,7 +45,8 @@ pub fn completions(shell: clap_complete::Shell) -> CliResult<u8> {
     if shell == clap_complete::Shell::Bash {
         script.extend_from_slice(BASH_REFS.as_bytes());
     }
-    write_stdout(&script)
+    write_stdout(&script)?;
+    Ok(0)
 }
 
 /// `lifeos man [--dir DIR]`: the top page on stdout, or every command's page in DIR.
@@ -71,17 +72,18 @@ pub fn man(dir: Option<&Path>) -> CliResult<u8> {
             clap_mangen::Man::new(crate::examples::command())
                 .render(&mut page)
                 .map_err(|e| CliError::new(format!("cannot render the manual page: {e}")))?;
-            write_stdout(&page)
+            write_stdout(&page)?;
+            Ok(0)
         }
     }
 }
 
 /// Writes `bytes` to stdout; a closed pipe (`| head`) is not an error.
-fn write_stdout(bytes: &[u8]) -> CliResult<u8> {
+pub(crate) fn write_stdout(bytes: &[u8]) -> CliResult<()> {
     let mut out = std::io::stdout().lock();
     match out.write_all(bytes).and_then(|()| out.flush()) {
-        Ok(()) => Ok(0),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(0),
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         Err(e) => Err(CliError::new(format!("writing to stdout: {e}"))),
     }
 }

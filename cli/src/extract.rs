@@ -1,16 +1,13 @@
 //! `lifeos extract show` and `lifeos extract list`: what ingest extracted, read back.
 
-use std::io::Write;
-
 use lifeos_ingest::extracts::{self, FileExtract, State, SubtitleFormat};
 use lifeos_ingest::search::cite;
 use lifeos_vcs::catalog::anchor_json;
-use lifeos_vcs::object::EntryKind;
 use lifeos_vcs::path::display;
 use lifeos_vcs::Repo;
 use serde_json::json;
 
-use crate::commands::{arg_bytes, resolve};
+use crate::commands::{arg_bytes, file_at, resolve, FileAt};
 use crate::error::{CliError, CliResult};
 use crate::output::{local_time, print_json, Style};
 use crate::{ExtractCmd, ExtractFormat, RevAt};
@@ -25,19 +22,14 @@ pub fn run(repo: &Repo, cmd: ExtractCmd, style: Style) -> CliResult<u8> {
             model,
             json,
         } => {
-            let (commit, c) = resolve(repo, &revision, &at)?;
-            let clean = lifeos_vcs::path::clean(arg_bytes(&path))?;
-            let shown = display(&clean).into_owned();
-            let entry = repo.lookup_path(&c.tree, &clean)?.ok_or_else(|| {
-                lifeos_vcs::VcsError::PathNotFound {
-                    path: shown.clone(),
-                    rev: revision.clone(),
-                }
+            let FileAt {
+                commit,
+                path: clean,
+                entry,
+            } = file_at(repo, arg_bytes(&path), &revision, &at, |p| {
+                format!("`lifeos extract list {p}` lists its files")
             })?;
-            if matches!(entry.kind, EntryKind::Dir | EntryKind::Gitlink) {
-                return Err(CliError::new(format!("{shown} is not a file"))
-                    .hint(format!("`lifeos extract list {shown}` lists its files")));
-            }
+            let shown = display(&clean).into_owned();
             let catalog = repo.catalog()?;
             let all = extracts::of_file(repo, &catalog, &entry.id)?;
             match format {
@@ -57,7 +49,7 @@ pub fn run(repo: &Repo, cmd: ExtractCmd, style: Style) -> CliResult<u8> {
                     } else {
                         SubtitleFormat::Vtt
                     };
-                    write_out(extracts::subtitles(segments, f).as_bytes())?;
+                    crate::docs::write_stdout(extracts::subtitles(segments, f).as_bytes())?;
                     Ok(0)
                 }
                 ExtractFormat::Text if json => {
@@ -91,7 +83,7 @@ pub fn run(repo: &Repo, cmd: ExtractCmd, style: Style) -> CliResult<u8> {
                         }
                         text.push_str(&shown_text(&shown, &commit.short(7), x, style));
                     }
-                    write_out(text.as_bytes())?;
+                    crate::docs::write_stdout(text.as_bytes())?;
                     Ok(if all.iter().any(|x| x.outcome.is_err()) {
                         1
                     } else {
@@ -152,7 +144,7 @@ pub fn run(repo: &Repo, cmd: ExtractCmd, style: Style) -> CliResult<u8> {
                     ));
                 }
             }
-            write_out(text.as_bytes())?;
+            crate::docs::write_stdout(text.as_bytes())?;
             Ok(0)
         }
     }
@@ -197,17 +189,6 @@ fn nothing_extracted(
         )),
         _ => CliError::new(what)
             .hint("`lifeos ingest` extracts it; `lifeos extract list` shows what is pending"),
-    }
-}
-
-/// Writes to stdout; a closed pipe (`| head`) is not an error.
-fn write_out(bytes: &[u8]) -> CliResult<()> {
-    let mut out = std::io::stdout().lock();
-    match out.write_all(bytes).and_then(|()| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            Err(CliError::new(format!("writing to stdout: {e}")))
-        }
-        _ => Ok(()),
     }
 }
 

@@ -737,4 +737,6 @@ fn extract_show_reads_back_lines_pages_ocr_exif_and_failures_as_they_were() {
             && folder.contains("lifeos extract list notes"),
         "{folder}"
     );
+    let unknown = fails(d, &["extract", "list", "notes/nothing.md"]);
+    assert!(unknown.contains("notes/nothing.md does not exist in @"), "{unknown}");
 }

@@ -575,14 +575,7 @@ pub(crate) fn resolve(
 fn ls(repo: &Repo, path: Option<&[u8]>, rev: &str, at: &crate::AtArg, json: bool) -> CliResult<u8> {
     let (id, c) = resolve(repo, rev, at)?;
     let clean = lifeos_vcs::path::clean(path.unwrap_or_default())?;
-    let rows = repo.entries_under(&c.tree, &clean)?;
-    if rows.is_empty() && !clean.is_empty() && repo.lookup_path(&c.tree, &clean)?.is_none() {
-        return Err(lifeos_vcs::VcsError::PathNotFound {
-            path: display(&clean).into_owned(),
-            rev: rev.into(),
-        }
-        .into());
-    }
+    let rows = repo.entries_at(Some(&c.tree), &clean, rev)?;
     if json {
         print_json(
             "lifeos.ls.v1",

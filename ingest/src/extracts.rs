@@ -154,31 +154,15 @@ pub fn files_at(
     rev: &str,
 ) -> Result<Vec<(Id, String, u64)>> {
     let mut found: Vec<(String, lifeos_vcs::object::TreeEntry)> = Vec::new();
-    if paths.is_empty() {
-        if let Some(t) = tree {
-            for (p, e) in repo.flatten(t)? {
-                found.push((lifeos_vcs::path::display(&p).into_owned(), e));
-            }
-        }
-    }
-    for p in paths {
+    let everything = [Vec::new()];
+    let wanted = if paths.is_empty() { &everything } else { paths };
+    for p in wanted {
         let clean = lifeos_vcs::path::clean(p)?;
-        let shown = lifeos_vcs::path::display(&clean).into_owned();
-        let entry = match tree {
-            Some(t) => repo.lookup_path(t, &clean)?,
-            None => None,
-        }
-        .ok_or_else(|| lifeos_vcs::VcsError::PathNotFound {
-            path: shown.clone(),
-            rev: rev.into(),
-        })?;
-        if entry.kind == EntryKind::Dir {
-            for (sub, e) in repo.flatten(&entry.id)? {
-                found.push((format!("{shown}/{}", lifeos_vcs::path::display(&sub)), e));
-            }
-        } else {
-            found.push((shown, entry));
-        }
+        let rows = repo.entries_at(tree, &clean, rev)?;
+        found.extend(
+            rows.into_iter()
+                .map(|(p, e)| (lifeos_vcs::path::display(&p).into_owned(), e)),
+        );
     }
     let mut seen = std::collections::HashSet::new();
     let mut files: Vec<(Id, String, u64)> = found

@@ -729,6 +729,32 @@ impl Repo {
             Some(e) => vec![(BString::from(path), e)],
         })
     }
+
+    /// Like [`Repo::entries_under`] (`None` is the empty tree), but a path that is not in
+    /// the tree is an error naming it and `rev`.
+    pub fn entries_at(
+        &self,
+        root: Option<&Id>,
+        path: &[u8],
+        rev: &str,
+    ) -> Result<Vec<(BString, TreeEntry)>> {
+        let rows = match root {
+            Some(t) => self.entries_under(t, path)?,
+            None => Vec::new(),
+        };
+        let known = !rows.is_empty()
+            || path.is_empty()
+            || root
+                .map_or(Ok(None), |t| self.lookup_path(t, path))?
+                .is_some();
+        if !known {
+            return Err(VcsError::PathNotFound {
+                path: crate::path::display(path).into_owned(),
+                rev: rev.into(),
+            });
+        }
+        Ok(rows)
+    }
 }
 
 /// Whether the tree being built has an entry (file or folder) at `path`.

@@ -738,5 +738,8 @@ fn extract_show_reads_back_lines_pages_ocr_exif_and_failures_as_they_were() {
         "{folder}"
     );
     let unknown = fails(d, &["extract", "list", "notes/nothing.md"]);
-    assert!(unknown.contains("notes/nothing.md does not exist in @"), "{unknown}");
+    assert!(
+        unknown.contains("notes/nothing.md does not exist in @"),
+        "{unknown}"
+    );
 }

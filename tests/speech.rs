@@ -1070,6 +1070,12 @@ fn a_second_model_transcribes_again_and_both_transcripts_are_kept() {
     assert_eq!(sorted(found(&[])), ["other.wav", "talk.wav"]);
     // Only talk.wav has a transcript by `second`; both have one by the default model.
     assert_eq!(found(&["--model", "second"]), ["talk.wav"]);
+    // The model is checked before the limit: the default model's better-ranked segments
+    // do not use up the hits.
+    assert_eq!(
+        found(&["--model", "second", "--type", "audio", "--limit", "1"]),
+        ["talk.wav"]
+    );
     assert_eq!(
         sorted(found(&["--model", "whisper-tiny.en"])),
         ["other.wav", "talk.wav"]

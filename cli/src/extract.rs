@@ -168,24 +168,26 @@ fn nothing_extracted(
     commit: &str,
     model: Option<&str>,
 ) -> CliError {
+    if let Some(m) = model {
+        return CliError::new(format!(
+            "nothing by {m} was extracted from {path} at {commit}"
+        ))
+        .hint(format!(
+            "`lifeos ingest --model {m} {path}` transcribes it with that model"
+        ));
+    }
+    let what = format!("nothing was extracted from {path} at {commit}");
     let state = extracts::list(repo, &[(entry.id, path.to_string(), entry.size)])
         .ok()
         .and_then(|l| l.into_iter().next())
         .and_then(|l| l.extractors.into_iter().next())
         .map(|(_, st)| st);
-    let what = match model {
-        Some(m) => format!("nothing by {m} was extracted from {path} at {commit}"),
-        None => format!("nothing was extracted from {path} at {commit}"),
-    };
-    match (state, model) {
-        (Some(State::NoExtractor), None) => CliError::new(format!(
+    match state {
+        Some(State::NoExtractor) => CliError::new(format!(
             "{what}: no extractor reads files of its kind (it is found by name only)"
         )),
-        (Some(State::Excluded), None) => CliError::new(format!(
+        Some(State::Excluded) => CliError::new(format!(
             "{what}: it is excluded by [ingest] exclude in .lifeos/config"
-        )),
-        (_, Some(m)) => CliError::new(what).hint(format!(
-            "`lifeos ingest --model {m} {path}` transcribes it with that model"
         )),
         _ => CliError::new(what)
             .hint("`lifeos ingest` extracts it; `lifeos extract list` shows what is pending"),
@@ -221,7 +223,7 @@ fn shown_text(path: &str, commit: &str, x: &FileExtract, style: Style) -> String
         Ok(segs) => {
             let places: Vec<String> = segs
                 .iter()
-                .map(|s| cite(&serde_json::from_str(&anchor_json(&s.anchor)).unwrap_or_default()))
+                .map(|s| cite(&anchor_value(&s.anchor)))
                 .collect();
             let width = places.iter().map(|p| p.chars().count()).max().unwrap_or(0);
             for (s, place) in segs.iter().zip(&places) {
@@ -240,13 +242,17 @@ fn shown_text(path: &str, commit: &str, x: &FileExtract, style: Style) -> String
     out
 }
 
+/// A segment's anchor as search hits give it: the catalog's JSON of it (FORMAT 12.3).
+fn anchor_value(a: &lifeos_vcs::object::Anchor) -> serde_json::Value {
+    serde_json::from_str(&anchor_json(a)).unwrap_or_default()
+}
+
 /// One extract as `lifeos.extract.v1` gives it.
 fn extract_json(x: &FileExtract) -> serde_json::Value {
     let segments = x.outcome.as_ref().ok().map(|segs| {
         segs.iter()
             .map(|s| {
-                let anchor: serde_json::Value =
-                    serde_json::from_str(&anchor_json(&s.anchor)).unwrap_or_default();
+                let anchor = anchor_value(&s.anchor);
                 json!({
                     "kind": s.kind,
                     "cite": cite(&anchor),

@@ -33,11 +33,9 @@ pub struct FileExtract {
 
 /// The model a transcript's segments name (`{"model": ...}` in their metadata).
 fn model_of(segments: &[Segment]) -> Option<String> {
-    segments.iter().find_map(|s| {
-        serde_json::from_str::<serde_json::Value>(&s.meta).ok()?["model"]
-            .as_str()
-            .map(str::to_string)
-    })
+    segments
+        .iter()
+        .find_map(|s| crate::speech::model_in_meta(&s.meta))
 }
 
 /// Every extract indexed for the file content `file`, by extractor name; an extract object

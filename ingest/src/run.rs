@@ -128,6 +128,7 @@ impl Settings {
     /// why it cannot be used.
     pub fn pin_model(&mut self, name: &str) -> Result<()> {
         self.pinned = Some(name.to_string());
+        // An engine loaded before (for the default model) is not the pinned model's.
         self.engine = std::sync::OnceLock::new();
         let why = match self.speech() {
             Some(engine) => match engine.ready() {

@@ -128,9 +128,7 @@ fn model_matches(model: Option<&str>, extractor: &str, meta: &str) -> bool {
         Some(_) if !crate::speech::is_transcript(extractor) => true,
         Some(m) => {
             named == Some(m)
-                || (named.is_none()
-                    && serde_json::from_str::<serde_json::Value>(meta)
-                        .is_ok_and(|v| v["model"].as_str() == Some(m)))
+                || (named.is_none() && crate::speech::model_in_meta(meta).as_deref() == Some(m))
         }
     }
 }
@@ -199,10 +197,10 @@ pub fn search(
     let mut hits = Vec::new();
     // Subtitles count as their video's (or recording's) type too.
     let mentioned = mentions.map(|eid| catalog.mentions_of(eid)).transpose()?;
-    let keep = |row: i64, f: &Id, extractor: &str| {
+    let keep = |row: i64, f: &Id, extractor: &str, meta: &str| {
         mentioned.as_ref().is_none_or(|m| m.contains(&row))
             && files.contains(f)
-            && crate::speech::transcript_model(extractor).is_none_or(|n| model == Some(n))
+            && model_matches(model, extractor, meta)
             && type_filter.is_none_or(|t| {
                 type_matches(t, file_type(extractor))
                     || ((matches!(extractor, "subtitles" | "media")
@@ -223,9 +221,6 @@ pub fn search(
         (None, None) => Vec::new(),
     };
     for s in segments {
-        if !model_matches(model, &s.extractor, &s.meta) {
-            continue;
-        }
         let ty = file_type(&s.extractor).to_string();
         // The same segment from two extractors of one file (image and image-ocr both
         // give its metadata) is one hit.

@@ -60,6 +60,13 @@ pub fn transcript_model(extractor: &str) -> Option<&str> {
         .and_then(|m| m.strip_prefix(':'))
 }
 
+/// The model a transcript segment's metadata names (`{"model": ...}`).
+pub fn model_in_meta(meta: &str) -> Option<String> {
+    serde_json::from_str::<serde_json::Value>(meta).ok()?["model"]
+        .as_str()
+        .map(str::to_string)
+}
+
 /// Whether and how ingest can transcribe.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SpeechStatus {

@@ -525,8 +525,6 @@ pub struct SegmentHit {
     pub snippet: String,
     /// bm25 score (lower is better).
     pub score: f64,
-    /// Segment metadata JSON.
-    pub meta: String,
 }
 
 /// One indexed extract of a file content.
@@ -591,8 +589,8 @@ impl Catalog {
     }
 
     /// Segments matching an FTS5 query, best first (bm25), keeping those for which
-    /// `keep(row, file, extractor)` holds (the versions in scope, a type filter, the
-    /// segments that mention an entity).
+    /// `keep(row, file, extractor, meta)` holds (the versions in scope, a type filter,
+    /// the segments that mention an entity, a transcript's model).
     ///
     /// Ranking uses FTS5's `rank` (bm25) with a limit, so only the best rows are fetched;
     /// snippets are made for those rows alone. A query matching more than
@@ -602,7 +600,7 @@ impl Catalog {
     pub fn search_segments(
         &self,
         fts_query: &str,
-        keep: &dyn Fn(i64, &Id, &str) -> bool,
+        keep: &dyn Fn(i64, &Id, &str, &str) -> bool,
         limit: usize,
     ) -> Result<Vec<SegmentHit>> {
         let err = |e| db_err(&self.path, e);
@@ -616,14 +614,14 @@ impl Catalog {
         let mut ranked = self
             .conn
             .prepare_cached(
-                "SELECT s.id, s.file_id, s.extractor, rank FROM segments_fts JOIN segments s ON s.id = segments_fts.rowid
+                "SELECT s.id, s.file_id, s.extractor, s.meta, rank FROM segments_fts JOIN segments s ON s.id = segments_fts.rowid
                  WHERE segments_fts MATCH ?1 AND segments_fts.rowid > ?3 ORDER BY rank LIMIT ?2",
             )
             .map_err(err)?;
         let mut detail = self
             .conn
             .prepare_cached(
-                "SELECT s.kind, s.anchor, snippet(segments_fts, 0, '[', ']', '…', 12), s.meta
+                "SELECT s.kind, s.anchor, snippet(segments_fts, 0, '[', ']', '…', 12)
                  FROM segments_fts JOIN segments s ON s.id = segments_fts.rowid
                  WHERE segments_fts MATCH ?1 AND segments_fts.rowid = ?2",
             )
@@ -637,24 +635,24 @@ impl Catalog {
         let mut out = Vec::new();
         for (i, (floor, fetch)) in passes.iter().enumerate() {
             out.clear();
-            let rows: Vec<(i64, Vec<u8>, String, f64)> = ranked
+            let rows: Vec<(i64, Vec<u8>, String, String, f64)> = ranked
                 .query_map(params![fts_query, fetch, floor], |r| {
-                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
                 })
                 .map_err(err)?
                 .collect::<std::result::Result<_, _>>()
                 .map_err(err)?;
             let exhausted = bound.is_none() && (rows.len() as i64) < *fetch;
-            for (rowid, file, extractor, score) in rows {
+            for (rowid, file, extractor, meta, score) in rows {
                 let Some(file) = Id::from_slice(&file) else {
                     continue;
                 };
-                if !keep(rowid, &file, &extractor) {
+                if !keep(rowid, &file, &extractor, &meta) {
                     continue;
                 }
-                let (kind, anchor, snippet, meta) = detail
+                let (kind, anchor, snippet) = detail
                     .query_row(params![fts_query, rowid], |r| {
-                        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
                     })
                     .map_err(err)?;
                 out.push(SegmentHit {
@@ -664,7 +662,6 @@ impl Catalog {
                     anchor,
                     snippet,
                     score,
-                    meta,
                 });
                 if out.len() >= limit {
                     break;
@@ -678,12 +675,12 @@ impl Catalog {
     }
 
     /// The segments that mention entity `eid` (12.9) and pass `keep` (row, file,
-    /// extractor), newest first, at most `limit`: as hits whose snippet is the segment's
+    /// extractor, meta), newest first, at most `limit`: as hits whose snippet is the segment's
     /// text (its first 160 characters) and whose score is 0.
     pub fn mention_segments(
         &self,
         eid: &str,
-        keep: &dyn Fn(i64, &Id, &str) -> bool,
+        keep: &dyn Fn(i64, &Id, &str, &str) -> bool,
         limit: usize,
     ) -> Result<Vec<SegmentHit>> {
         let err = |e| db_err(&self.path, e);
@@ -713,7 +710,7 @@ impl Catalog {
             let Some(file) = Id::from_slice(&file) else {
                 continue;
             };
-            if !keep(rowid, &file, &extractor) {
+            if !keep(rowid, &file, &extractor, &meta) {
                 continue;
             }
             let mut snippet: String = text.chars().take(160).collect();
@@ -727,7 +724,6 @@ impl Catalog {
                 anchor,
                 snippet,
                 score: 0.0,
-                meta,
             });
             if out.len() >= limit {
                 break;

@@ -24,6 +24,10 @@ pub const MIGRATIONS: &[(u32, &str)] = &[
     (7, include_str!("../../migrations/0007_entity_history.sql")),
     (8, include_str!("../../migrations/0008_value_rows.sql")),
     (9, include_str!("../../migrations/0009_extract_ops.sql")),
+    (
+        10,
+        include_str!("../../migrations/0010_extract_objects.sql"),
+    ),
 ];
 
 /// What a git object is to lifeos, as the git map records it.
@@ -431,6 +435,26 @@ fn index_extracts(
     let mut added = Vec::new();
     // Operations are walked newest first; apply their extracts oldest first.
     for (id, op) in ids.iter().rev() {
+        // Indexed already (before level 9, with no operation, or recorded again by a later
+        // operation): settled without reading the object.
+        let indexed: Option<Option<Vec<u8>>> = tx
+            .query_row(
+                "SELECT op FROM extracts WHERE object = ?1",
+                [&id.0[..]],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| db_err(path, e))?;
+        if let Some(known) = indexed {
+            if known.is_none() {
+                tx.execute(
+                    "UPDATE extracts SET op = ?2 WHERE object = ?1 AND op IS NULL",
+                    params![&id.0[..], &op.0[..]],
+                )
+                .map_err(|e| db_err(path, e))?;
+            }
+            continue;
+        }
         // A missing or damaged extract only loses its search results (fsck names it); the
         // rest of the catalog must still be usable.
         let Ok(raw) = repo.store().read_object(id, lifeos_store::Kind::Extract) else {
@@ -444,15 +468,6 @@ fn index_extracts(
             .query_row("SELECT object FROM extracts WHERE file_id = ?1 AND extractor = ?2 AND version = ?3", key, |r| r.get(0))
             .optional()
             .map_err(|e| db_err(path, e))?;
-        if existing.as_deref() == Some(&id.0[..]) {
-            // Indexed before level 9 (no operation), or recorded again by a later one.
-            tx.execute(
-                "UPDATE extracts SET op = ?4 WHERE file_id = ?1 AND extractor = ?2 AND version = ?3 AND op IS NULL",
-                params![&x.file.0[..], x.extractor, x.version, &op.0[..]],
-            )
-            .map_err(|e| db_err(path, e))?;
-            continue;
-        }
         if existing.is_some() {
             tx.execute(
                 "INSERT INTO segments_fts (segments_fts, rowid, text) SELECT 'delete', id, text FROM segments WHERE file_id = ?1 AND extractor = ?2 AND version = ?3",
@@ -900,7 +915,7 @@ mod tests {
                 .unwrap();
         }
         let cat = repo.catalog().unwrap();
-        assert_eq!(cat.level().unwrap(), 9);
+        assert_eq!(cat.level().unwrap(), 10);
         assert_eq!(cat.extracts_of(&x.file).unwrap(), expected);
         assert_eq!(
             cat.op_count().unwrap(),

@@ -13,6 +13,7 @@ use std::path::Path;
 use std::process::Command;
 
 use lifeos_store::{Id, Kind};
+use lifeos_vcs::working_copy::WcState;
 use lifeos_vcs::{Commit, EntryKind, Repo, Tree, View};
 
 /// Extracts a fixture into a new temp dir; returns it and the repository folder.
@@ -105,6 +106,11 @@ fn repository_written_by_version_1_opens_reads_and_commits() {
         "first note\nsecond line\nthird\n"
     );
     assert_eq!(json(d, &["status"])["changes"].as_array().unwrap().len(), 0);
+    // The stat cache that version wrote (format 1) is read; the commands that save it
+    // (checkout, commit) write format 2, with the same paths.
+    let cache_path = d.join(".lifeos/wc_state");
+    let old_cache = WcState::decode(&std::fs::read(&cache_path).unwrap()).expect("format 1");
+    assert!(old_cache.entries.contains_key(b"notes/a.md".as_slice()));
 
     // The folder goes back to v1 and forward again, a name that is not UTF-8 included.
     ok(d, &["checkout", "-r", "v1"]);
@@ -121,6 +127,13 @@ fn repository_written_by_version_1_opens_reads_and_commits() {
     // New history on top of the old.
     write(d, "notes/a.md", b"first note\nsecond line\nthird\nfourth\n");
     ok(d, &["commit", "-m", "written by the new version"]);
+    let cache = std::fs::read(&cache_path).unwrap();
+    assert_eq!(cache[8], 2, "format 2 written");
+    let new_cache = WcState::decode(&cache).unwrap();
+    assert_eq!(
+        new_cache.entries.keys().collect::<Vec<_>>(),
+        old_cache.entries.keys().collect::<Vec<_>>()
+    );
     assert_eq!(
         ok(d, &["cat", "-r", "@-", "notes/a.md"]),
         "first note\nsecond line\nthird\n"

@@ -111,7 +111,7 @@ impl Repo {
     /// of `base` (the flattened tree the folder is compared with) stay while their folders
     /// are there, and what is inside those folders is left out, as a snapshot does.
     pub fn working_tree(&self, base: Option<&FlatTree>) -> Result<FolderRead> {
-        let old = self.load_wc_state();
+        let old = self.stat_cache();
         let Scan {
             mut found,
             skipped,
@@ -129,15 +129,15 @@ impl Repo {
         // stat cache are dropped: B-tree nodes filled by ordered inserts end half empty.
         let mut flat: Vec<(BString, TreeEntry)> = Vec::with_capacity(found.len());
         let mut to_hash = Vec::new();
-        for (i, f) in found.iter().enumerate() {
+        for (i, f) in found.iter_mut().enumerate() {
             match old
-                .entries
                 .get(&f.path)
-                .filter(|c| c.trusted(&f.meta, old.recorded_at_ns))
+                .filter(|c| c.trusted(&f.meta, old.recorded_at_ns()))
             {
                 Some(c) => {
+                    // Moved, not copied: the scan's entry is not used again.
                     flat.push((
-                        BString::from(f.path.as_slice()),
+                        BString::from(std::mem::take(&mut f.path)),
                         TreeEntry {
                             name: Vec::new(),
                             kind: c.kind,

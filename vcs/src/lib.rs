@@ -32,6 +32,7 @@ pub mod rev;
 pub mod revset;
 pub mod schema;
 pub mod settings;
+pub mod stat_cache;
 pub mod treediff;
 pub mod when;
 pub mod working_copy;

@@ -53,7 +53,8 @@ pub struct Change {
     pub new: Option<TreeEntry>,
 }
 
-/// A flat map of repository paths to file and symlink entries.
+/// A flat map of repository paths to file and symlink entries (whose `name` is empty:
+/// the path holds it).
 pub type FlatTree = BTreeMap<BString, TreeEntry>;
 
 impl Repo {
@@ -167,7 +168,15 @@ fn flatten_into(
         if e.kind == EntryKind::Dir {
             flatten_into(tree, &e.id, &path, out)?;
         } else {
-            out.push((path, e));
+            // The path holds the name: a flat tree's entries keep none (one allocation
+            // fewer per file).
+            out.push((
+                path,
+                TreeEntry {
+                    name: Vec::new(),
+                    ..e
+                },
+            ));
         }
     }
     Ok(())

@@ -8,7 +8,6 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use lifeos_store::enc::{Reader, Writer};
 use lifeos_store::{Id, Kind, Transaction};
 
 use crate::error::{Result, VcsError};
@@ -16,11 +15,10 @@ use crate::folder::through_real_folders;
 use crate::object::{EntryKind, Tree, TreeEntry};
 use crate::path::{display, in_folder, is_under, BString};
 use crate::repo::{Repo, DOT_DIR};
+use crate::stat_cache::StatCache;
 
 /// The stat cache file, inside `.lifeos`.
 pub const STATE_FILE: &str = "wc_state";
-const STATE_MAGIC: &[u8; 8] = b"LIFEOSWC";
-const STATE_VERSION: u8 = 1;
 /// An entry modified this close to the start of the snapshot that recorded it is re-read
 /// next time: a later change within the same timestamp tick would be invisible. File
 /// systems with nanosecond timestamps tick every few milliseconds; one whose timestamps
@@ -141,85 +139,15 @@ pub struct WcState {
 }
 
 impl WcState {
-    /// Encodes the state (see `docs/FORMAT.md`).
+    /// Encodes the state in the current format (FORMAT 9.1).
     pub fn encode(&self) -> Vec<u8> {
-        let mut w = Writer::default();
-        w.raw(STATE_MAGIC).u8(STATE_VERSION);
-        w.raw(&self.recorded_at_ns.to_le_bytes());
-        w.uint(self.entries.len() as u64);
-        for (path, e) in &self.entries {
-            w.bytes(path)
-                .uint(e.size)
-                .raw(&e.mtime_ns.to_le_bytes())
-                .raw(&e.ctime_ns.to_le_bytes());
-            let kind = match e.kind {
-                EntryKind::File => 0,
-                EntryKind::Executable => 1,
-                EntryKind::Symlink => 2,
-                EntryKind::Dir => 3,
-                EntryKind::Gitlink => 4,
-            };
-            w.uint(e.ino).uint(u64::from(e.mode)).u8(kind).id(&e.id);
-        }
-        let sum = blake3::hash(w.as_slice());
-        w.raw(&sum.as_bytes()[..16]);
-        w.finish()
+        crate::stat_cache::encode(self)
     }
 
-    /// Decodes a state; `None` if it is damaged or from another version (the cache is only
-    /// an optimisation, so it is then rebuilt).
+    /// Decodes a state of any known format; `None` if it is damaged or of an unknown
+    /// version (the cache is only an optimisation, so it is then rebuilt).
     pub fn decode(bytes: &[u8]) -> Option<WcState> {
-        if bytes.len() < 16 + 9 {
-            return None;
-        }
-        let (body, sum) = bytes.split_at(bytes.len() - 16);
-        if &blake3::hash(body).as_bytes()[..16] != sum {
-            return None;
-        }
-        let mut r = Reader::new(body);
-        if r.raw("wc", 8).ok()? != STATE_MAGIC || r.u8("wc").ok()? != STATE_VERSION {
-            return None;
-        }
-        let i128_of = |r: &mut Reader<'_>| -> Option<i128> {
-            Some(i128::from_le_bytes(r.raw("wc", 16).ok()?.try_into().ok()?))
-        };
-        let recorded_at_ns = i128_of(&mut r)?;
-        let n = r.count("wc").ok()?;
-        // Collected, then built in bulk: B-tree nodes filled one by one by ordered
-        // inserts end half empty, which at 100k files is megabytes.
-        let mut entries = Vec::with_capacity(n.min(bytes.len() / 60));
-        for _ in 0..n {
-            let path = r.bytes("wc").ok()?.to_vec();
-            let size = r.uint("wc").ok()?;
-            let mtime_ns = i128_of(&mut r)?;
-            let ctime_ns = i128_of(&mut r)?;
-            let ino = r.uint("wc").ok()?;
-            let mode = u32::try_from(r.uint("wc").ok()?).ok()?;
-            let kind = match r.u8("wc").ok()? {
-                0 => EntryKind::File,
-                1 => EntryKind::Executable,
-                2 => EntryKind::Symlink,
-                _ => return None,
-            };
-            let id = r.id("wc").ok()?;
-            entries.push((
-                path,
-                CacheEntry {
-                    size,
-                    mtime_ns,
-                    ctime_ns,
-                    ino,
-                    mode,
-                    kind,
-                    id,
-                },
-            ));
-        }
-        r.finish("wc").ok()?;
-        Some(WcState {
-            recorded_at_ns,
-            entries: entries.into_iter().collect(),
-        })
+        StatCache::from_bytes(bytes.to_vec()).map(|c| WcState::from(&c))
     }
 }
 
@@ -228,12 +156,17 @@ impl Repo {
         self.dot_dir().join(STATE_FILE)
     }
 
-    /// Loads the stat cache (empty if missing or damaged).
-    pub fn load_wc_state(&self) -> WcState {
+    /// Loads the stat cache to look paths up in (empty if missing or damaged).
+    pub fn stat_cache(&self) -> StatCache {
         std::fs::read(self.state_path())
             .ok()
-            .and_then(|b| WcState::decode(&b))
+            .and_then(StatCache::from_bytes)
             .unwrap_or_default()
+    }
+
+    /// Loads the stat cache as a map to change (empty if missing or damaged).
+    pub fn load_wc_state(&self) -> WcState {
+        WcState::from(&self.stat_cache())
     }
 
     /// Saves the stat cache atomically.
@@ -544,7 +477,7 @@ impl Repo {
     ) -> Result<Snapshot> {
         let started_ns = i128::from(crate::repo::now_ms()) * 1_000_000;
         let started_ns = started_ns.min(jiff::Timestamp::now().as_nanosecond());
-        let old = self.load_wc_state();
+        let old = self.stat_cache();
         let Scan {
             mut found,
             mut skipped,
@@ -564,9 +497,8 @@ impl Repo {
         for (i, f) in found.iter().enumerate() {
             total += f.meta.size;
             let cached = old
-                .entries
                 .get(&f.path)
-                .filter(|c| c.trusted(&f.meta, old.recorded_at_ns));
+                .filter(|c| c.trusted(&f.meta, old.recorded_at_ns()));
             match cached {
                 Some(c) => ids.push(Some((c.kind, c.id))),
                 None => {
@@ -634,7 +566,7 @@ impl Repo {
         let mut root = BTreeMap::new();
         let mut files = 0;
         let mut bytes = 0;
-        for (i, f) in found.iter().enumerate() {
+        for (i, f) in found.iter_mut().enumerate() {
             let Some((kind, id)) = ids[i] else { continue };
             let meta = metas.get(&i).unwrap_or(&f.meta);
             let size = meta.size;
@@ -650,7 +582,9 @@ impl Repo {
             )?;
             files += 1;
             bytes += size;
-            entries.push((f.path.clone(), CacheEntry::from_meta(meta, kind, id)));
+            let entry = CacheEntry::from_meta(meta, kind, id);
+            // Moved, not copied: the scan's entry is not used again.
+            entries.push((std::mem::take(&mut f.path), entry));
         }
         // What could not be read keeps its last recorded version (never a deletion).
         if let Some(base) = base {
@@ -685,15 +619,16 @@ impl Repo {
             }
         }
         let (tree, _) = write_tree(tx, root)?;
-        // Files read again (new, changed or racy) move the racy window forward, so the new
-        // state is worth saving even when every entry compares equal.
+        // Files read again (new, changed or racy) move the racy window forward, and a cache
+        // of an earlier format is saved in this one, so the new state is worth saving even
+        // when every entry compares equal.
         let state_changed = !to_read.is_empty()
-            || old.entries.len() != entries.len()
+            || old.converted()
+            || old.len() != entries.len()
             || !old
-                .entries
                 .iter()
                 .zip(&entries)
-                .all(|(a, b)| a.0 == &b.0 && a.1 == &b.1);
+                .all(|(a, b)| a.0 == b.0.as_slice() && a.1 == b.1);
         drop(found);
         drop(old);
         let state = WcState {

@@ -195,9 +195,10 @@ pub struct FolderMove {
 }
 
 impl FolderMove {
-    /// Starts from a fresh stat cache (made by a snapshot of the folder at `from`).
-    pub(crate) fn with_state(mut self, state: WcState) -> Self {
-        self.state = Some(state);
+    /// Starts from a fresh stat cache (made by a snapshot of the folder at `from`; `None`
+    /// when that snapshot left the saved one standing).
+    pub(crate) fn with_state(mut self, state: Option<WcState>) -> Self {
+        self.state = state;
         self
     }
 }
@@ -446,6 +447,9 @@ impl Repo {
     pub(crate) fn apply_changes(&self, changes: &[Change], state: Option<WcState>) -> Result<()> {
         let started_ns = jiff::Timestamp::now().as_nanosecond();
         let mut state = state.unwrap_or_else(|| self.load_wc_state());
+        // Its entries change below: they no longer describe the tree a snapshot made of
+        // them (the next commit names the tree again).
+        state.tree = None;
         let root = self.workdir();
         // Deletions first (so a file can become a directory), deepest first.
         for c in changes.iter().rev().filter(|c| c.new.is_none()) {

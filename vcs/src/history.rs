@@ -12,6 +12,7 @@ use crate::folder::WorkingCopyLock;
 use crate::object::{Commit, Conflict, EntryKind, Event, OpEvents, Operation, TreeEntry, View};
 use crate::path::{display, in_folder, is_under, BString};
 use crate::repo::{now_ms, OpState, Repo};
+use crate::stat_cache::StatCache;
 use crate::treediff::{diff_flat, Change, FlatTree};
 use crate::when::{parse_when, When};
 use crate::working_copy::{scan, submodule_folder_present, NoProgress, Scan, Skipped, WcState};
@@ -111,12 +112,21 @@ impl Repo {
     /// of `base` (the flattened tree the folder is compared with) stay while their folders
     /// are there, and what is inside those folders is left out, as a snapshot does.
     pub fn working_tree(&self, base: Option<&FlatTree>) -> Result<FolderRead> {
-        let old = self.stat_cache();
+        self.read_folder(base, self.stat_cache(), scan(self.workdir())?)
+    }
+
+    /// [`Repo::working_tree`] from a scan already made, with the stat cache `old`.
+    fn read_folder(
+        &self,
+        base: Option<&FlatTree>,
+        old: StatCache,
+        scanned: Scan,
+    ) -> Result<FolderRead> {
         let Scan {
             mut found,
             skipped,
             unreadable,
-        } = scan(self.workdir())?;
+        } = scanned;
         if let Some(base) = base {
             self.keep_tracked(base.keys().map(|k| k.as_ref()), &mut found);
         }
@@ -210,19 +220,36 @@ impl Repo {
     /// listed in [`Status::unreadable`].
     pub(crate) fn status_in(&self, view: &View) -> Result<Status> {
         let base = view.at_commit();
-        let (base_flat, conflicts) = match base {
+        let (base_tree, conflicts) = match base {
             Some(c) => {
                 let commit = self.commit(&c)?;
-                (self.flatten(&commit.tree)?, commit.conflicts)
+                (Some(commit.tree), commit.conflicts)
             }
-            None => (FlatTree::new(), Vec::new()),
+            None => (None, Vec::new()),
+        };
+        let old = self.stat_cache();
+        let scanned = scan(self.workdir())?;
+        if old.describes(base_tree.as_ref(), &scanned) {
+            // Exactly what the snapshot that made `@`'s tree saw: nothing changed.
+            return Ok(Status {
+                base,
+                branch: view.current_branch.clone(),
+                changes: Vec::new(),
+                conflicts,
+                skipped: scanned.skipped,
+                unreadable: Vec::new(),
+            });
+        }
+        let base_flat = match base_tree {
+            Some(t) => self.flatten(&t)?,
+            None => FlatTree::new(),
         };
         let FolderRead {
             mut flat,
             skipped,
             unreadable,
             ..
-        } = self.working_tree(Some(&base_flat))?;
+        } = self.read_folder(Some(&base_flat), old, scanned)?;
         for u in &unreadable {
             for (p, e) in base_flat.iter().filter(|(p, _)| is_under(p, &u.path)) {
                 flat.entry(p.clone()).or_insert_with(|| e.clone());
@@ -298,13 +325,13 @@ impl Repo {
 
     /// Stores the folder as a commit that is not on any branch (so that content about to be
     /// replaced stays recoverable); returns the commit, its tree and the refreshed stat
-    /// cache.
+    /// cache (`None`: the saved one stands).
     fn save_folder(
         &self,
         tx: &mut Transaction<'_>,
         view: &View,
         message: &str,
-    ) -> Result<(Id, Id, WcState)> {
+    ) -> Result<(Id, Id, Option<WcState>)> {
         let base = self.at_tree(view)?;
         let snap = self.snapshot(tx, base.as_ref(), &NoProgress)?;
         let sig = self.signature(now_ms());
@@ -352,14 +379,12 @@ impl Repo {
             view.heads.push(id);
             events.push(Event::CommitCreated { commit: id });
             saved = Some(id);
-            state = Some(s);
+            state = s;
             Some(tree)
         };
         let to = self.at_tree(&view)?;
         let mut mv = self.plan_move(&tx, from.as_ref(), to.as_ref(), &st.unreadable)?;
-        if let Some(s) = state {
-            mv = mv.with_state(s);
-        }
+        mv = mv.with_state(state);
         view.wc_commit = view.at_commit().or(view.wc_commit);
         let op = self.publish_and_move(wc, tx, &[head.id], view, what, events, start, mv)?;
         Ok((op, saved))

@@ -10,13 +10,15 @@ use lifeos_store::enc::Reader;
 use lifeos_store::Id;
 
 use crate::object::EntryKind;
-use crate::working_copy::{CacheEntry, WcState};
+use crate::working_copy::{CacheEntry, Scan, WcState};
 
 const MAGIC: &[u8; 8] = b"LIFEOSWC";
 /// The version written.
 const VERSION: u8 = 2;
-/// Magic, version, `recorded_at_ns` and the record count.
-const HEADER: usize = 8 + 1 + 16 + 8;
+/// Magic, version, `recorded_at_ns`, the tree and the record count.
+const HEADER: usize = 8 + 1 + 16 + 32 + 8;
+/// Where the record count is in the header.
+const COUNT_AT: usize = 8 + 1 + 16 + 32;
 /// One record: path offset and length, size, mtime, ctime, inode, mode, kind, padding, id.
 const RECORD: usize = 96;
 /// The checksum at the end: the first 16 bytes of the BLAKE3 of everything before it.
@@ -29,6 +31,7 @@ pub struct StatCache {
     bytes: Vec<u8>,
     count: usize,
     recorded_at_ns: i128,
+    tree: Option<Id>,
     /// Read from a file of an earlier format: worth saving again in this one.
     converted: bool,
 }
@@ -78,6 +81,7 @@ pub(crate) fn encode(state: &WcState) -> Vec<u8> {
     out.extend_from_slice(MAGIC);
     out.push(VERSION);
     out.extend_from_slice(&state.recorded_at_ns.to_le_bytes());
+    out.extend_from_slice(&state.tree.map_or([0; 32], |t| t.0));
     out.extend_from_slice(&(count as u64).to_le_bytes());
     let mut offset = 0u32;
     for (path, e) in state.entries.iter().take(count) {
@@ -137,6 +141,7 @@ fn decode_v1(body: &[u8]) -> Option<WcState> {
     r.finish("wc").ok()?;
     Some(WcState {
         recorded_at_ns,
+        tree: None,
         // A repeated path keeps its last entry, as format 1 says.
         entries: entries.into_iter().collect(),
     })
@@ -171,11 +176,13 @@ impl StatCache {
         if body.len() < HEADER {
             return None;
         }
-        let count = usize::try_from(u64_at(body, 25)).ok()?;
+        let count = usize::try_from(u64_at(body, COUNT_AT)).ok()?;
+        let tree: [u8; 32] = body[25..57].try_into().expect("32 bytes");
         let paths_at = count.checked_mul(RECORD)?.checked_add(HEADER)?;
         let paths = body.get(paths_at..)?;
         let cache = StatCache {
             recorded_at_ns: i128_at(body, 9),
+            tree: (tree != [0; 32]).then_some(Id(tree)),
             count,
             bytes: Vec::new(),
             converted: false,
@@ -198,6 +205,27 @@ impl StatCache {
     /// within the racy window before it are not trusted.
     pub fn recorded_at_ns(&self) -> i128 {
         self.recorded_at_ns
+    }
+
+    /// The tree that the snapshot which wrote it made of exactly these entries, if known:
+    /// a folder whose every file the cache still trusts, no more and no fewer, is that
+    /// tree.
+    pub fn tree(&self) -> Option<Id> {
+        self.tree
+    }
+
+    /// Whether the folder, as `scan` found it, is exactly the tree `base` as the snapshot
+    /// that made it saw it: the cache names `base`, nothing was unreadable, and the scan
+    /// found the cache's paths, no more and no fewer, each trusted (9.2).
+    pub fn describes(&self, base: Option<&Id>, scan: &Scan) -> bool {
+        self.tree.is_some()
+            && self.tree.as_ref() == base
+            && scan.unreadable.is_empty()
+            && scan.found.len() == self.count
+            && scan.found.iter().all(|f| {
+                self.get(&f.path)
+                    .is_some_and(|c| c.trusted(&f.meta, self.recorded_at_ns))
+            })
     }
 
     /// Whether it was read from a file of an earlier format (the next snapshot saves it
@@ -263,6 +291,7 @@ impl From<&StatCache> for WcState {
     fn from(c: &StatCache) -> WcState {
         WcState {
             recorded_at_ns: c.recorded_at_ns,
+            tree: c.tree,
             entries: c.iter().map(|(p, e)| (p.to_vec(), e)).collect(),
         }
     }
@@ -342,6 +371,7 @@ mod tests {
         );
         let again = StatCache::from_bytes(v2).unwrap();
         assert!(!again.converted());
+        assert_eq!(again.tree(), None, "format 1 names no tree");
         assert_eq!(
             again.iter().collect::<Vec<_>>(),
             c.iter().collect::<Vec<_>>()
@@ -352,6 +382,7 @@ mod tests {
     fn records_out_of_order_or_pointing_outside_the_file_are_refused() {
         let state = WcState {
             recorded_at_ns: 7,
+            tree: Some(Id::hash(b"a tree")),
             entries: [
                 (b"a".to_vec(), entry(1, EntryKind::File)),
                 (b"b".to_vec(), entry(2, EntryKind::File)),
@@ -361,7 +392,9 @@ mod tests {
         };
         let good = state.encode();
         let body = &good[..good.len() - SUM];
-        assert!(StatCache::from_bytes(sealed(body.to_vec())).is_some());
+        let read = StatCache::from_bytes(sealed(body.to_vec())).unwrap();
+        assert_eq!(read.tree(), state.tree);
+        assert_eq!(WcState::from(&read), state);
         // The two records swapped: "b" before "a".
         let mut swapped = body.to_vec();
         let (first, second) = (
@@ -378,7 +411,7 @@ mod tests {
         assert!(StatCache::from_bytes(sealed(long)).is_none());
         // A record count larger than the file.
         let mut count = body.to_vec();
-        count[25..33].copy_from_slice(&u64::MAX.to_le_bytes());
+        count[COUNT_AT..COUNT_AT + 8].copy_from_slice(&u64::MAX.to_le_bytes());
         assert!(StatCache::from_bytes(sealed(count)).is_none());
         // A kind the cache never holds (a folder), and a version not known.
         let mut dir = body.to_vec();
@@ -398,6 +431,7 @@ mod tests {
         ) {
             let state = WcState {
                 recorded_at_ns: 1,
+                tree: None,
                 entries: paths.iter().enumerate().map(|(i, p)| (p.clone(), entry(i as u64, EntryKind::File))).collect(),
             };
             let c = StatCache::from_bytes(state.encode()).unwrap();

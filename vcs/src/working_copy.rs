@@ -134,6 +134,10 @@ impl CacheEntry {
 pub struct WcState {
     /// When the snapshot that produced this state started (ns since the epoch).
     pub recorded_at_ns: i128,
+    /// The tree that snapshot made of exactly these entries (none when it kept entries
+    /// it could not read or had submodules, or when a folder write changed the entries
+    /// since): what a folder the cache wholly trusts is, without building it again.
+    pub tree: Option<Id>,
     /// Entries by repository path.
     pub entries: BTreeMap<Vec<u8>, CacheEntry>,
 }
@@ -174,6 +178,14 @@ impl Repo {
         lifeos_store::store::write_atomic(&self.state_path(), &state.encode())?;
         Ok(())
     }
+
+    /// Saves the stat cache a snapshot made, if it made one (none: the saved one stands).
+    pub(crate) fn save_snapshot_state(&self, snapshot: &Snapshot) -> Result<()> {
+        match &snapshot.state {
+            Some(state) => self.save_wc_state(state),
+            None => Ok(()),
+        }
+    }
 }
 
 /// One path found in the working folder.
@@ -209,6 +221,11 @@ pub struct Scan {
 }
 
 impl Scan {
+    /// The total size of the files and symlinks found.
+    pub fn bytes(&self) -> u64 {
+        self.found.iter().map(|f| f.meta.size).sum()
+    }
+
     /// Files are sorted into `skipped` or `unreadable` by the error that stopped them.
     pub(crate) fn failed(&mut self, path: BString, e: &std::io::Error) {
         if e.kind() == std::io::ErrorKind::NotFound {
@@ -333,8 +350,9 @@ pub struct Snapshot {
     pub skipped: Vec<Skipped>,
     /// Paths that could not be read: the tree keeps their version from the base tree.
     pub unreadable: Vec<Skipped>,
-    /// The stat cache to save once the snapshot is published.
-    pub state: WcState,
+    /// The stat cache to save once the snapshot is published; `None` when the saved one
+    /// stands (the folder is exactly what it recorded).
+    pub state: Option<WcState>,
     /// Whether the new state differs from the one loaded.
     pub state_changed: bool,
     /// The files read (new or changed): path, content id, size.
@@ -478,11 +496,29 @@ impl Repo {
         let started_ns = i128::from(crate::repo::now_ms()) * 1_000_000;
         let started_ns = started_ns.min(jiff::Timestamp::now().as_nanosecond());
         let old = self.stat_cache();
+        let scanned = scan(self.workdir())?;
+        if old.describes(base, &scanned) {
+            // Nothing changed since the snapshot that made `base`: no file to read, no
+            // tree to build, no state to save.
+            progress.scanned(scanned.found.len() as u64, scanned.bytes(), 0, 0);
+            return Ok(Snapshot {
+                tree: *base.expect("describes a tree"),
+                files: scanned.found.len() as u64,
+                bytes: scanned.bytes(),
+                files_read: 0,
+                bytes_read: 0,
+                skipped: scanned.skipped,
+                unreadable: Vec::new(),
+                state: None,
+                state_changed: false,
+                read: Vec::new(),
+            });
+        }
         let Scan {
             mut found,
             mut skipped,
             mut unreadable,
-        } = scan(self.workdir())?;
+        } = scanned;
         let base_flat = base.map(|b| self.flatten_tx(tx, b)).transpose()?;
         if let Some(flat) = &base_flat {
             self.keep_tracked(flat.keys().map(|k| k.as_ref()), &mut found);
@@ -600,6 +636,7 @@ impl Repo {
         }
         // Submodules: a gitlink stays while its folder does; what is inside belongs to
         // the submodule's own repository, not to this tree.
+        let mut has_submodules = false;
         if let Some(flat) = base_flat {
             let mut submodules = Vec::new();
             for (path, e) in flat {
@@ -615,15 +652,20 @@ impl Repo {
                 submodules.push(path);
             }
             if !submodules.is_empty() {
+                has_submodules = true;
                 entries.retain(|(p, _)| !submodules.iter().any(|s| is_under(p, s)));
             }
         }
         let (tree, _) = write_tree(tx, root)?;
-        // Files read again (new, changed or racy) move the racy window forward, and a cache
-        // of an earlier format is saved in this one, so the new state is worth saving even
-        // when every entry compares equal.
+        // The tree is made of the entries alone when nothing was kept from the base.
+        let made_of_entries = (unreadable.is_empty() && !has_submodules).then_some(tree);
+        // Files read again (new, changed or racy) move the racy window forward, a cache of
+        // an earlier format is saved in this one, and one that does not name this tree
+        // learns it, so the new state is worth saving even when every entry compares
+        // equal.
         let state_changed = !to_read.is_empty()
             || old.converted()
+            || old.tree() != made_of_entries
             || old.len() != entries.len()
             || !old
                 .iter()
@@ -633,6 +675,7 @@ impl Repo {
         drop(old);
         let state = WcState {
             recorded_at_ns: started_ns,
+            tree: made_of_entries,
             entries: entries.into_iter().collect(),
         };
         Ok(Snapshot {
@@ -643,7 +686,7 @@ impl Repo {
             bytes_read,
             skipped,
             unreadable,
-            state,
+            state: Some(state),
             state_changed,
             read,
         })
@@ -767,6 +810,7 @@ mod tests {
         };
         WcState {
             recorded_at_ns: 1_700_000_001_000_000_000,
+            tree: Some(Id::hash(b"tree")),
             entries: [
                 (b"a.txt".to_vec(), entry(EntryKind::File, b"a")),
                 (b"bin/run\xff".to_vec(), entry(EntryKind::Executable, b"r")),
@@ -799,6 +843,89 @@ mod tests {
         let l = Stat::from(&dir.path().join("l").symlink_metadata().unwrap());
         assert!(l.is_symlink() && !l.is_file());
         assert!(!e.trusted(&l, l.mtime_ns + 3_000_000_000));
+    }
+
+    /// Writes `rel` under `root` with a modification time 10 s ago, outside the racy
+    /// window of the next snapshot.
+    fn write_old(root: &Path, rel: &str, bytes: &[u8]) {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, bytes).unwrap();
+        let past = std::time::SystemTime::now() - std::time::Duration::from_secs(10);
+        std::fs::File::options()
+            .write(true)
+            .open(&p)
+            .unwrap()
+            .set_modified(past)
+            .unwrap();
+    }
+
+    #[test]
+    fn a_folder_the_cache_wholly_trusts_is_the_tree_it_names_without_building_it() {
+        use crate::commit::CommitOptions;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let repo = Repo::init(root, lifeos_store::StoreConfig::default()).unwrap();
+        write_old(root, "a.txt", b"a");
+        write_old(root, "sub/b.txt", b"b");
+        let commit = || {
+            let wc = repo.lock_working_copy().unwrap();
+            let opts = CommitOptions {
+                message: b"m",
+                ..CommitOptions::default()
+            };
+            repo.commit_working_copy(&wc, &opts, &NoProgress).unwrap()
+        };
+        let status = || {
+            let wc = repo.lock_working_copy().unwrap();
+            let st = repo.status(&wc).unwrap();
+            st.changes
+                .iter()
+                .map(|c| (display(&c.path).into_owned(), c.kind))
+                .collect::<Vec<_>>()
+        };
+        let first = commit();
+        let tree = first.snapshot.tree;
+        assert_eq!(first.snapshot.state.as_ref().unwrap().tree, Some(tree));
+        assert_eq!(repo.stat_cache().tree(), Some(tree));
+
+        // Nothing changed: the saved cache stands and names the tree.
+        let again = commit();
+        assert_eq!(again.commit, None);
+        assert_eq!(again.snapshot.tree, tree);
+        assert!(
+            again.snapshot.state.is_none(),
+            "no tree built, no state made"
+        );
+        assert_eq!((again.snapshot.files, again.snapshot.bytes), (2, 2));
+        assert_eq!(status(), []);
+
+        // Each way the folder can differ from the cache goes the whole way.
+        use crate::treediff::ChangeKind::{Added, Deleted, Modified};
+        write_old(root, "c.txt", b"c");
+        assert_eq!(status(), [("c.txt".to_string(), Added)]);
+        std::fs::remove_file(root.join("c.txt")).unwrap();
+        std::fs::remove_file(root.join("sub/b.txt")).unwrap();
+        assert_eq!(status(), [("sub/b.txt".to_string(), Deleted)]);
+        write_old(root, "sub/b.txt", b"B");
+        assert_eq!(status(), [("sub/b.txt".to_string(), Modified)]);
+        let changed = commit();
+        assert!(changed.commit.is_some());
+        let new_tree = changed.snapshot.tree;
+        assert_ne!(new_tree, tree);
+        assert_eq!(repo.stat_cache().tree(), Some(new_tree));
+
+        // A cache a folder write changed names no tree; the next snapshot builds it once
+        // and saves the cache with its name.
+        let mut state = repo.load_wc_state();
+        state.tree = None;
+        repo.save_wc_state(&state).unwrap();
+        assert_eq!(status(), []);
+        let learnt = commit();
+        assert_eq!(learnt.commit, None);
+        assert!(learnt.snapshot.state_changed);
+        assert_eq!(repo.stat_cache().tree(), Some(new_tree));
+        assert!(commit().snapshot.state.is_none());
     }
 
     #[test]

@@ -32,6 +32,7 @@ pub mod rev;
 pub mod revset;
 pub mod schema;
 pub mod settings;
+mod snapshot_edits;
 pub mod stat_cache;
 pub mod treediff;
 pub mod when;

@@ -281,6 +281,11 @@ impl StatCache {
         None
     }
 
+    /// Every path, in order.
+    pub fn paths(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        (0..self.count).map(|i| self.path(i))
+    }
+
     /// Every entry, in path order.
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], CacheEntry)> + '_ {
         (0..self.count).map(|i| (self.path(i), self.entry(i)))

@@ -514,6 +514,16 @@ impl Repo {
                 read: Vec::new(),
             });
         }
+        // Only some paths differ from the tree the cache names: edit that tree.
+        let (old, scanned) = match base {
+            Some(b) if old.tree() == Some(*b) && scanned.unreadable.is_empty() => {
+                match self.snapshot_edits(tx, b, old, scanned, started_ns, progress)? {
+                    Ok(snapshot) => return Ok(snapshot),
+                    Err(scanned) => (self.stat_cache(), scanned),
+                }
+            }
+            _ => (old, scanned),
+        };
         let Scan {
             mut found,
             mut skipped,

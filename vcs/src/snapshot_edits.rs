@@ -1,0 +1,385 @@
+//! A snapshot that edits the tree the stat cache names instead of building a new one.
+//!
+//! When the stat cache names the tree a snapshot made of exactly its entries (FORMAT 9.1)
+//! and that tree is the base of the next snapshot, the folder differs from it only where
+//! the scan and the cache disagree: paths the cache does not trust, paths it does not
+//! have, and paths it has that are gone. The new tree is the base with those paths
+//! edited, reading and writing only the trees on their way; every other path keeps its
+//! entry. The result is the tree the whole snapshot would build (its trees are made the
+//! same way: sorted entries, no git bytes), so the two can be compared in tests.
+
+use std::collections::{BTreeMap, HashMap};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+
+use lifeos_store::{Id, Kind, Transaction};
+
+use crate::error::{Result, VcsError};
+use crate::object::{valid_name, EntryKind, Tree, TreeEntry};
+use crate::path::{display, in_folder, join, BString};
+use crate::repo::Repo;
+use crate::stat_cache::StatCache;
+use crate::working_copy::{CacheEntry, Scan, Snapshot, SnapshotProgress, Stat, WcState};
+
+/// A change to one path of a tree: its new entry, or `None` to remove it.
+type Edit<'a> = (&'a [u8], Option<TreeEntry>);
+
+impl Repo {
+    /// The snapshot of a folder whose stat cache `old` names `base`, made by editing
+    /// `base` where the scan and the cache disagree. `Ok(Err(scan))` gives the scan back
+    /// when a file could not be read: the whole snapshot then says what happened to it
+    /// (files already stored stay in `tx`, and are found there again). `old` is dropped
+    /// once the tree is written, before the new cache is built.
+    pub(crate) fn snapshot_edits(
+        &self,
+        tx: &mut Transaction<'_>,
+        base: &Id,
+        old: StatCache,
+        mut scanned: Scan,
+        started_ns: i128,
+        progress: &dyn SnapshotProgress,
+    ) -> Result<std::result::Result<Snapshot, Scan>> {
+        // A tracked path hidden by an ignore rule is still recorded (FORMAT 9.3).
+        self.keep_tracked(old.paths(), &mut scanned.found);
+        let found = &scanned.found;
+        // What the cache trusts keeps its entry; the rest is read, and what the cache has
+        // that the scan did not find is gone.
+        let mut ids: Vec<Option<(EntryKind, Id)>> = vec![None; found.len()];
+        let mut to_read = Vec::new();
+        let mut links = Vec::new();
+        let mut gone: Vec<&[u8]> = Vec::new();
+        let mut cached = old.iter().peekable();
+        for (i, f) in found.iter().enumerate() {
+            while let Some((p, _)) = cached.next_if(|(p, _)| *p < f.path.as_slice()) {
+                gone.push(p);
+            }
+            let entry = cached
+                .next_if(|(p, _)| *p == f.path.as_slice())
+                .map(|(_, c)| c);
+            match entry.filter(|c| c.trusted(&f.meta, old.recorded_at_ns())) {
+                Some(c) => ids[i] = Some((c.kind, c.id)),
+                None if f.meta.is_symlink() => links.push(i),
+                None => to_read.push(i),
+            }
+        }
+        gone.extend(cached.map(|(p, _)| p));
+        let total: u64 = found.iter().map(|f| f.meta.size).sum();
+        let read_bytes: u64 = to_read.iter().map(|&i| found[i].meta.size).sum();
+        progress.scanned(found.len() as u64, total, to_read.len() as u64, read_bytes);
+        // The metadata of the files read, as they were read.
+        let mut metas: HashMap<usize, Stat> = HashMap::with_capacity(to_read.len());
+        for &i in &links {
+            let Ok(target) = std::fs::read_link(in_folder(self.workdir(), &found[i].path)) else {
+                return Ok(Err(scanned));
+            };
+            let id = tx.write_object(Kind::Chunk, target.as_os_str().as_bytes())?;
+            ids[i] = Some((EntryKind::Symlink, id));
+        }
+        let paths: Vec<_> = to_read
+            .iter()
+            .map(|&i| in_folder(self.workdir(), &found[i].path))
+            .collect();
+        let mut read = Vec::with_capacity(to_read.len());
+        let mut bytes_read = 0;
+        for (&i, res) in to_read
+            .iter()
+            .zip(tx.store_files(&paths, &|n| progress.read(n))?)
+        {
+            match res {
+                Ok(stored) => {
+                    let kind = if stored.metadata.mode() & 0o111 != 0 {
+                        EntryKind::Executable
+                    } else {
+                        EntryKind::File
+                    };
+                    ids[i] = Some((kind, stored.id));
+                    metas.insert(i, Stat::from(&stored.metadata));
+                    bytes_read += stored.size;
+                    read.push((
+                        BString::from(found[i].path.as_slice()),
+                        stored.id,
+                        stored.size,
+                    ));
+                }
+                Err(
+                    lifeos_store::StoreError::Io { .. } | lifeos_store::StoreError::Unstable(_),
+                ) => return Ok(Err(scanned)),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        // The edits, in path order: what was read or re-read, and what is gone.
+        let mut edits: Vec<Edit<'_>> = gone.iter().map(|p| (*p, None)).collect();
+        for &i in links.iter().chain(&to_read) {
+            let (kind, id) = ids[i].expect("read above");
+            let size = metas.get(&i).unwrap_or(&found[i].meta).size;
+            edits.push((
+                found[i].path.as_slice(),
+                Some(TreeEntry {
+                    name: Vec::new(),
+                    kind,
+                    id,
+                    size,
+                }),
+            ));
+        }
+        edits.sort_by(|a, b| a.0.cmp(b.0));
+        let state_changed = !edits.is_empty();
+        let tree = if edits.is_empty() {
+            *base
+        } else {
+            match self.edit_tree(tx, Some(base), edits, b"")? {
+                Some((id, _)) => id,
+                None => tx.write_object(Kind::Tree, &Tree::default().encode())?,
+            }
+        };
+        drop(old);
+        let mut bytes = 0;
+        let mut entries = Vec::with_capacity(found.len());
+        for (i, f) in scanned.found.iter_mut().enumerate() {
+            let (kind, id) = ids[i].expect("every path trusted or read");
+            let meta = metas.get(&i).unwrap_or(&f.meta);
+            bytes += meta.size;
+            let entry = CacheEntry::from_meta(meta, kind, id);
+            entries.push((std::mem::take(&mut f.path), entry));
+        }
+        // The map is built from a sorted copy of `entries`: what the scan held goes first.
+        let Scan { skipped, .. } = scanned;
+        drop((ids, metas));
+        let files = entries.len() as u64;
+        let entries = entries.into_iter().collect();
+        Ok(Ok(Snapshot {
+            tree,
+            files,
+            bytes,
+            files_read: to_read.len() as u64,
+            bytes_read,
+            skipped,
+            unreadable: Vec::new(),
+            state: Some(WcState {
+                recorded_at_ns: started_ns,
+                tree: Some(tree),
+                entries,
+            }),
+            state_changed,
+            read,
+        }))
+    }
+
+    /// Writes tree `tree` (`None`: empty) with `edits` (paths below it, sorted, each once)
+    /// applied, reading only the trees on their way; returns the new tree and its total
+    /// size, or `None` when nothing is left in it. `prefix` is the tree's path, for errors.
+    fn edit_tree(
+        &self,
+        tx: &mut Transaction<'_>,
+        tree: Option<&Id>,
+        edits: Vec<Edit<'_>>,
+        prefix: &[u8],
+    ) -> Result<Option<(Id, u64)>> {
+        let mut entries: BTreeMap<Vec<u8>, TreeEntry> = match tree {
+            Some(t) => self
+                .tree_tx(tx, t)?
+                .entries
+                .into_iter()
+                .map(|e| (e.name.clone(), e))
+                .collect(),
+            None => BTreeMap::new(),
+        };
+        // By name in this tree: the edit of the name itself, and the edits below it.
+        type Group<'a> = (Option<Option<TreeEntry>>, Vec<Edit<'a>>);
+        let mut groups: BTreeMap<&[u8], Group<'_>> = BTreeMap::new();
+        for (path, e) in edits {
+            match path.iter().position(|b| *b == b'/') {
+                None => groups.entry(path).or_default().0 = Some(e),
+                Some(i) => groups
+                    .entry(&path[..i])
+                    .or_default()
+                    .1
+                    .push((&path[i + 1..], e)),
+            }
+        }
+        for (name, (own, below)) in groups {
+            let path = join(prefix, name);
+            let bad = |reason: String| VcsError::BadPath {
+                path: display(&path).into_owned(),
+                reason,
+            };
+            valid_name(name).map_err(bad)?;
+            // A file that became a folder goes before the folder is made.
+            if matches!(own, Some(None)) {
+                entries.remove(name);
+            }
+            if !below.is_empty() {
+                let sub = match entries.get(name) {
+                    Some(e) if e.kind == EntryKind::Dir => Some(e.id),
+                    Some(_) => return Err(bad("a parent is a file".into())),
+                    None => None,
+                };
+                match self.edit_tree(tx, sub.as_ref(), below, &path)? {
+                    Some((id, size)) => {
+                        entries.insert(
+                            name.to_vec(),
+                            TreeEntry {
+                                name: name.to_vec(),
+                                kind: EntryKind::Dir,
+                                id,
+                                size,
+                            },
+                        );
+                    }
+                    None => {
+                        entries.remove(name);
+                    }
+                }
+            }
+            if let Some(Some(e)) = own {
+                if entries.get(name).is_some_and(|x| x.kind == EntryKind::Dir) {
+                    return Err(bad("a folder holds files there".into()));
+                }
+                entries.insert(
+                    name.to_vec(),
+                    TreeEntry {
+                        name: name.to_vec(),
+                        ..e
+                    },
+                );
+            }
+        }
+        if entries.is_empty() {
+            return Ok(None);
+        }
+        let tree = Tree {
+            entries: entries.into_values().collect(),
+            git_raw: None,
+        };
+        let size = tree.total_size();
+        Ok(Some((tx.write_object(Kind::Tree, &tree.encode())?, size)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::commit::CommitOptions;
+    use crate::working_copy::NoProgress;
+    use std::path::Path;
+
+    /// Paths that share prefixes in every way that orders differently as paths and as
+    /// tree names (`a`, `a-b`, `a.txt`, `a/…`), and a file that can become a folder.
+    const PATHS: &[&str] = &["a", "a/x", "a/y/z", "a-b", "a.txt", "b", "c/d/e", "c/f"];
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Write(usize, u8),
+        Link(usize),
+        Exec(usize),
+        Remove(usize),
+    }
+
+    fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+        use proptest::prelude::*;
+        let i = 0..PATHS.len();
+        prop_oneof![
+            (i.clone(), any::<u8>()).prop_map(|(i, b)| Op::Write(i, b)),
+            i.clone().prop_map(Op::Link),
+            i.clone().prop_map(Op::Exec),
+            i.prop_map(Op::Remove),
+        ]
+    }
+
+    /// Makes room for a file at `rel`: a folder there, or a file where a folder on its
+    /// way must be, is removed.
+    fn clear_way(root: &Path, rel: &str) {
+        let p = root.join(rel);
+        if p.symlink_metadata().is_ok_and(|m| m.is_dir()) {
+            std::fs::remove_dir_all(&p).unwrap();
+        }
+        let mut at = root.to_path_buf();
+        for c in Path::new(rel)
+            .parent()
+            .into_iter()
+            .flat_map(|p| p.components())
+        {
+            at.push(c);
+            if at.symlink_metadata().is_ok_and(|m| !m.is_dir()) {
+                std::fs::remove_file(&at).unwrap();
+            }
+        }
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        let _ = std::fs::remove_file(&p);
+    }
+
+    fn apply(root: &Path, op: &Op) {
+        use std::os::unix::fs::PermissionsExt;
+        match *op {
+            Op::Write(i, b) => {
+                clear_way(root, PATHS[i]);
+                std::fs::write(root.join(PATHS[i]), [b]).unwrap();
+            }
+            Op::Link(i) => {
+                clear_way(root, PATHS[i]);
+                std::os::unix::fs::symlink("elsewhere", root.join(PATHS[i])).unwrap();
+            }
+            Op::Exec(i) => {
+                let p = root.join(PATHS[i]);
+                if p.symlink_metadata().is_ok_and(|m| m.is_file()) {
+                    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+                }
+            }
+            Op::Remove(i) => {
+                let p = root.join(PATHS[i]);
+                if p.symlink_metadata().is_ok_and(|m| !m.is_dir()) {
+                    std::fs::remove_file(&p).unwrap();
+                }
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+        /// Editing the tree the cache names gives the tree a whole snapshot builds.
+        #[test]
+        fn an_edited_tree_is_the_tree_a_whole_snapshot_builds(
+            rounds in proptest::collection::vec(proptest::collection::vec(op(), 1..5), 1..5),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let root = dir.path();
+            let repo = Repo::init(root, lifeos_store::StoreConfig::default()).unwrap();
+            std::fs::write(root.join("keep"), b"k").unwrap();
+            let commit = || {
+                let wc = repo.lock_working_copy().unwrap();
+                let opts = CommitOptions {
+                    message: b"m",
+                    allow_empty: true,
+                    ..CommitOptions::default()
+                };
+                repo.commit_working_copy(&wc, &opts, &NoProgress).unwrap()
+            };
+            commit();
+            for ops in &rounds {
+                let head = repo.head().unwrap();
+                proptest::prop_assert_eq!(repo.stat_cache().tree(), repo.at_tree(&head.view).unwrap(), "the cache names @'s tree: the next snapshot edits it");
+                for op in ops {
+                    apply(root, op);
+                }
+                let edited = commit();
+                // The whole snapshot, with a cache that names no tree.
+                let mut state = repo.load_wc_state();
+                state.tree = None;
+                repo.save_wc_state(&state).unwrap();
+                let head = repo.head().unwrap();
+                let base = repo.at_tree(&head.view).unwrap();
+                let mut tx = repo.store().transaction().unwrap();
+                let whole = repo.snapshot(&mut tx, base.as_ref(), &NoProgress).unwrap();
+                proptest::prop_assert_eq!(whole.tree, edited.snapshot.tree);
+                proptest::prop_assert_eq!(whole.files, edited.snapshot.files);
+                proptest::prop_assert_eq!(whole.bytes, edited.snapshot.bytes);
+                proptest::prop_assert_eq!(whole.state.map(|s| s.entries), edited.snapshot.state.map(|s| s.entries).or_else(|| Some(repo.load_wc_state().entries)));
+                drop(tx);
+                // Back to a cache that names the tree, for the next round's edits.
+                let mut state = repo.load_wc_state();
+                state.tree = Some(edited.snapshot.tree);
+                repo.save_wc_state(&state).unwrap();
+            }
+        }
+    }
+}

@@ -15,7 +15,9 @@ use crate::repo::{now_ms, OpState, Repo};
 use crate::stat_cache::StatCache;
 use crate::treediff::{diff_flat, Change, FlatTree};
 use crate::when::{parse_when, When};
-use crate::working_copy::{scan, submodule_folder_present, NoProgress, Scan, Skipped, WcState};
+use crate::working_copy::{
+    scan, submodule_folder_present, NoProgress, Scan, ScanEntry, Skipped, WcState,
+};
 
 /// The working folder compared with `@`.
 #[derive(Debug)]
@@ -107,6 +109,25 @@ impl Repo {
             .transpose()
     }
 
+    /// The kind, content id and size of a file or symlink the scan found, read from the
+    /// folder without storing anything.
+    fn content_id(&self, f: &ScanEntry) -> std::io::Result<(EntryKind, Id, u64)> {
+        let full = in_folder(self.workdir(), &f.path);
+        if f.meta.is_symlink() {
+            std::fs::read_link(&full).map(|t| {
+                let b = t.as_os_str().as_bytes();
+                (EntryKind::Symlink, Id::hash(b), b.len() as u64)
+            })
+        } else {
+            let kind = if f.meta.executable() {
+                EntryKind::Executable
+            } else {
+                EntryKind::File
+            };
+            hash_file(&full).map(|(id, n)| (kind, id, n))
+        }
+    }
+
     /// Reads the working folder into a flat tree without storing anything: files the stat
     /// cache recognises are not read; the others are hashed on every core. The gitlinks
     /// of `base` (the flattened tree the folder is compared with) stay while their folders
@@ -159,23 +180,7 @@ impl Repo {
                 None => to_hash.push(i),
             }
         }
-        let results = lifeos_store::par::map(&to_hash, |&i| {
-            let f = &found[i];
-            let full = in_folder(self.workdir(), &f.path);
-            if f.meta.is_symlink() {
-                std::fs::read_link(&full).map(|t| {
-                    let b = t.as_os_str().as_bytes();
-                    (EntryKind::Symlink, Id::hash(b), b.len() as u64)
-                })
-            } else {
-                let kind = if f.meta.executable() {
-                    EntryKind::Executable
-                } else {
-                    EntryKind::File
-                };
-                hash_file(&full).map(|(id, n)| (kind, id, n))
-            }
-        });
+        let results = lifeos_store::par::map(&to_hash, |&i| self.content_id(&found[i]));
         let mut failures = Scan::default();
         for (&i, r) in to_hash.iter().zip(results) {
             let f = &found[i];
@@ -229,8 +234,17 @@ impl Repo {
         };
         let old = self.stat_cache();
         let scanned = scan(self.workdir())?;
-        if old.describes(base_tree.as_ref(), &scanned) {
-            // Exactly what the snapshot that made `@`'s tree saw: nothing changed.
+        // Exactly what the snapshot that made `@`'s tree saw, the racily clean files
+        // (9.2) read to be sure: nothing changed.
+        let unchanged = old
+            .racy_if_unchanged(base_tree.as_ref(), &scanned)
+            .is_some_and(|racy| {
+                racy.iter().all(|(i, c)| {
+                    self.content_id(&scanned.found[*i])
+                        .is_ok_and(|(kind, id, _)| kind == c.kind && id == c.id)
+                })
+            });
+        if unchanged {
             return Ok(Status {
                 base,
                 branch: view.current_branch.clone(),

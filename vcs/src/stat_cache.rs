@@ -218,14 +218,35 @@ impl StatCache {
     /// that made it saw it: the cache names `base`, nothing was unreadable, and the scan
     /// found the cache's paths, no more and no fewer, each trusted (9.2).
     pub fn describes(&self, base: Option<&Id>, scan: &Scan) -> bool {
-        self.tree.is_some()
-            && self.tree.as_ref() == base
-            && scan.unreadable.is_empty()
-            && scan.found.len() == self.count
-            && scan.found.iter().all(|f| {
-                self.get(&f.path)
-                    .is_some_and(|c| c.trusted(&f.meta, self.recorded_at_ns))
-            })
+        self.racy_if_unchanged(base, scan)
+            .is_some_and(|racy| racy.is_empty())
+    }
+
+    /// Like [`StatCache::describes`], but an entry whose metadata is the cache's while it
+    /// was modified too close to the snapshot that recorded it (racily clean, 9.2) does
+    /// not count as a difference: such entries are returned (the scan's index and the
+    /// cache's entry), for the caller to compare their content. `None` if anything else
+    /// differs.
+    pub fn racy_if_unchanged(
+        &self,
+        base: Option<&Id>,
+        scan: &Scan,
+    ) -> Option<Vec<(usize, CacheEntry)>> {
+        if self.tree.is_none()
+            || self.tree.as_ref() != base
+            || !scan.unreadable.is_empty()
+            || scan.found.len() != self.count
+        {
+            return None;
+        }
+        let mut racy = Vec::new();
+        for (i, f) in scan.found.iter().enumerate() {
+            let c = self.get(&f.path).filter(|c| c.matches(&f.meta))?;
+            if !c.trusted(&f.meta, self.recorded_at_ns) {
+                racy.push((i, c));
+            }
+        }
+        Some(racy)
     }
 
     /// Whether it was read from a file of an earlier format (the next snapshot saves it

@@ -107,7 +107,8 @@ impl CacheEntry {
         self.matches(m) && self.mtime_ns < recorded_at_ns - window
     }
 
-    fn matches(&self, m: &Stat) -> bool {
+    /// Whether the metadata is the entry's (trusted or not).
+    pub fn matches(&self, m: &Stat) -> bool {
         self.size == m.size
             && self.mtime_ns == m.mtime_ns
             && self.ctime_ns == m.ctime_ns
@@ -936,6 +937,19 @@ mod tests {
         assert!(learnt.snapshot.state_changed);
         assert_eq!(repo.stat_cache().tree(), Some(new_tree));
         assert!(commit().snapshot.state.is_none());
+
+        // A file written just before the commit is racily clean: status reads it, and
+        // what it finds decides.
+        std::fs::write(root.join("fresh.txt"), b"1").unwrap();
+        let fresh = commit().snapshot.tree;
+        let racy = repo
+            .stat_cache()
+            .racy_if_unchanged(Some(&fresh), &scan(root).unwrap())
+            .unwrap();
+        assert_eq!(racy.len(), 1, "{racy:?}");
+        assert_eq!(status(), []);
+        std::fs::write(root.join("fresh.txt"), b"2").unwrap();
+        assert_eq!(status(), [("fresh.txt".to_string(), Modified)]);
     }
 
     #[test]

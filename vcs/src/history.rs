@@ -12,7 +12,7 @@ use crate::folder::WorkingCopyLock;
 use crate::object::{Commit, Conflict, EntryKind, Event, OpEvents, Operation, TreeEntry, View};
 use crate::path::{display, in_folder, is_under, BString};
 use crate::repo::{now_ms, OpState, Repo};
-use crate::stat_cache::StatCache;
+use crate::stat_cache::{NewCache, StatCache};
 use crate::treediff::{diff_flat, Change, FlatTree};
 use crate::when::{parse_when, When};
 use crate::working_copy::{
@@ -361,7 +361,7 @@ impl Repo {
             git_header: None,
         };
         let id = tx.write_object(Kind::Commit, &commit.encode())?;
-        Ok((id, snap.tree, snap.state))
+        Ok((id, snap.tree, snap.state.map(NewCache::into_state)))
     }
 
     /// Publishes `view` as a new operation and moves the folder to its `@`. The folder
@@ -967,7 +967,7 @@ impl Repo {
         let tree = self.write_flat(&mut tx, &flat)?;
         let mv = self
             .plan_move(&tx, Some(&snap.tree), Some(&tree), &snap.unreadable)?
-            .with_state(snap.state);
+            .with_state(snap.state.map(NewCache::into_state));
         let msg = format!(
             "restore {} from {}",
             if clean.is_empty() {

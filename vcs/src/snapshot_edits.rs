@@ -18,8 +18,8 @@ use crate::error::{Result, VcsError};
 use crate::object::{valid_name, EntryKind, Tree, TreeEntry};
 use crate::path::{display, in_folder, join, BString};
 use crate::repo::Repo;
-use crate::stat_cache::StatCache;
-use crate::working_copy::{CacheEntry, Scan, Snapshot, SnapshotProgress, Stat, WcState};
+use crate::stat_cache::{NewCache, StatCache};
+use crate::working_copy::{CacheEntry, Scan, Snapshot, SnapshotProgress, Stat};
 
 /// A change to one path of a tree: its new entry, or `None` to remove it.
 type Edit<'a> = (&'a [u8], Option<TreeEntry>);
@@ -28,8 +28,8 @@ impl Repo {
     /// The snapshot of a folder whose stat cache `old` names `base`, made by editing
     /// `base` where the scan and the cache disagree. `Ok(Err(scan))` gives the scan back
     /// when a file could not be read: the whole snapshot then says what happened to it
-    /// (files already stored stay in `tx`, and are found there again). `old` is dropped
-    /// once the tree is written, before the new cache is built.
+    /// (files already stored stay in `tx`, and are found there again). The new cache is
+    /// `old` with the changed paths patched in, not a map of every path.
     pub(crate) fn snapshot_edits(
         &self,
         tx: &mut Transaction<'_>,
@@ -44,7 +44,6 @@ impl Repo {
         let found = &scanned.found;
         // What the cache trusts keeps its entry; the rest is read, and what the cache has
         // that the scan did not find is gone.
-        let mut ids: Vec<Option<(EntryKind, Id)>> = vec![None; found.len()];
         let mut to_read = Vec::new();
         let mut links = Vec::new();
         let mut gone: Vec<&[u8]> = Vec::new();
@@ -57,7 +56,7 @@ impl Repo {
                 .next_if(|(p, _)| *p == f.path.as_slice())
                 .map(|(_, c)| c);
             match entry.filter(|c| c.trusted(&f.meta, old.recorded_at_ns())) {
-                Some(c) => ids[i] = Some((c.kind, c.id)),
+                Some(_) => {}
                 None if f.meta.is_symlink() => links.push(i),
                 None => to_read.push(i),
             }
@@ -66,14 +65,15 @@ impl Repo {
         let total: u64 = found.iter().map(|f| f.meta.size).sum();
         let read_bytes: u64 = to_read.iter().map(|&i| found[i].meta.size).sum();
         progress.scanned(found.len() as u64, total, to_read.len() as u64, read_bytes);
-        // The metadata of the files read, as they were read.
+        // What was read: kind, id, and metadata as read.
+        let mut ids: HashMap<usize, (EntryKind, Id)> = HashMap::new();
         let mut metas: HashMap<usize, Stat> = HashMap::with_capacity(to_read.len());
         for &i in &links {
             let Ok(target) = std::fs::read_link(in_folder(self.workdir(), &found[i].path)) else {
                 return Ok(Err(scanned));
             };
             let id = tx.write_object(Kind::Chunk, target.as_os_str().as_bytes())?;
-            ids[i] = Some((EntryKind::Symlink, id));
+            ids.insert(i, (EntryKind::Symlink, id));
         }
         let paths: Vec<_> = to_read
             .iter()
@@ -92,7 +92,7 @@ impl Repo {
                     } else {
                         EntryKind::File
                     };
-                    ids[i] = Some((kind, stored.id));
+                    ids.insert(i, (kind, stored.id));
                     metas.insert(i, Stat::from(&stored.metadata));
                     bytes_read += stored.size;
                     read.push((
@@ -107,11 +107,19 @@ impl Repo {
                 Err(e) => return Err(e.into()),
             }
         }
-        // The edits, in path order: what was read or re-read, and what is gone.
+        // The edits, in path order: what was read or re-read, and what is gone; and the
+        // same changes to the cache.
         let mut edits: Vec<Edit<'_>> = gone.iter().map(|p| (*p, None)).collect();
+        let mut changes: BTreeMap<Vec<u8>, Option<CacheEntry>> =
+            gone.iter().map(|p| (p.to_vec(), None)).collect();
         for &i in links.iter().chain(&to_read) {
-            let (kind, id) = ids[i].expect("read above");
-            let size = metas.get(&i).unwrap_or(&found[i].meta).size;
+            let (kind, id) = ids[&i];
+            let meta = metas.get(&i).unwrap_or(&found[i].meta);
+            let size = meta.size;
+            changes.insert(
+                found[i].path.clone(),
+                Some(CacheEntry::from_meta(meta, kind, id)),
+            );
             edits.push((
                 found[i].path.as_slice(),
                 Some(TreeEntry {
@@ -132,33 +140,26 @@ impl Repo {
                 None => tx.write_object(Kind::Tree, &Tree::default().encode())?,
             }
         };
-        drop(old);
-        let mut bytes = 0;
-        let mut entries = Vec::with_capacity(found.len());
-        for (i, f) in scanned.found.iter_mut().enumerate() {
-            let (kind, id) = ids[i].expect("every path trusted or read");
-            let meta = metas.get(&i).unwrap_or(&f.meta);
-            bytes += meta.size;
-            let entry = CacheEntry::from_meta(meta, kind, id);
-            entries.push((std::mem::take(&mut f.path), entry));
-        }
-        // The map is built from a sorted copy of `entries`: what the scan held goes first.
-        let Scan { skipped, .. } = scanned;
-        drop((ids, metas));
-        let files = entries.len() as u64;
-        let entries = entries.into_iter().collect();
+        let bytes = found
+            .iter()
+            .enumerate()
+            .map(|(i, f)| metas.get(&i).unwrap_or(&f.meta).size)
+            .sum();
         Ok(Ok(Snapshot {
             tree,
-            files,
+            files: found.len() as u64,
             bytes,
             files_read: to_read.len() as u64,
             bytes_read,
-            skipped,
+            skipped: scanned.skipped,
             unreadable: Vec::new(),
-            state: Some(WcState {
+            // The cache read, with what changed: every other entry is as it was (a
+            // trusted entry's metadata is the file's), now recorded at this snapshot.
+            state: Some(NewCache::Patched {
+                old,
+                changes,
                 recorded_at_ns: started_ns,
                 tree: Some(tree),
-                entries,
             }),
             state_changed,
             read,
@@ -373,7 +374,10 @@ mod tests {
                 proptest::prop_assert_eq!(whole.tree, edited.snapshot.tree);
                 proptest::prop_assert_eq!(whole.files, edited.snapshot.files);
                 proptest::prop_assert_eq!(whole.bytes, edited.snapshot.bytes);
-                proptest::prop_assert_eq!(whole.state.map(|s| s.entries), edited.snapshot.state.map(|s| s.entries).or_else(|| Some(repo.load_wc_state().entries)));
+                proptest::prop_assert_eq!(
+                    whole.state.map(|s| s.into_state().entries),
+                    edited.snapshot.state.map(|s| s.into_state().entries).or_else(|| Some(repo.load_wc_state().entries))
+                );
                 drop(tx);
                 // Back to a cache that names the tree, for the next round's edits.
                 let mut state = repo.load_wc_state();

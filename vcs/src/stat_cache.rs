@@ -6,6 +6,8 @@
 //! heap paths. Version 1 (a list of varint-encoded entries) is still read: it is converted
 //! to version 2 in memory, and the next save writes version 2.
 
+use std::collections::BTreeMap;
+
 use lifeos_store::enc::Reader;
 use lifeos_store::Id;
 
@@ -67,24 +69,37 @@ fn i128_at(b: &[u8], at: usize) -> i128 {
     i128::from_le_bytes(b[at..at + 16].try_into().expect("16 bytes"))
 }
 
-/// Encodes `state` in format 2 (FORMAT 9.1). Entries are written in the map's (path)
-/// order; a path or the paths together beyond 4 GiB cannot be recorded, so such a state is
-/// written empty (the cache is only an optimisation: the next snapshot reads every file).
+/// Encodes `state` in format 2 (FORMAT 9.1).
 pub(crate) fn encode(state: &WcState) -> Vec<u8> {
-    let paths_len: usize = state.entries.keys().map(Vec::len).sum();
-    let count = if u32::try_from(paths_len).is_ok() {
-        state.entries.len()
-    } else {
-        0
-    };
+    encode_sorted(
+        state.recorded_at_ns,
+        state.tree,
+        state.entries.iter().map(|(p, e)| (p.as_slice(), e.clone())),
+    )
+}
+
+/// Encodes entries given in strictly increasing path order in format 2. A state whose
+/// paths together exceed 4 GiB (beyond `u32` offsets) is written empty: the cache is only
+/// an optimisation, and the next snapshot reads every file.
+fn encode_sorted<'a>(
+    recorded_at_ns: i128,
+    tree: Option<Id>,
+    entries: impl Iterator<Item = (&'a [u8], CacheEntry)> + Clone,
+) -> Vec<u8> {
+    let (mut count, paths_len) = entries
+        .clone()
+        .fold((0, 0), |(n, len), (p, _)| (n + 1, len + p.len()));
+    if u32::try_from(paths_len).is_err() {
+        count = 0;
+    }
     let mut out = Vec::with_capacity(HEADER + count * RECORD + paths_len + SUM);
     out.extend_from_slice(MAGIC);
     out.push(VERSION);
-    out.extend_from_slice(&state.recorded_at_ns.to_le_bytes());
-    out.extend_from_slice(&state.tree.map_or([0; 32], |t| t.0));
+    out.extend_from_slice(&recorded_at_ns.to_le_bytes());
+    out.extend_from_slice(&tree.map_or([0; 32], |t| t.0));
     out.extend_from_slice(&(count as u64).to_le_bytes());
     let mut offset = 0u32;
-    for (path, e) in state.entries.iter().take(count) {
+    for (path, e) in entries.clone().take(count) {
         out.extend_from_slice(&offset.to_le_bytes());
         out.extend_from_slice(&(path.len() as u32).to_le_bytes());
         offset += path.len() as u32;
@@ -96,12 +111,142 @@ pub(crate) fn encode(state: &WcState) -> Vec<u8> {
         out.extend_from_slice(&[kind_byte(e.kind), 0, 0, 0]);
         out.extend_from_slice(&e.id.0);
     }
-    for path in state.entries.keys().take(count) {
+    for (path, _) in entries.take(count) {
         out.extend_from_slice(path);
     }
     let sum = blake3::hash(&out);
     out.extend_from_slice(&sum.as_bytes()[..SUM]);
     out
+}
+
+/// The stat cache a snapshot leaves, to save once its operation is published.
+#[derive(Debug)]
+pub enum NewCache {
+    /// A whole new cache.
+    Whole(WcState),
+    /// The cache the snapshot read with some paths changed (`None`: gone); every entry
+    /// recorded at `recorded_at_ns`, the cache naming `tree`. A snapshot that changed a
+    /// few paths of a large folder keeps the cache it read rather than a map of every
+    /// path.
+    Patched {
+        /// The cache read.
+        old: StatCache,
+        /// The changed paths.
+        changes: BTreeMap<Vec<u8>, Option<CacheEntry>>,
+        /// When the snapshot started.
+        recorded_at_ns: i128,
+        /// The tree the snapshot made.
+        tree: Option<Id>,
+    },
+}
+
+impl NewCache {
+    /// The tree it names.
+    pub fn tree(&self) -> Option<Id> {
+        match self {
+            NewCache::Whole(s) => s.tree,
+            NewCache::Patched { tree, .. } => *tree,
+        }
+    }
+
+    /// Its entries in path order.
+    fn entries(&self) -> Box<dyn Iterator<Item = (&[u8], CacheEntry)> + '_> {
+        match self {
+            NewCache::Whole(s) => {
+                Box::new(s.entries.iter().map(|(p, e)| (p.as_slice(), e.clone())))
+            }
+            NewCache::Patched { old, changes, .. } => Box::new(Patch {
+                old: old.iter().peekable(),
+                changes: changes.iter().peekable(),
+            }),
+        }
+    }
+
+    /// Encodes it in format 2 (FORMAT 9.1).
+    pub fn encode(&self) -> Vec<u8> {
+        match self {
+            NewCache::Whole(s) => encode(s),
+            NewCache::Patched {
+                old,
+                changes,
+                recorded_at_ns,
+                tree,
+            } => encode_sorted(
+                *recorded_at_ns,
+                *tree,
+                Patch {
+                    old: old.iter().peekable(),
+                    changes: changes.iter().peekable(),
+                },
+            ),
+        }
+    }
+
+    /// It as a map, to change further.
+    pub fn into_state(self) -> WcState {
+        match self {
+            NewCache::Whole(s) => s,
+            ref patched @ NewCache::Patched {
+                recorded_at_ns,
+                tree,
+                ..
+            } => WcState {
+                recorded_at_ns,
+                tree,
+                entries: patched.entries().map(|(p, e)| (p.to_vec(), e)).collect(),
+            },
+        }
+    }
+}
+
+/// The entries of a cache with changes applied, in path order.
+struct Patch<A: Iterator, B: Iterator> {
+    old: std::iter::Peekable<A>,
+    changes: std::iter::Peekable<B>,
+}
+
+impl<A, B> Clone for Patch<A, B>
+where
+    A: Iterator + Clone,
+    B: Iterator + Clone,
+    A::Item: Clone,
+    B::Item: Clone,
+{
+    fn clone(&self) -> Self {
+        Patch {
+            old: self.old.clone(),
+            changes: self.changes.clone(),
+        }
+    }
+}
+
+impl<'a, A, B> Iterator for Patch<A, B>
+where
+    A: Iterator<Item = (&'a [u8], CacheEntry)>,
+    B: Iterator<Item = (&'a Vec<u8>, &'a Option<CacheEntry>)>,
+{
+    type Item = (&'a [u8], CacheEntry);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let order = match (self.old.peek(), self.changes.peek()) {
+                (None, None) => return None,
+                (Some(_), None) => std::cmp::Ordering::Less,
+                (None, Some(_)) => std::cmp::Ordering::Greater,
+                (Some((p, _)), Some((q, _))) => (*p).cmp(q.as_slice()),
+            };
+            if order == std::cmp::Ordering::Less {
+                return self.old.next();
+            }
+            if order == std::cmp::Ordering::Equal {
+                self.old.next();
+            }
+            let (path, change) = self.changes.next().expect("peeked");
+            if let Some(e) = change {
+                return Some((path.as_slice(), e.clone()));
+            }
+        }
+    }
 }
 
 /// Decodes a format-1 body (checksum already checked and removed).
@@ -308,7 +453,7 @@ impl StatCache {
     }
 
     /// Every entry, in path order.
-    pub fn iter(&self) -> impl Iterator<Item = (&[u8], CacheEntry)> + '_ {
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], CacheEntry)> + Clone + '_ {
         (0..self.count).map(|i| (self.path(i), self.entry(i)))
     }
 }
@@ -467,6 +612,40 @@ mod tests {
             }
             proptest::prop_assert_eq!(c.get(&probe), state.entries.get(&probe).cloned());
             proptest::prop_assert_eq!(WcState::from(&c), state);
+        }
+
+        /// A cache patched with changes encodes as the map with them applied.
+        #[test]
+        fn a_patched_cache_is_the_map_with_the_changes(
+            paths in proptest::collection::btree_set(proptest::collection::vec(0u8..4, 1..4), 0..40),
+            changes in proptest::collection::btree_map(proptest::collection::vec(0u8..4, 1..4), proptest::option::of(0u64..9), 0..20),
+        ) {
+            let state = WcState {
+                recorded_at_ns: 1,
+                tree: None,
+                entries: paths.iter().enumerate().map(|(i, p)| (p.clone(), entry(i as u64, EntryKind::File))).collect(),
+            };
+            let changes: BTreeMap<Vec<u8>, Option<CacheEntry>> = changes
+                .into_iter()
+                .map(|(p, e)| (p, e.map(|s| entry(100 + s, EntryKind::Executable))))
+                .collect();
+            let mut applied = state.clone();
+            applied.recorded_at_ns = 5;
+            applied.tree = Some(Id::hash(b"t"));
+            for (p, e) in &changes {
+                match e {
+                    Some(e) => applied.entries.insert(p.clone(), e.clone()),
+                    None => applied.entries.remove(p),
+                };
+            }
+            let patched = NewCache::Patched {
+                old: StatCache::from_bytes(state.encode()).unwrap(),
+                changes,
+                recorded_at_ns: 5,
+                tree: Some(Id::hash(b"t")),
+            };
+            proptest::prop_assert_eq!(patched.encode(), applied.encode());
+            proptest::prop_assert_eq!(patched.into_state(), applied);
         }
     }
 }

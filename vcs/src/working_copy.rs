@@ -15,7 +15,7 @@ use crate::folder::through_real_folders;
 use crate::object::{EntryKind, Tree, TreeEntry};
 use crate::path::{display, in_folder, is_under, BString};
 use crate::repo::{Repo, DOT_DIR};
-use crate::stat_cache::StatCache;
+use crate::stat_cache::{NewCache, StatCache};
 
 /// The stat cache file, inside `.lifeos`.
 pub const STATE_FILE: &str = "wc_state";
@@ -182,10 +182,10 @@ impl Repo {
 
     /// Saves the stat cache a snapshot made, if it made one (none: the saved one stands).
     pub(crate) fn save_snapshot_state(&self, snapshot: &Snapshot) -> Result<()> {
-        match &snapshot.state {
-            Some(state) => self.save_wc_state(state),
-            None => Ok(()),
+        if let Some(state) = &snapshot.state {
+            lifeos_store::store::write_atomic(&self.state_path(), &state.encode())?;
         }
+        Ok(())
     }
 }
 
@@ -353,7 +353,7 @@ pub struct Snapshot {
     pub unreadable: Vec<Skipped>,
     /// The stat cache to save once the snapshot is published; `None` when the saved one
     /// stands (the folder is exactly what it recorded).
-    pub state: Option<WcState>,
+    pub state: Option<NewCache>,
     /// Whether the new state differs from the one loaded.
     pub state_changed: bool,
     /// The files read (new or changed): path, content id, size.
@@ -697,7 +697,7 @@ impl Repo {
             bytes_read,
             skipped,
             unreadable,
-            state: Some(state),
+            state: Some(NewCache::Whole(state)),
             state_changed,
             read,
         })
@@ -897,7 +897,7 @@ mod tests {
         };
         let first = commit();
         let tree = first.snapshot.tree;
-        assert_eq!(first.snapshot.state.as_ref().unwrap().tree, Some(tree));
+        assert_eq!(first.snapshot.state.as_ref().unwrap().tree(), Some(tree));
         assert_eq!(repo.stat_cache().tree(), Some(tree));
 
         // Nothing changed: the saved cache stands and names the tree.

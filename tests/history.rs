@@ -1265,3 +1265,36 @@ fn a_path_filtered_log_stops_when_it_has_enough() {
     );
     assert!(r.commits_changing(ids, b"notes", None).is_err());
 }
+
+/// A partial commit reads every changed file but records only some: the stat cache it
+/// leaves must not trust the content of the others, which nothing reachable holds (thrown
+/// away with the transaction when the partial commit records nothing, collected by gc
+/// when it records something). A later commit must read them again.
+#[test]
+fn a_partial_commit_leaves_no_trusted_content_it_did_not_record() {
+    for records_something in [false, true] {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
+        ok(d, &["init"]);
+        write(d, "kept.txt", b"kept\n");
+        write(d, "other.txt", b"first\n");
+        ok(d, &["commit", "-m", "base"]);
+        write(d, "other.txt", b"second version\n");
+        // Past the racy window: the partial commit's snapshot trusts what it reads now.
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        if records_something {
+            // kept.txt alone: other.txt's new content is stored, and nothing reaches it.
+            write(d, "kept.txt", b"kept, changed\n");
+            ok(d, &["commit", "-m", "kept only", "kept.txt"]);
+            ok(d, &["gc"]);
+        } else {
+            // An unchanged path alone: nothing is recorded, nor other.txt's content.
+            let out = ok(d, &["commit", "-m", "nothing", "kept.txt"]);
+            assert!(out.contains("Nothing changed"), "{out}");
+        }
+        ok(d, &["commit", "-m", "everything"]);
+        assert_eq!(ok(d, &["cat", "other.txt"]), "second version\n");
+        let fsck = json(d, &["fsck"]);
+        assert_eq!(fsck["ok"], true, "{records_something}: {fsck}");
+    }
+}

@@ -142,7 +142,7 @@ impl Repo {
                 events,
                 start,
             )?;
-            self.save_snapshot_state(&snapshot)?;
+            self.save_snapshot_state(&snapshot, &tree)?;
             return Ok(CommitOutcome {
                 commit: Some(id),
                 op: Some(op),
@@ -157,7 +157,7 @@ impl Repo {
         if parent_tree == Some(tree) && !opts.allow_empty {
             drop(tx);
             if snapshot.state_changed {
-                self.save_snapshot_state(&snapshot)?;
+                self.save_snapshot_state(&snapshot, &tree)?;
             }
             return Ok(CommitOutcome {
                 commit: None,
@@ -186,7 +186,7 @@ impl Repo {
             events,
             start,
         )?;
-        self.save_snapshot_state(&snapshot)?;
+        self.save_snapshot_state(&snapshot, &tree)?;
         Ok(CommitOutcome {
             commit: Some(id),
             op: Some(op),

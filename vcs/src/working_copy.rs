@@ -180,8 +180,14 @@ impl Repo {
         Ok(())
     }
 
-    /// Saves the stat cache a snapshot made, if it made one (none: the saved one stands).
-    pub(crate) fn save_snapshot_state(&self, snapshot: &Snapshot) -> Result<()> {
+    /// Saves the stat cache a snapshot made, if it made one (none: the saved one stands),
+    /// once `recorded` (the tree the commit recorded) is published. A commit of some paths
+    /// (`recorded` is not the snapshot's tree) saves nothing: the cache would trust content
+    /// read from the other paths, which nothing published holds.
+    pub(crate) fn save_snapshot_state(&self, snapshot: &Snapshot, recorded: &Id) -> Result<()> {
+        if *recorded != snapshot.tree {
+            return Ok(());
+        }
         if let Some(state) = &snapshot.state {
             lifeos_store::store::write_atomic(&self.state_path(), &state.encode())?;
         }

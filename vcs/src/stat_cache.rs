@@ -78,19 +78,33 @@ pub(crate) fn encode(state: &WcState) -> Vec<u8> {
     )
 }
 
-/// Encodes entries given in strictly increasing path order in format 2. A state whose
-/// paths together exceed 4 GiB (beyond `u32` offsets) is written empty: the cache is only
-/// an optimisation, and the next snapshot reads every file.
+/// The most bytes of paths a cache holds (its offsets are `u32`).
+const PATHS_LIMIT: usize = u32::MAX as usize;
+
+/// Encodes entries given in strictly increasing path order in format 2.
 fn encode_sorted<'a>(
     recorded_at_ns: i128,
     tree: Option<Id>,
     entries: impl Iterator<Item = (&'a [u8], CacheEntry)> + Clone,
 ) -> Vec<u8> {
+    encode_within(recorded_at_ns, tree, entries, PATHS_LIMIT)
+}
+
+/// [`encode_sorted`] with a limit on the bytes of paths: a state whose paths together
+/// exceed it is written with no records and naming no tree (the cache is only an
+/// optimisation: the next snapshot reads every file).
+fn encode_within<'a>(
+    recorded_at_ns: i128,
+    mut tree: Option<Id>,
+    entries: impl Iterator<Item = (&'a [u8], CacheEntry)> + Clone,
+    limit: usize,
+) -> Vec<u8> {
     let (mut count, paths_len) = entries
         .clone()
         .fold((0, 0), |(n, len), (p, _)| (n + 1, len + p.len()));
-    if u32::try_from(paths_len).is_err() {
+    if paths_len > limit {
         count = 0;
+        tree = None;
     }
     let mut out = Vec::with_capacity(HEADER + count * RECORD + paths_len + SUM);
     out.extend_from_slice(MAGIC);
@@ -547,6 +561,24 @@ mod tests {
             again.iter().collect::<Vec<_>>(),
             c.iter().collect::<Vec<_>>()
         );
+    }
+
+    /// A state too large to record is saved empty and naming no tree: naming one would let
+    /// a folder with every file gone look like that tree.
+    #[test]
+    fn a_state_beyond_the_limit_is_saved_empty_and_names_no_tree() {
+        let state = WcState {
+            recorded_at_ns: 7,
+            tree: Some(Id::hash(b"a tree")),
+            entries: [(b"abc".to_vec(), entry(1, EntryKind::File))]
+                .into_iter()
+                .collect(),
+        };
+        let entries = || state.entries.iter().map(|(p, e)| (p.as_slice(), e.clone()));
+        let within = StatCache::from_bytes(encode_within(7, state.tree, entries(), 3)).unwrap();
+        assert_eq!((within.len(), within.tree()), (1, state.tree));
+        let beyond = StatCache::from_bytes(encode_within(7, state.tree, entries(), 2)).unwrap();
+        assert_eq!((beyond.len(), beyond.tree()), (0, None));
     }
 
     #[test]

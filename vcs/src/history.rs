@@ -141,16 +141,16 @@ impl Repo {
         &self,
         base: Option<&FlatTree>,
         old: StatCache,
-        scanned: Scan,
+        mut scanned: Scan,
     ) -> Result<FolderRead> {
+        if let Some(base) = base {
+            self.keep_tracked(base.keys().map(|k| k.as_ref()), &mut scanned);
+        }
         let Scan {
             mut found,
             skipped,
             unreadable,
         } = scanned;
-        if let Some(base) = base {
-            self.keep_tracked(base.keys().map(|k| k.as_ref()), &mut found);
-        }
         let mut out = FolderRead {
             skipped,
             unreadable,

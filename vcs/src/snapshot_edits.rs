@@ -39,8 +39,12 @@ impl Repo {
         started_ns: i128,
         progress: &dyn SnapshotProgress,
     ) -> Result<std::result::Result<Snapshot, Scan>> {
-        // A tracked path hidden by an ignore rule is still recorded (FORMAT 9.3).
-        self.keep_tracked(old.paths(), &mut scanned.found);
+        // A tracked path hidden by an ignore rule is still recorded (FORMAT 9.3); if it
+        // cannot be read, the whole snapshot keeps its recorded version.
+        self.keep_tracked(old.paths(), &mut scanned);
+        if !scanned.unreadable.is_empty() {
+            return Ok(Err(scanned));
+        }
         let found = &scanned.found;
         // What the cache trusts keeps its entry; the rest is read, and what the cache has
         // that the scan did not find is gone.

@@ -449,12 +449,14 @@ impl SnapshotProgress for NoProgress {
 impl Repo {
     /// Tracked files are never ignored, as in git: a `tracked` path the scan did not list
     /// (an ignore rule matches it or its folder) is added back when it still exists as a
-    /// file or symlink.
+    /// file or symlink. One whose metadata, or a folder's on its way, cannot be read
+    /// (other than for not existing) is unreadable, never taken as deleted.
     pub(crate) fn keep_tracked<'p>(
         &self,
         tracked: impl Iterator<Item = &'p [u8]>,
-        found: &mut Vec<ScanEntry>,
+        scan: &mut Scan,
     ) {
+        let found = &mut scan.found;
         let listed = found.len();
         for path in tracked {
             if found[..listed]
@@ -464,30 +466,40 @@ impl Repo {
                 continue;
             }
             // Not through a folder that became a symlink: that could lead out of the folder.
-            let real_folders =
-                path.iter()
-                    .enumerate()
-                    .filter(|(_, b)| **b == b'/')
-                    .all(|(i, _)| {
-                        in_folder(self.workdir(), &path[..i])
-                            .symlink_metadata()
-                            .is_ok_and(|m| m.is_dir())
-                    });
-            if !real_folders {
-                continue;
-            }
-            if let Ok(meta) = in_folder(self.workdir(), path).symlink_metadata() {
-                if meta.is_file() || meta.file_type().is_symlink() {
+            let folders = path.iter().enumerate().filter(|(_, b)| **b == b'/');
+            let mut on_its_way = folders.map(|(i, _)| {
+                in_folder(self.workdir(), &path[..i])
+                    .symlink_metadata()
+                    .map(|m| m.is_dir())
+            });
+            let meta = match on_its_way.find(|m| !matches!(m, Ok(true))) {
+                None => in_folder(self.workdir(), path).symlink_metadata(),
+                Some(Ok(_)) => continue,
+                Some(Err(e)) => Err(e),
+            };
+            match meta {
+                Ok(meta) if meta.is_file() || meta.file_type().is_symlink() => {
                     found.push(ScanEntry {
                         path: path.to_vec(),
                         meta: Stat::from(&meta),
                     });
+                }
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    if !scan.unreadable.iter().any(|u| u.path.as_slice() == path) {
+                        scan.unreadable.push(Skipped {
+                            path: path.into(),
+                            reason: e.to_string(),
+                        });
+                    }
                 }
             }
         }
         if found.len() > listed {
             found.sort_by(|a, b| a.path.cmp(&b.path));
         }
+        scan.unreadable.sort_by(|a, b| a.path.cmp(&b.path));
     }
 
     /// Records the working folder into `tx` as a tree; returns it with the refreshed stat
@@ -522,7 +534,7 @@ impl Repo {
             });
         }
         // Only some paths differ from the tree the cache names: edit that tree.
-        let (old, scanned) = match base {
+        let (old, mut scanned) = match base {
             Some(b) if old.tree() == Some(*b) && scanned.unreadable.is_empty() => {
                 match self.snapshot_edits(tx, b, old, scanned, started_ns, progress)? {
                     Ok(snapshot) => return Ok(snapshot),
@@ -531,15 +543,15 @@ impl Repo {
             }
             _ => (old, scanned),
         };
+        let base_flat = base.map(|b| self.flatten_tx(tx, b)).transpose()?;
+        if let Some(flat) = &base_flat {
+            self.keep_tracked(flat.keys().map(|k| k.as_ref()), &mut scanned);
+        }
         let Scan {
             mut found,
             mut skipped,
             mut unreadable,
         } = scanned;
-        let base_flat = base.map(|b| self.flatten_tx(tx, b)).transpose()?;
-        if let Some(flat) = &base_flat {
-            self.keep_tracked(flat.keys().map(|k| k.as_ref()), &mut found);
-        }
         // The new stat cache's entries, in path order; the map is built in bulk at the
         // end, once the scan is dropped (ordered inserts leave B-tree nodes half empty).
         let mut entries: Vec<(Vec<u8>, CacheEntry)> = Vec::with_capacity(found.len());

@@ -438,6 +438,14 @@ fn an_unreadable_folder_keeps_what_was_recorded_in_it() {
     user_ok(&d, &["commit", "-m", "one"]);
     std::fs::set_permissions(d.join("box"), std::fs::Permissions::from_mode(0o000)).unwrap();
     user_write(&d, "top.txt", b"t2\n");
+    // The folder is what cannot be read, once: not each recorded file in it again.
+    let unreadable: Vec<String> = user_json(&d, &["status"])["unreadable"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["path"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(unreadable, ["box"]);
     let out = as_user(&d, &["commit", "-m", "two"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("box"), "{err}");

@@ -99,12 +99,11 @@ fn encode_within<'a>(
     entries: impl Iterator<Item = (&'a [u8], CacheEntry)> + Clone,
     limit: usize,
 ) -> Vec<u8> {
-    let (mut count, paths_len) = entries
+    let (mut count, mut paths_len) = entries
         .clone()
         .fold((0, 0), |(n, len), (p, _)| (n + 1, len + p.len()));
     if paths_len > limit {
-        count = 0;
-        tree = None;
+        (count, paths_len, tree) = (0, 0, None);
     }
     let mut out = Vec::with_capacity(HEADER + count * RECORD + paths_len + SUM);
     out.extend_from_slice(MAGIC);

@@ -450,18 +450,39 @@ impl Repo {
     /// Tracked files are never ignored, as in git: a `tracked` path the scan did not list
     /// (an ignore rule matches it or its folder) is added back when it still exists as a
     /// file or symlink. One whose metadata, or a folder's on its way, cannot be read
-    /// (other than for not existing) is unreadable, never taken as deleted.
+    /// (other than for not existing) is unreadable, never taken as deleted; one already
+    /// unreadable, or inside a folder that is, is left to that entry.
     pub(crate) fn keep_tracked<'p>(
         &self,
         tracked: impl Iterator<Item = &'p [u8]>,
         scan: &mut Scan,
     ) {
+        scan.unreadable.sort_by(|a, b| a.path.cmp(&b.path));
+        let unreadable = &scan.unreadable;
+        // The path itself, a folder above it, or the whole folder (the empty path).
+        let covered = |path: &[u8]| {
+            let above = path
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| **b == b'/')
+                .map(|(i, _)| &path[..i]);
+            std::iter::once(&path[..0])
+                .chain(above)
+                .chain(std::iter::once(path))
+                .any(|p| {
+                    unreadable
+                        .binary_search_by(|u| u.path.as_slice().cmp(p))
+                        .is_ok()
+                })
+        };
+        let mut more_unreadable = Vec::new();
         let found = &mut scan.found;
         let listed = found.len();
         for path in tracked {
             if found[..listed]
                 .binary_search_by(|e| e.path.as_slice().cmp(path))
                 .is_ok()
+                || covered(path)
             {
                 continue;
             }
@@ -486,20 +507,19 @@ impl Repo {
                 }
                 Ok(_) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => {
-                    if !scan.unreadable.iter().any(|u| u.path.as_slice() == path) {
-                        scan.unreadable.push(Skipped {
-                            path: path.into(),
-                            reason: e.to_string(),
-                        });
-                    }
-                }
+                Err(e) => more_unreadable.push(Skipped {
+                    path: path.into(),
+                    reason: e.to_string(),
+                }),
             }
         }
         if found.len() > listed {
             found.sort_by(|a, b| a.path.cmp(&b.path));
         }
-        scan.unreadable.sort_by(|a, b| a.path.cmp(&b.path));
+        if !more_unreadable.is_empty() {
+            scan.unreadable.append(&mut more_unreadable);
+            scan.unreadable.sort_by(|a, b| a.path.cmp(&b.path));
+        }
     }
 
     /// Records the working folder into `tx` as a tree; returns it with the refreshed stat

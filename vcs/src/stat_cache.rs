@@ -162,19 +162,6 @@ impl NewCache {
         }
     }
 
-    /// Its entries in path order.
-    fn entries(&self) -> Box<dyn Iterator<Item = (&[u8], CacheEntry)> + '_> {
-        match self {
-            NewCache::Whole(s) => {
-                Box::new(s.entries.iter().map(|(p, e)| (p.as_slice(), e.clone())))
-            }
-            NewCache::Patched { old, changes, .. } => Box::new(Patch {
-                old: old.iter().peekable(),
-                changes: changes.iter().peekable(),
-            }),
-        }
-    }
-
     /// Encodes it in format 2 (FORMAT 9.1).
     pub fn encode(&self) -> Vec<u8> {
         match self {
@@ -184,14 +171,7 @@ impl NewCache {
                 changes,
                 recorded_at_ns,
                 tree,
-            } => encode_sorted(
-                *recorded_at_ns,
-                *tree,
-                Patch {
-                    old: old.iter().peekable(),
-                    changes: changes.iter().peekable(),
-                },
-            ),
+            } => encode_sorted(*recorded_at_ns, *tree, patched(old, changes)),
         }
     }
 
@@ -199,16 +179,30 @@ impl NewCache {
     pub fn into_state(self) -> WcState {
         match self {
             NewCache::Whole(s) => s,
-            ref patched @ NewCache::Patched {
+            NewCache::Patched {
+                old,
+                changes,
                 recorded_at_ns,
                 tree,
-                ..
             } => WcState {
                 recorded_at_ns,
                 tree,
-                entries: patched.entries().map(|(p, e)| (p.to_vec(), e)).collect(),
+                entries: patched(&old, &changes)
+                    .map(|(p, e)| (p.to_vec(), e))
+                    .collect(),
             },
         }
+    }
+}
+
+/// The entries of `old` with `changes` applied, in path order.
+fn patched<'a>(
+    old: &'a StatCache,
+    changes: &'a BTreeMap<Vec<u8>, Option<CacheEntry>>,
+) -> impl Iterator<Item = (&'a [u8], CacheEntry)> + Clone + 'a {
+    Patch {
+        old: old.iter().peekable(),
+        changes: changes.iter().peekable(),
     }
 }
 

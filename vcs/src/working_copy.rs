@@ -539,11 +539,12 @@ impl Repo {
         if old.describes(base, &scanned) {
             // Nothing changed since the snapshot that made `base`: no file to read, no
             // tree to build, no state to save.
-            progress.scanned(scanned.found.len() as u64, scanned.bytes(), 0, 0);
+            let (files, bytes) = (scanned.found.len() as u64, scanned.bytes());
+            progress.scanned(files, bytes, 0, 0);
             return Ok(Snapshot {
                 tree: *base.expect("describes a tree"),
-                files: scanned.found.len() as u64,
-                bytes: scanned.bytes(),
+                files,
+                bytes,
                 files_read: 0,
                 bytes_read: 0,
                 skipped: scanned.skipped,

@@ -311,3 +311,91 @@ pub fn search(
     hits.truncate(limit);
     Ok(hits)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lifeos_vcs::commit::CommitOptions;
+    use lifeos_vcs::object::{Anchor, Extract, Segment};
+    use lifeos_vcs::working_copy::NoProgress;
+    use lifeos_vcs::Event;
+
+    /// `search --model M --limit N` returned fewer than N hits when another model's
+    /// segments ranked above M's: the model was checked after the limit was applied.
+    #[test]
+    fn the_model_is_checked_before_the_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repo::init(dir.path(), lifeos_store::StoreConfig::default()).unwrap();
+        std::fs::write(dir.path().join("alpha.wav"), b"alpha").unwrap();
+        std::fs::write(dir.path().join("beta.wav"), b"beta").unwrap();
+        let wc = repo.lock_working_copy().unwrap();
+        let opts = CommitOptions {
+            message: b"recordings",
+            ..CommitOptions::default()
+        };
+        repo.commit_working_copy(&wc, &opts, &NoProgress).unwrap();
+        let head = repo.head().unwrap();
+        let tree = repo.at_tree(&head.view).unwrap().unwrap();
+        let file = |p: &str| repo.lookup_path(&tree, p.as_bytes()).unwrap().unwrap().id;
+        // Default transcripts (extractor `speech`) whose metadata names their model: many
+        // by alpha that rank first for the word, one by beta.
+        let transcript = |file: Id, model: &str, texts: &[&str]| Extract {
+            file,
+            extractor: "speech".into(),
+            version: 1,
+            outcome: Ok(texts
+                .iter()
+                .enumerate()
+                .map(|(i, t)| Segment {
+                    kind: "speech".into(),
+                    anchor: Anchor::Time {
+                        start_ms: i as u64 * 1000,
+                        end_ms: i as u64 * 1000 + 900,
+                    },
+                    text: t.to_string(),
+                    meta: format!(r#"{{"model":"{model}"}}"#),
+                })
+                .collect()),
+        };
+        let mut tx = repo.store().transaction().unwrap();
+        let results = [
+            transcript(file("alpha.wav"), "alpha", &["tomato tomato tomato"; 30]),
+            transcript(
+                file("beta.wav"),
+                "beta",
+                &["the tomato plants grow in the garden"],
+            ),
+        ]
+        .iter()
+        .map(|x| {
+            tx.write_object(lifeos_store::Kind::Extract, &x.encode())
+                .unwrap()
+        })
+        .collect();
+        repo.publish(
+            tx,
+            &[head.id],
+            head.view.clone(),
+            "ingest: 2 files",
+            vec![Event::ContentExtracted { results }],
+            lifeos_vcs::repo::now_ms(),
+        )
+        .unwrap();
+        let view = repo.head().unwrap().view;
+        let found = |model, limit| {
+            let filters = Filters {
+                file_type: None,
+                path: None,
+                mentions: None,
+                model: Some(model),
+            };
+            search(&repo, "tomato", Scope::View(&view), &filters, limit)
+                .unwrap()
+                .into_iter()
+                .map(|h| h.path)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(found("beta", 1), ["beta.wav"]);
+        assert_eq!(found("alpha", 3), ["alpha.wav"; 3]);
+    }
+}

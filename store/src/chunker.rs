@@ -6,8 +6,12 @@ use fastcdc::v2020::FastCDC;
 
 use crate::config::Chunking;
 
+/// The first buffer's size; it doubles while the stream fills it.
+const FIRST_BUFFER: usize = 64 * 1024;
+
 /// Cuts a byte stream into chunks whose boundaries depend only on content, so an insertion
-/// changes only the chunks around it. Buffers at most four times the largest chunk.
+/// changes only the chunks around it. Buffers at most four times the largest chunk; the
+/// buffer grows as the stream proves long, so a short file does not pay for zeroing it.
 pub struct Chunker<R> {
     src: R,
     params: Chunking,
@@ -25,7 +29,7 @@ impl<R: Read> Chunker<R> {
         Chunker {
             src,
             params,
-            buf: vec![0u8; 4 * params.max_size as usize],
+            buf: Vec::new(),
             start: 0,
             end: 0,
             eof: false,
@@ -40,7 +44,15 @@ impl<R: Read> Chunker<R> {
             self.end -= self.start;
             self.start = 0;
         }
-        while !self.eof && self.end < self.buf.len() {
+        let most = 4 * self.params.max_size as usize;
+        while !self.eof {
+            if self.end == self.buf.len() {
+                if self.buf.len() >= most {
+                    break;
+                }
+                let grown = (2 * self.buf.len()).max(FIRST_BUFFER).min(most);
+                self.buf.resize(grown, 0);
+            }
             match self.src.read(&mut self.buf[self.end..]) {
                 Ok(0) => self.eof = true,
                 Ok(n) => {
@@ -128,6 +140,48 @@ mod tests {
             .map(|c| c.length)
             .collect();
         assert_eq!(chunk_lengths(&data, p), expect);
+    }
+
+    /// A reader that hands out at most `step` bytes per read.
+    struct Trickle<'a> {
+        data: &'a [u8],
+        step: usize,
+    }
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.step.min(out.len()).min(self.data.len());
+            out[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn a_growing_buffer_cuts_where_the_whole_buffer_does() {
+        // Default sizes: the buffer starts below the largest chunk and grows in steps
+        // while short reads fill it.
+        let p = Chunking::default();
+        for len in [0, 1, 20_000, FIRST_BUFFER + 1, 5_000_000] {
+            let data = pseudo_random(len, len as u64);
+            let expect: Vec<usize> = FastCDC::new(&data, p.min_size, p.avg_size, p.max_size)
+                .map(|c| c.length)
+                .collect();
+            let mut c = Chunker::new(
+                Trickle {
+                    data: &data,
+                    step: 10_007,
+                },
+                p,
+            );
+            let mut got = Vec::new();
+            while let Some(ch) = c.next_chunk().unwrap() {
+                got.push(ch.len());
+            }
+            assert_eq!(got, expect, "{len} bytes");
+            assert_eq!(c.content_hash(), (crate::Id::hash(&data), len as u64));
+            assert!(c.buf.len() <= (4 * p.max_size as usize).max(FIRST_BUFFER));
+        }
     }
 
     #[test]

@@ -532,8 +532,9 @@ impl Repo {
         base: Option<&Id>,
         progress: &dyn SnapshotProgress,
     ) -> Result<Snapshot> {
-        let started_ns = i128::from(crate::repo::now_ms()) * 1_000_000;
-        let started_ns = started_ns.min(jiff::Timestamp::now().as_nanosecond());
+        // The system clock, as file times are: a clock set for the operation's times
+        // (LIFEOS_NOW) has nothing to do with when the files were written.
+        let started_ns = jiff::Timestamp::now().as_nanosecond();
         let old = self.stat_cache();
         let scanned = scan(self.workdir())?;
         if old.describes(base, &scanned) {

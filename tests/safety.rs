@@ -1192,3 +1192,63 @@ fn ingest_exclusions_hold_for_names_that_are_not_utf8() {
         .collect();
     assert_eq!(paths, ["public.md"], "{hits}");
 }
+
+/// A git history can hold files under `.lifeos/`, where lifeos keeps the repository. A
+/// checkout of such a commit wrote them over the repository's own files, and a checkout
+/// away from it removed them: both are refused or left alone now, and the repository
+/// keeps working.
+#[test]
+fn a_tree_holding_the_repository_folder_never_writes_into_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let src = t.join("src");
+    std::fs::create_dir(&src).unwrap();
+    git(&src, &["init", "-q", "-b", "main"]);
+    write(&src, "notes.md", b"notes\n");
+    git(&src, &["add", "."]);
+    let commit = |msg: &str| {
+        git(
+            &src,
+            &[
+                "-c",
+                "user.name=T",
+                "-c",
+                "user.email=t@x",
+                "commit",
+                "-q",
+                "-m",
+                msg,
+            ],
+        )
+    };
+    commit("plain");
+    git(&src, &["checkout", "-q", "-b", "hostile"]);
+    // New paths only: a path the repository already has was refused as "not recorded".
+    write(&src, ".lifeos/op_heads/0000", b"x");
+    write(&src, ".lifeos/notes", b"not lifeos's\n");
+    git(&src, &["add", "-f", "."]);
+    commit("hostile");
+    let lr = t.join("lifeos");
+    std::fs::create_dir(&lr).unwrap();
+    ok(&lr, &["init"]);
+    let config = std::fs::read(lr.join(".lifeos/config")).unwrap();
+    ok(&lr, &["git", "import", src.to_str().unwrap()]);
+    ok(&lr, &["checkout", "main"]);
+    let err = fails(&lr, &["checkout", "hostile"]);
+    assert!(
+        err.contains(".lifeos/") && err.contains("where lifeos keeps the repository"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(lr.join(".lifeos/config")).unwrap(), config);
+    assert!(!lr.join(".lifeos/op_heads/0000").exists());
+    assert!(!lr.join(".lifeos/notes").exists());
+    // The file is still readable from the history, and the repository still works.
+    assert_eq!(
+        ok(&lr, &["cat", "-r", "hostile", ".lifeos/notes"]),
+        "not lifeos's\n"
+    );
+    assert_eq!(ok(&lr, &["cat", "notes.md"]), "notes\n");
+    write(&lr, "more.md", b"more\n");
+    ok(&lr, &["commit", "-m", "more"]);
+    assert!(ok(&lr, &["fsck"]).contains("no problems found"));
+}

@@ -322,7 +322,21 @@ impl Repo {
         to: Option<&Id>,
         unreadable: &[Skipped],
     ) -> Result<FolderMove> {
-        let changes = self.diff_trees_tx(tx, from, to)?;
+        let mut changes = self.diff_trees_tx(tx, from, to)?;
+        if let Some(c) = changes
+            .iter()
+            .find(|c| c.new.is_some() && crate::path::in_repository_dir(&c.path))
+        {
+            return Err(VcsError::UnsafePath {
+                path: display(&c.path).into_owned(),
+                reason: format!(
+                    "is inside {}, where lifeos keeps the repository, so it is never written to the folder; read it with `lifeos cat`, or record a commit without it",
+                    crate::repo::DOT_DIR
+                ),
+            });
+        }
+        // Nothing there was written by a move, so nothing there is removed by one.
+        changes.retain(|c| !crate::path::in_repository_dir(&c.path));
         let root = self.workdir();
         let removed: std::collections::HashSet<&[u8]> = changes
             .iter()
@@ -451,6 +465,12 @@ impl Repo {
         // them (the next commit names the tree again).
         state.tree = None;
         let root = self.workdir();
+        // The repository's own folder is never touched, whatever a tree holds (a journal
+        // left by a move finishes with the trees' whole difference).
+        let changes: Vec<&Change> = changes
+            .iter()
+            .filter(|c| !crate::path::in_repository_dir(&c.path))
+            .collect();
         // Deletions first (so a file can become a directory), deepest first.
         for c in changes.iter().rev().filter(|c| c.new.is_none()) {
             self.interrupt.check()?;
@@ -481,7 +501,7 @@ impl Repo {
             }
         }
         let mut jobs = Vec::new();
-        for c in changes {
+        for c in &changes {
             let Some(e) = &c.new else { continue };
             self.interrupt.check()?;
             let dest = in_folder(root, &c.path);

@@ -68,6 +68,13 @@ pub fn is_under(path: &[u8], dir: &[u8]) -> bool {
         || (path.len() > dir.len() && path.starts_with(dir) && path[dir.len()] == b'/')
 }
 
+/// Whether repository path `p` is in the folder where lifeos keeps the repository
+/// (`.lifeos` at the top): a tree may hold such a path (imported from git, fetched from
+/// another device), but it is never written to or removed from the folder.
+pub fn in_repository_dir(p: &[u8]) -> bool {
+    is_under(p, crate::repo::DOT_DIR.as_bytes())
+}
+
 /// The file system path of repository path `p` below `root`.
 pub fn in_folder(root: &Path, p: &[u8]) -> PathBuf {
     root.join(OsStr::from_bytes(p))

@@ -247,9 +247,9 @@ impl Repo {
     ) -> Result<(Id, Commit)> {
         let parent = view.at_commit();
         let mut conflicts = Vec::new();
-        if let Some(pc) = parent.map(|p| self.commit(&p)).transpose()? {
+        if let Some(pc) = parent.map(|p| self.commit_tx(tx, &p)).transpose()? {
             for c in &pc.conflicts {
-                let before = self.lookup_path(&pc.tree, &c.path)?;
+                let before = self.lookup_path_tx(tx, &pc.tree, &c.path)?;
                 let after = self.lookup_path_tx(tx, &tree, &c.path)?;
                 if before.map(|e| e.id) == after.map(|e| e.id) {
                     conflicts.push(c.clone());
@@ -282,6 +282,16 @@ impl Repo {
             });
         }
         Ok((id, commit))
+    }
+
+    /// Reads a commit written by `tx` or already stored.
+    pub(crate) fn commit_tx(&self, tx: &Transaction<'_>, id: &Id) -> Result<Commit> {
+        let raw = tx.read_object(id, Kind::Commit)?;
+        Commit::decode(&raw).map_err(|source| VcsError::Decode {
+            kind: "commit",
+            id: *id,
+            source,
+        })
     }
 
     /// Reads a tree written by `tx` or already stored.

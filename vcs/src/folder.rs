@@ -422,8 +422,8 @@ impl Repo {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn publish_and_move(
         &self,
-        _wc: &WorkingCopyLock,
-        tx: Transaction<'_>,
+        wc: &WorkingCopyLock,
+        mut tx: Transaction<'_>,
         parents: &[Id],
         view: View,
         description: &str,
@@ -431,9 +431,24 @@ impl Repo {
         start_ms: i64,
         mv: FolderMove,
     ) -> Result<Id> {
+        let times = crate::repo::op_times(start_ms);
+        let op = self.operation_record(parents, &mut tx, view, description, events, times)?;
+        self.publish_op_and_move(wc, tx, op, parents, mv)
+    }
+
+    /// Like [`Repo::publish_and_move`], for an operation already made: it replaces the
+    /// heads `replaces`.
+    pub(crate) fn publish_op_and_move(
+        &self,
+        _wc: &WorkingCopyLock,
+        tx: Transaction<'_>,
+        op: crate::object::Operation,
+        replaces: &[Id],
+        mv: FolderMove,
+    ) -> Result<Id> {
         let _deferred = self.interrupt.defer();
         let journal_path = self.journal_path();
-        let published = self.publish_with(tx, parents, view, description, events, start_ms, |op| {
+        let published = self.publish_operation(tx, op, replaces, |op| {
             let journal = MoveJournal {
                 op: *op,
                 from: mv.from,

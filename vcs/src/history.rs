@@ -994,7 +994,7 @@ impl Repo {
 }
 
 /// The first ten changes, as `status` shows them, for an error.
-fn change_list(changes: &[Change]) -> Vec<String> {
+pub(crate) fn change_list(changes: &[Change]) -> Vec<String> {
     let mut paths: Vec<String> = changes
         .iter()
         .map(|c| format!("{} {}", c.kind.letter(), display(&c.path)))

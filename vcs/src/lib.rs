@@ -31,6 +31,7 @@ pub mod restore;
 pub mod rev;
 pub mod revset;
 pub mod schema;
+pub mod series;
 pub mod settings;
 mod snapshot_edits;
 pub mod stat_cache;

@@ -94,6 +94,11 @@ pub fn now_ms() -> i64 {
     jiff::Timestamp::now().as_millisecond()
 }
 
+/// The (start, end) times of an operation that started at `start_ms` and ends now.
+pub(crate) fn op_times(start_ms: i64) -> (i64, i64) {
+    (start_ms, now_ms().max(start_ms))
+}
+
 /// A loaded operation with its view.
 #[derive(Debug, Clone)]
 pub struct OpState {
@@ -343,7 +348,7 @@ impl Repo {
             vec![Event::OperationsMerged],
             (at, at),
         )?;
-        self.publish_operation(tx, op, |_| Ok(()))
+        self.publish_operation(tx, op, heads, |_| Ok(()))
     }
 
     /// The view of concurrent operations `ops` merged: see [`merge_views`]; their entity
@@ -438,38 +443,27 @@ impl Repo {
     /// removes the heads it supersedes. Returns the operation id.
     pub fn publish(
         &self,
-        tx: Transaction<'_>,
-        parents: &[Id],
-        view: View,
-        description: &str,
-        events: Vec<Event>,
-        start_ms: i64,
-    ) -> Result<Id> {
-        self.publish_with(tx, parents, view, description, events, start_ms, |_| Ok(()))
-    }
-
-    /// Like [`Repo::publish`], running `before_head` with the operation's id once its
-    /// objects are durable and before it becomes a head (the folder move journal is
-    /// written there). An error from it publishes nothing.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn publish_with(
-        &self,
         mut tx: Transaction<'_>,
         parents: &[Id],
         view: View,
         description: &str,
         events: Vec<Event>,
         start_ms: i64,
-        before_head: impl FnOnce(&Id) -> Result<()>,
     ) -> Result<Id> {
-        let times = (start_ms, now_ms().max(start_ms));
-        let op = self.operation_record(parents, &mut tx, view, description, events, times)?;
-        self.publish_operation(tx, op, before_head)
+        let op = self.operation_record(
+            parents,
+            &mut tx,
+            view,
+            description,
+            events,
+            op_times(start_ms),
+        )?;
+        self.publish_operation(tx, op, parents, |_| Ok(()))
     }
 
     /// Writes `view` into `tx` and returns the operation (by the acting user) that
     /// records it, with its (start, end) times.
-    fn operation_record(
+    pub(crate) fn operation_record(
         &self,
         parents: &[Id],
         tx: &mut Transaction<'_>,
@@ -510,14 +504,17 @@ impl Repo {
     }
 
     /// Writes `op` into `tx`, commits it, runs `before_head`, then makes the operation
-    /// the head in place of its parents (see [`Repo::publish_with`]).
-    fn publish_operation(
+    /// the head in place of the heads `replaces` (its parents, or the operation a series
+    /// of new operations in `tx` starts from). `before_head` runs with the operation's id
+    /// once its objects are durable and before it becomes a head (the folder move journal
+    /// is written there); an error from it publishes nothing.
+    pub(crate) fn publish_operation(
         &self,
         mut tx: Transaction<'_>,
         op: Operation,
+        replaces: &[Id],
         before_head: impl FnOnce(&Id) -> Result<()>,
     ) -> Result<Id> {
-        let parents = op.parents.clone();
         let op_id = tx.write_object(Kind::Operation, &op.encode())?;
         // The committed transaction keeps the repository lock until the op head exists:
         // until then nothing refers to its objects, and a `gc` would remove them.
@@ -534,7 +531,7 @@ impl Repo {
             .io("creating", &head)?;
         lifeos_store::store::sync_dir(&heads_dir)?;
         drop(committed);
-        for p in &parents {
+        for p in replaces {
             match std::fs::remove_file(heads_dir.join(p.to_hex())) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}

@@ -22,7 +22,7 @@ use crate::stat_cache::{NewCache, StatCache};
 use crate::working_copy::{CacheEntry, Scan, Snapshot, SnapshotProgress, Stat};
 
 /// A change to one path of a tree: its new entry, or `None` to remove it.
-type Edit<'a> = (&'a [u8], Option<TreeEntry>);
+pub(crate) type Edit<'a> = (&'a [u8], Option<TreeEntry>);
 
 impl Repo {
     /// The snapshot of a folder whose stat cache `old` names `base`, made by editing
@@ -173,7 +173,7 @@ impl Repo {
     /// Writes tree `tree` (`None`: empty) with `edits` (paths below it, sorted, each once)
     /// applied, reading only the trees on their way; returns the new tree and its total
     /// size, or `None` when nothing is left in it. `prefix` is the tree's path, for errors.
-    fn edit_tree(
+    pub(crate) fn edit_tree(
         &self,
         tx: &mut Transaction<'_>,
         tree: Option<&Id>,

@@ -1,0 +1,242 @@
+//! Many commits at once: each its own commit and operation, written in one transaction.
+//!
+//! A commit of the folder pays for a scan, the stat cache and the durability of its own
+//! transaction (the pack, the index layer, the head file, each synced). A caller that
+//! already knows the files each commit changes (an import of another tool's history, or
+//! a bench that needs a history of 100,000 operations) gives them here: the commits are
+//! written as the folder's commits would be (one operation each, on `@` and its
+//! branch, with the given times), the transaction is made durable once, and only the
+//! last operation becomes a head; the others are its ancestors in the operation log.
+//! The folder, which must have no uncommitted change, is then moved to the last commit
+//! as `checkout` moves it.
+
+use lifeos_store::{Id, Kind};
+
+use crate::error::{Result, VcsError};
+use crate::folder::WorkingCopyLock;
+use crate::object::{EntryKind, Tree, TreeEntry};
+use crate::path::BString;
+use crate::repo::Repo;
+
+/// One commit of a series: the files it writes (`None` removes the path), its message,
+/// and its time, in milliseconds since the epoch: the commit's, and its operation's
+/// unless that would put the operation before the one it follows (it is then 1 ms after
+/// it) or in the future (it is then now).
+#[derive(Debug, Clone)]
+pub struct SeriesCommit {
+    /// Paths (`/`-separated, relative to the folder) with their new bytes, or `None` to
+    /// remove a file. A later write of the same path wins.
+    pub files: Vec<(BString, Option<Vec<u8>>)>,
+    /// The commit message.
+    pub message: Vec<u8>,
+    /// When it was made.
+    pub time_ms: i64,
+}
+
+impl Repo {
+    /// Records `commits`, oldest first, on top of `@` (moving the current branch, if any,
+    /// with each), one operation per commit, in one transaction; then moves the folder to
+    /// the last commit. Refused, with nothing written, when the folder has uncommitted
+    /// changes or `commits` is empty. Returns the last operation.
+    pub fn commit_series(&self, wc: &WorkingCopyLock, commits: &[SeriesCommit]) -> Result<Id> {
+        if commits.is_empty() {
+            return Err(VcsError::Refused("no commit to record".into()));
+        }
+        let head = self.head()?;
+        let st = self.status_in(&head.view)?;
+        if !st.changes.is_empty() {
+            return Err(VcsError::Uncommitted(crate::history::change_list(
+                &st.changes,
+            )));
+        }
+        let from = self.at_tree(&head.view)?;
+        let mut tx = self.store().transaction()?;
+        let mut view = head.view.clone();
+        let mut parent_op = head.id;
+        let mut parent_end = head.op.end_ms;
+        let now = crate::repo::now_ms();
+        let mut tree = from;
+        for (i, c) in commits.iter().enumerate() {
+            let mut files: Vec<(&[u8], Option<TreeEntry>)> = Vec::with_capacity(c.files.len());
+            for (path, bytes) in c.files.iter().rev() {
+                if files.iter().any(|(p, _)| *p == path.as_slice()) {
+                    continue;
+                }
+                let entry = match bytes {
+                    Some(b) => Some(TreeEntry {
+                        name: Vec::new(),
+                        kind: EntryKind::File,
+                        id: tx.store_bytes(b)?,
+                        size: b.len() as u64,
+                    }),
+                    None => None,
+                };
+                files.push((path.as_slice(), entry));
+            }
+            files.sort_by(|a, b| a.0.cmp(b.0));
+            let new = match self.edit_tree(&mut tx, tree.as_ref(), files, b"")? {
+                Some((id, _)) => id,
+                None => tx.write_object(Kind::Tree, &Tree::default().encode())?,
+            };
+            let mut events = Vec::new();
+            let (id, commit) =
+                self.commit_tree(&mut tx, &mut view, new, &c.message, &mut events, c.time_ms)?;
+            let derived = self.derive_entities(&mut tx, &mut view, tree.as_ref(), &new, &id)?;
+            events.extend(derived.events);
+            let what = format!("commit: {}", commit.summary());
+            tree = Some(new);
+            // `--at` reads the newest operation that ended by then: an operation ends
+            // after its parent, and not in the future.
+            let at = c.time_ms.min(now).max(parent_end.saturating_add(1));
+            parent_end = at;
+            if i + 1 == commits.len() {
+                let mv = self.plan_move(&tx, from.as_ref(), tree.as_ref(), &st.unreadable)?;
+                let op =
+                    self.operation_record(&[parent_op], &mut tx, view, &what, events, (at, at))?;
+                return self.publish_op_and_move(wc, tx, op, &[head.id], mv);
+            }
+            let op = self.operation_record(
+                &[parent_op],
+                &mut tx,
+                view.clone(),
+                &what,
+                events,
+                (at, at),
+            )?;
+            parent_op = tx.write_object(Kind::Operation, &op.encode())?;
+        }
+        Err(VcsError::Refused("no commit to record".into()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::commit::CommitOptions;
+    use crate::working_copy::NoProgress;
+
+    fn at(i: i64) -> i64 {
+        1_767_225_600_000 + i * 60_000
+    }
+
+    fn write(path: &str, bytes: &str) -> (BString, Option<Vec<u8>>) {
+        (path.into(), Some(bytes.as_bytes().to_vec()))
+    }
+
+    fn file_at(repo: &Repo, op: &Id, path: &[u8]) -> Option<Vec<u8>> {
+        let state = repo.op_state(op).unwrap();
+        let tree = repo.at_tree(&state.view).unwrap()?;
+        let e = repo.lookup_path(&tree, path).unwrap()?;
+        let mut out = Vec::new();
+        repo.store().read_file(&e.id, &mut out).unwrap();
+        Some(out)
+    }
+
+    #[test]
+    fn a_series_is_one_operation_per_commit_and_the_folder_ends_at_the_last() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let repo = Repo::init(root, lifeos_store::StoreConfig::default()).unwrap();
+        std::fs::write(root.join("x.txt"), b"x").unwrap();
+        let wc = repo.lock_working_copy().unwrap();
+        let opts = CommitOptions {
+            message: b"first",
+            ..CommitOptions::default()
+        };
+        repo.commit_working_copy(&wc, &opts, &NoProgress).unwrap();
+        let before = repo.head().unwrap().id;
+        let series = [
+            SeriesCommit {
+                files: vec![write("notes/a.md", "one"), write("notes/a.md", "two")],
+                message: b"a".to_vec(),
+                time_ms: at(1),
+            },
+            SeriesCommit {
+                files: vec![write("notes/a.md", "three"), ("x.txt".into(), None)],
+                message: b"b".to_vec(),
+                time_ms: at(2),
+            },
+            SeriesCommit {
+                files: vec![write("deep/b/c.md", "c")],
+                message: b"c".to_vec(),
+                time_ms: at(3),
+            },
+        ];
+        let last = repo.commit_series(&wc, &series).unwrap();
+        assert_eq!(repo.op_heads().unwrap(), vec![last]);
+        // Three operations, each the parent of the next. Their commits' times are before
+        // the first commit's operation (made now): each ends 1 ms after its parent, so
+        // `--at` never reads an older operation over a newer one.
+        let mut ops = vec![last];
+        for _ in 0..3 {
+            ops.push(repo.operation(ops.last().unwrap()).unwrap().parents[0]);
+        }
+        assert_eq!(ops[3], before);
+        ops.reverse();
+        for w in ops.windows(2) {
+            let (p, o) = (repo.operation(&w[0]).unwrap(), repo.operation(&w[1]).unwrap());
+            assert_eq!((o.start_ms, o.end_ms), (p.end_ms + 1, p.end_ms + 1));
+        }
+        // Each operation's @ is its commit, on the branch, a child of the one before.
+        let mut parent = repo.op_state(&before).unwrap().view.at_commit();
+        for (op, c) in ops[1..].iter().zip(&series) {
+            let view = repo.op_state(op).unwrap().view;
+            let commit = repo.commit(&view.at_commit().unwrap()).unwrap();
+            assert_eq!(commit.message, c.message);
+            assert_eq!(commit.author.time, c.time_ms / 1000);
+            assert_eq!(commit.parents, parent.into_iter().collect::<Vec<_>>());
+            assert_eq!(view.branch("main"), view.at_commit());
+            parent = view.at_commit();
+        }
+        assert_eq!(file_at(&repo, &ops[1], b"notes/a.md").unwrap(), b"two");
+        assert_eq!(file_at(&repo, &ops[1], b"x.txt").unwrap(), b"x");
+        assert_eq!(file_at(&repo, &ops[2], b"notes/a.md").unwrap(), b"three");
+        assert_eq!(file_at(&repo, &ops[2], b"x.txt"), None);
+        assert_eq!(file_at(&repo, &ops[3], b"deep/b/c.md").unwrap(), b"c");
+        // The folder is the last commit's tree.
+        assert_eq!(std::fs::read(root.join("notes/a.md")).unwrap(), b"three");
+        assert_eq!(std::fs::read(root.join("deep/b/c.md")).unwrap(), b"c");
+        assert!(!root.join("x.txt").exists());
+        assert!(repo.status(&wc).unwrap().changes.is_empty());
+    }
+
+    #[test]
+    fn a_series_is_refused_over_uncommitted_changes_and_hostile_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let repo = Repo::init(root, lifeos_store::StoreConfig::default()).unwrap();
+        let wc = repo.lock_working_copy().unwrap();
+        let before = repo.head().unwrap().id;
+        let one = |path: &str| {
+            [SeriesCommit {
+                files: vec![write(path, "x")],
+                message: b"m".to_vec(),
+                time_ms: at(1),
+            }]
+        };
+        for path in ["../out", "/abs", "a/../b", "a//b"] {
+            let res = repo.commit_series(&wc, &one(path));
+            assert!(
+                matches!(res, Err(VcsError::BadPath { .. })),
+                "{path}: {res:?}"
+            );
+        }
+        // A tree may hold it, but the folder's copy of the repository is never written.
+        let res = repo.commit_series(&wc, &one(".lifeos/x"));
+        assert!(matches!(res, Err(VcsError::UnsafePath { .. })), "{res:?}");
+        assert!(!root.join(".lifeos/x").exists());
+        assert_eq!(repo.op_heads().unwrap(), vec![before]);
+        let err = repo.commit_series(&wc, &one("a/b")).map(|_| ());
+        assert!(err.is_ok());
+        let err = repo.commit_series(&wc, &one("a/b/c")).unwrap_err();
+        assert!(matches!(err, VcsError::BadPath { .. }), "{err}");
+        let head = repo.head().unwrap().id;
+        std::fs::write(root.join("new.txt"), b"n").unwrap();
+        let err = repo.commit_series(&wc, &one("z")).unwrap_err();
+        assert!(matches!(err, VcsError::Uncommitted(_)), "{err}");
+        assert_eq!(repo.op_heads().unwrap(), vec![head]);
+        assert_ne!(head, before);
+        assert!(repo.commit_series(&wc, &[]).is_err());
+        assert!(!root.join("out").exists() && !dir.path().parent().unwrap().join("out").exists());
+    }
+}

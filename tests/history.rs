@@ -1067,6 +1067,26 @@ fn log_graph_draws_branches_and_merges() {
     let plain = ok(d, &["log", "--color", "never"]);
     assert!(plain.starts_with("@ "), "{plain}");
     assert!(!plain.contains('│'), "{plain}");
+    // A limit reads the commits above the merge one by one, and evaluates the whole
+    // revset beyond it: the same commits either way.
+    let ids = |args: &[&str]| -> Vec<String> {
+        json(d, args)["commits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["commit"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let all = ids(&["log"]);
+    let f = ids(&["log", "f.txt"]);
+    assert_eq!(all.len(), 6);
+    assert_eq!(f.len(), 4);
+    for n in 1..=7 {
+        let limit = n.to_string();
+        assert_eq!(ids(&["log", "-n", &limit]), all[..n.min(6)]);
+        assert_eq!(ids(&["log", "-r", "..@", "-n", &limit]), all[..n.min(6)]);
+        assert_eq!(ids(&["log", "f.txt", "-n", &limit]), f[..n.min(4)]);
+    }
 }
 
 /// `-q` mutes reports of what was done (never answers, never JSON), `-v` says how long a

@@ -114,7 +114,6 @@ pub fn log(repo: &Repo, args: &LogArgs<'_>, at: &AtArg, style: Style) -> CliResu
         json,
     } = *args;
     let view = view_at(repo, at)?;
-    let ev = lifeos_vcs::revset::Evaluator::new(repo, &view)?;
     // A folder on no commit (a lazy clone before its first checkout) shows every commit.
     let default = if view.at_commit().is_none() && !view.heads.is_empty() {
         "all()"
@@ -123,20 +122,19 @@ pub fn log(repo: &Repo, args: &LogArgs<'_>, at: &AtArg, style: Style) -> CliResu
     };
     let expr = lifeos_vcs::revset::parse(revset.unwrap_or(default))?;
     let clean = lifeos_vcs::path::clean(path.unwrap_or_default())?;
-    let ids = repo.commits_changing(ev.sorted(ev.eval(&expr)?), &clean, limit)?;
+    let commits = log_commits(repo, &view, &expr, &clean, limit)?;
     let refs = refs_by_commit(&view);
     if json {
         print_json(
             "lifeos.log.v1",
-            json!({"commits": ids.iter().map(|id| commit_json(id, ev.commit(id), &refs)).collect::<Vec<_>>()}),
+            json!({"commits": commits.iter().map(|(id, c)| commit_json(id, c, &refs)).collect::<Vec<_>>()}),
         );
         return Ok(0);
     }
     let mut out = std::io::stdout().lock();
     let mut columns = Graph::default();
-    let shown: std::collections::HashSet<Id> = ids.iter().copied().collect();
-    for id in &ids {
-        let c = ev.commit(id);
+    let shown: std::collections::HashSet<Id> = commits.iter().map(|(id, _)| *id).collect();
+    for (id, c) in &commits {
         let text = commit_line(style, &view, &refs, id, c);
         if !graph {
             let _ = writeln!(out, "{text}");
@@ -170,6 +168,39 @@ pub fn log(repo: &Repo, args: &LogArgs<'_>, at: &AtArg, style: Style) -> CliResu
         }
     }
     Ok(0)
+}
+
+/// The commits `log` shows, newest first, with their content. With a limit, the
+/// ancestors of one revision are read one at a time while they form a chain (20 commits
+/// of a 100,000-commit history without reading the rest); otherwise the revset is
+/// evaluated over every visible commit.
+fn log_commits(
+    repo: &Repo,
+    view: &lifeos_vcs::object::View,
+    expr: &lifeos_vcs::revset::Expr,
+    path: &[u8],
+    limit: Option<usize>,
+) -> CliResult<Vec<(Id, lifeos_vcs::object::Commit)>> {
+    if let Some(n) = limit {
+        if let Some(mut chain) = lifeos_vcs::revset::Chain::of(repo, view, expr)? {
+            let ids = repo.commits_changing(&mut chain, path, Some(n))?;
+            if ids.len() >= n || chain.whole()? {
+                return Ok(ids
+                    .into_iter()
+                    .map(|id| Ok((id, repo.commit(&id)?)))
+                    .collect::<lifeos_vcs::error::Result<_>>()?);
+            }
+        }
+    }
+    let ev = lifeos_vcs::revset::Evaluator::new(repo, view)?;
+    let ids = repo.commits_changing(ev.sorted(ev.eval(expr)?), path, limit)?;
+    Ok(ids
+        .into_iter()
+        .map(|id| {
+            let c = ev.commit(&id).clone();
+            (id, c)
+        })
+        .collect())
 }
 
 /// The columns of `log --graph`: each waits for a commit (a parent of one shown above).

@@ -13,6 +13,15 @@ use crate::repo::Repo;
 /// The catalog file, inside `.lifeos`.
 pub const CATALOG_FILE: &str = "catalog.sqlite";
 
+/// The operation `--at` a time reads: the newest that ended by then (12.5).
+const OP_AT: &str =
+    "SELECT id, end_ms FROM operations WHERE end_ms <= ?1 ORDER BY end_ms DESC, id DESC LIMIT 1";
+
+/// The first and last operation times. Apart, each is one end of the index; as
+/// `MIN(end_ms), MAX(end_ms)` of one query, SQLite scans it.
+const OP_TIME_RANGE: &str =
+    "SELECT (SELECT MIN(end_ms) FROM operations), (SELECT MAX(end_ms) FROM operations)";
+
 /// Every migration, in order: (level, SQL).
 pub const MIGRATIONS: &[(u32, &str)] = &[
     (1, include_str!("../../migrations/0001_history.sql")),
@@ -27,6 +36,10 @@ pub const MIGRATIONS: &[(u32, &str)] = &[
     (
         10,
         include_str!("../../migrations/0010_extract_objects.sql"),
+    ),
+    (
+        11,
+        include_str!("../../migrations/0011_operations_by_time.sql"),
     ),
 ];
 
@@ -262,20 +275,25 @@ impl Catalog {
     /// The last operation that ended at or before `t_ms`.
     pub fn op_at(&self, t_ms: i64) -> Result<Option<OpRow>> {
         self.conn
-            .query_row(
-                "SELECT id, end_ms FROM operations WHERE end_ms <= ?1 ORDER BY end_ms DESC, id DESC LIMIT 1",
-                [t_ms],
-                |r| Ok((r.get::<_, Vec<u8>>(0)?, r.get::<_, i64>(1)?)),
-            )
+            .query_row(OP_AT, [t_ms], |r| {
+                Ok((r.get::<_, Vec<u8>>(0)?, r.get::<_, i64>(1)?))
+            })
             .optional()
             .map_err(|e| db_err(&self.path, e))
-            .map(|o| o.and_then(|(id, end_ms)| Some(OpRow { id: Id::from_slice(&id)?, end_ms })))
+            .map(|o| {
+                o.and_then(|(id, end_ms)| {
+                    Some(OpRow {
+                        id: Id::from_slice(&id)?,
+                        end_ms,
+                    })
+                })
+            })
     }
 
     /// The first and last operation times.
     pub fn op_time_range(&self) -> Result<Option<(i64, i64)>> {
         self.conn
-            .query_row("SELECT MIN(end_ms), MAX(end_ms) FROM operations", [], |r| {
+            .query_row(OP_TIME_RANGE, [], |r| {
                 Ok((r.get::<_, Option<i64>>(0)?, r.get::<_, Option<i64>>(1)?))
             })
             .map_err(|e| db_err(&self.path, e))
@@ -286,10 +304,18 @@ impl Catalog {
     pub fn ops_with_prefix(&self, prefix: &str) -> Result<Vec<Id>> {
         let mut stmt = self
             .conn
-            .prepare("SELECT id FROM operations")
+            .prepare("SELECT id FROM operations WHERE id BETWEEN ?1 AND ?2")
             .map_err(|e| db_err(&self.path, e))?;
+        // The ids the prefix can start: from it padded with 0s to it padded with fs.
+        let bound = |pad: char| -> Vec<u8> {
+            let mut hex: String = prefix.chars().take(64).collect();
+            while hex.len() < 64 {
+                hex.push(pad);
+            }
+            hex::decode(hex).unwrap_or_default()
+        };
         let rows = stmt
-            .query_map([], |r| r.get::<_, Vec<u8>>(0))
+            .query_map([bound('0'), bound('f')], |r| r.get::<_, Vec<u8>>(0))
             .map_err(|e| db_err(&self.path, e))?;
         let mut out = Vec::new();
         for r in rows {
@@ -865,6 +891,30 @@ mod tests {
         }
     }
 
+    /// Regression: `--at` sorted every operation up to its time (5 ms at 100,000
+    /// operations) while the index had `end_ms` alone; the time range scanned the index.
+    #[test]
+    fn at_a_time_and_the_time_range_read_one_end_of_an_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let cat = Catalog::open(&dir.path().join("c.sqlite")).unwrap();
+        let plan = |sql: &str| -> String {
+            let mut st = cat
+                .conn
+                .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+                .unwrap();
+            let zeros = rusqlite::params_from_iter(vec![0i64; st.parameter_count()]);
+            let rows = st.query_map(zeros, |r| r.get::<_, String>(3)).unwrap();
+            rows.map(|r| r.unwrap()).collect::<Vec<_>>().join("\n")
+        };
+        let at = plan(OP_AT);
+        assert!(
+            at.contains("operations_by_end_id") && !at.contains("TEMP B-TREE"),
+            "{at}"
+        );
+        let range = plan(OP_TIME_RANGE);
+        assert!(!range.contains("SCAN operations"), "{range}");
+    }
+
     #[test]
     fn an_extract_indexed_before_level_9_learns_the_operation_that_recorded_it() {
         use crate::object::{Anchor, Event, Extract, Segment};
@@ -915,7 +965,7 @@ mod tests {
                 .unwrap();
         }
         let cat = repo.catalog().unwrap();
-        assert_eq!(cat.level().unwrap(), 10);
+        assert_eq!(cat.level().unwrap(), MIGRATIONS.last().unwrap().0);
         assert_eq!(cat.extracts_of(&x.file).unwrap(), expected);
         assert_eq!(
             cat.op_count().unwrap(),

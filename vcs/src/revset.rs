@@ -371,6 +371,75 @@ pub fn parse(src: &str) -> Result<Expr> {
     Ok(e)
 }
 
+/// `ancestors(start)` read one commit at a time, in [`Evaluator::sorted`]'s order, as
+/// long as the history is a chain. Before the first merge every commit is the only
+/// child, in that set, of its one parent (another child would be both its ancestor and
+/// its descendant), so each is ready next in that order; the walk yields the first merge
+/// it meets and stops there, when the order beyond would need the whole set. A caller
+/// that takes only the first few commits (`log -n 20`) reads those alone instead of every
+/// commit visible; if it wanted more than came before the merge, [`Chain::whole`] says
+/// it must evaluate the revset in full.
+pub struct Chain<'r> {
+    repo: &'r Repo,
+    next: Option<Id>,
+    merge: bool,
+    error: Option<VcsError>,
+}
+
+impl<'r> Chain<'r> {
+    /// The walk from `start`.
+    pub fn new(repo: &'r Repo, start: Id) -> Self {
+        Chain {
+            repo,
+            next: Some(start),
+            merge: false,
+            error: None,
+        }
+    }
+
+    /// The revset `e` as such a walk, when it is `ancestors(r)` or `..r` of one revision.
+    pub fn of(repo: &'r Repo, view: &View, e: &Expr) -> Result<Option<Self>> {
+        let one = match e {
+            Expr::Ancestors(x) => x.as_ref(),
+            Expr::Range(None, Some(x)) => x.as_ref(),
+            _ => return Ok(None),
+        };
+        let Expr::Symbol(s) = one else {
+            return Ok(None);
+        };
+        Ok(Some(Chain::new(repo, repo.resolve_rev(view, s)?)))
+    }
+
+    /// After the walk: `Ok(true)` when what it yielded is the whole set, `Ok(false)` when
+    /// it stopped at a merge, or the error that stopped it.
+    pub fn whole(self) -> Result<bool> {
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(!self.merge),
+        }
+    }
+}
+
+impl Iterator for Chain<'_> {
+    type Item = Id;
+
+    fn next(&mut self) -> Option<Id> {
+        let id = self.next.take()?;
+        match self.repo.commit(&id) {
+            Ok(c) => match c.parents.as_slice() {
+                [] => {}
+                [p] => self.next = Some(*p),
+                _ => self.merge = true,
+            },
+            Err(e) => {
+                self.error = Some(e);
+                return None;
+            }
+        }
+        Some(id)
+    }
+}
+
 /// Evaluates revsets over the commits visible in one view.
 pub struct Evaluator<'r> {
     repo: &'r Repo,

@@ -174,7 +174,10 @@ mod tests {
         assert_eq!(ops[3], before);
         ops.reverse();
         for w in ops.windows(2) {
-            let (p, o) = (repo.operation(&w[0]).unwrap(), repo.operation(&w[1]).unwrap());
+            let (p, o) = (
+                repo.operation(&w[0]).unwrap(),
+                repo.operation(&w[1]).unwrap(),
+            );
             assert_eq!((o.start_ms, o.end_ms), (p.end_ms + 1, p.end_ms + 1));
         }
         // Each operation's @ is its commit, on the branch, a child of the one before.

@@ -138,7 +138,10 @@ fn search(c: &mut Criterion) {
             _ => format!("\"{}\"", text(&mut rng, 2)),
         };
         let t = Instant::now();
-        black_box(cat.search_segments(&q, &|_, _, _, _| true, 20).unwrap());
+        black_box(
+            cat.search_segments(&q, &|_, _, _, _| true, 20, None)
+                .unwrap(),
+        );
         lat.push(t.elapsed().as_secs_f64() * 1000.0);
     }
     eprintln!(
@@ -151,7 +154,7 @@ fn search(c: &mut Criterion) {
     g.bench_function(format!("two_words_{n}_segments"), |b| {
         b.iter(|| {
             black_box(
-                cat.search_segments("\"quarterly\" \"budget\"", &|_, _, _, _| true, 20)
+                cat.search_segments("\"quarterly\" \"budget\"", &|_, _, _, _| true, 20, None)
                     .unwrap(),
             )
         })

@@ -216,7 +216,7 @@ pub fn search(
     let mut seen_hits = HashSet::new();
     let wanted = limit.saturating_mul(4).max(limit);
     let segments = match (&fts, mentions) {
-        (Some(fts), _) => catalog.search_segments(fts, &keep, wanted)?,
+        (Some(fts), _) => catalog.search_segments(fts, &keep, wanted, Some(&files))?,
         (None, Some(eid)) => catalog.mention_segments(eid, &keep, wanted)?,
         (None, None) => Vec::new(),
     };
@@ -320,23 +320,58 @@ mod tests {
     use lifeos_vcs::working_copy::NoProgress;
     use lifeos_vcs::Event;
 
+    /// A repository whose first commit holds `files`, and the id of each file.
+    fn committed(files: &[(String, Vec<u8>)]) -> (tempfile::TempDir, Repo, Vec<Id>) {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repo::init(dir.path(), lifeos_store::StoreConfig::default()).unwrap();
+        for (p, bytes) in files {
+            std::fs::write(dir.path().join(p), bytes).unwrap();
+        }
+        let wc = repo.lock_working_copy().unwrap();
+        let opts = CommitOptions {
+            message: b"files",
+            ..CommitOptions::default()
+        };
+        repo.commit_working_copy(&wc, &opts, &NoProgress).unwrap();
+        let tree = repo.at_tree(&repo.head().unwrap().view).unwrap().unwrap();
+        let ids = files
+            .iter()
+            .map(|(p, _)| repo.lookup_path(&tree, p.as_bytes()).unwrap().unwrap().id)
+            .collect();
+        (dir, repo, ids)
+    }
+
+    /// Records `extracts` as an ingest would.
+    fn publish_extracts(repo: &Repo, extracts: &[Extract]) {
+        let head = repo.head().unwrap();
+        let mut tx = repo.store().transaction().unwrap();
+        let results = extracts
+            .iter()
+            .map(|x| {
+                tx.write_object(lifeos_store::Kind::Extract, &x.encode())
+                    .unwrap()
+            })
+            .collect();
+        repo.publish(
+            tx,
+            &[head.id],
+            head.view.clone(),
+            "ingest",
+            vec![Event::ContentExtracted { results }],
+            lifeos_vcs::repo::now_ms(),
+        )
+        .unwrap();
+    }
+
     /// `search --model M --limit N` returned fewer than N hits when another model's
     /// segments ranked above M's: the model was checked after the limit was applied.
     #[test]
     fn the_model_is_checked_before_the_limit() {
-        let dir = tempfile::tempdir().unwrap();
-        let repo = Repo::init(dir.path(), lifeos_store::StoreConfig::default()).unwrap();
-        std::fs::write(dir.path().join("alpha.wav"), b"alpha").unwrap();
-        std::fs::write(dir.path().join("beta.wav"), b"beta").unwrap();
-        let wc = repo.lock_working_copy().unwrap();
-        let opts = CommitOptions {
-            message: b"recordings",
-            ..CommitOptions::default()
-        };
-        repo.commit_working_copy(&wc, &opts, &NoProgress).unwrap();
-        let head = repo.head().unwrap();
-        let tree = repo.at_tree(&head.view).unwrap().unwrap();
-        let file = |p: &str| repo.lookup_path(&tree, p.as_bytes()).unwrap().unwrap().id;
+        let (_dir, repo, ids) = committed(&[
+            ("alpha.wav".into(), b"alpha".to_vec()),
+            ("beta.wav".into(), b"beta".to_vec()),
+        ]);
+        let file = |p: &str| ids[usize::from(p == "beta.wav")];
         // Default transcripts (extractor `speech`) whose metadata names their model: many
         // by alpha that rank first for the word, one by beta.
         let transcript = |file: Id, model: &str, texts: &[&str]| Extract {
@@ -357,30 +392,17 @@ mod tests {
                 })
                 .collect()),
         };
-        let mut tx = repo.store().transaction().unwrap();
-        let results = [
-            transcript(file("alpha.wav"), "alpha", &["tomato tomato tomato"; 30]),
-            transcript(
-                file("beta.wav"),
-                "beta",
-                &["the tomato plants grow in the garden"],
-            ),
-        ]
-        .iter()
-        .map(|x| {
-            tx.write_object(lifeos_store::Kind::Extract, &x.encode())
-                .unwrap()
-        })
-        .collect();
-        repo.publish(
-            tx,
-            &[head.id],
-            head.view.clone(),
-            "ingest: 2 files",
-            vec![Event::ContentExtracted { results }],
-            lifeos_vcs::repo::now_ms(),
-        )
-        .unwrap();
+        publish_extracts(
+            &repo,
+            &[
+                transcript(file("alpha.wav"), "alpha", &["tomato tomato tomato"; 30]),
+                transcript(
+                    file("beta.wav"),
+                    "beta",
+                    &["the tomato plants grow in the garden"],
+                ),
+            ],
+        );
         let view = repo.head().unwrap().view;
         let found = |model, limit| {
             let filters = Filters {
@@ -397,5 +419,57 @@ mod tests {
         };
         assert_eq!(found("beta", 1), ["beta.wav"]);
         assert_eq!(found("alpha", 3), ["alpha.wav"; 3]);
+        // The same through the ranking of every match (a scope too large to search
+        // segment by segment).
+        let cat = repo.catalog().unwrap();
+        let beta = |_: i64, _: &Id, extractor: &str, meta: &str| {
+            model_matches(Some("beta"), extractor, meta)
+        };
+        let hits = cat.search_segments("tomato", &beta, 1, None).unwrap();
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].file, file("beta.wav"));
+    }
+
+    /// A small scope is searched segment by segment; it finds what ranking every match
+    /// and keeping the scope's finds, in the same order with the same scores.
+    #[test]
+    fn a_scope_searched_segment_by_segment_finds_what_ranking_every_match_finds() {
+        let notes: Vec<(String, Vec<u8>)> = (0..40)
+            .map(|i| (format!("n{i:02}.md"), i.to_string().into_bytes()))
+            .collect();
+        let (_dir, repo, ids) = committed(&notes);
+        let file = |i: usize| ids[i];
+        let extracts: Vec<Extract> = (0..40)
+            .map(|i| {
+                // Each note mentions the word a different number of times, among a
+                // different number of other words, so no two rank the same.
+                let text = format!("{} {}", "tomato ".repeat(i % 7 + 1), "leaf ".repeat(i));
+                Extract {
+                    file: file(i),
+                    extractor: "markdown".into(),
+                    version: 1,
+                    outcome: Ok(vec![Segment {
+                        kind: "section".into(),
+                        anchor: Anchor::Lines { start: 1, end: 1 },
+                        text,
+                        meta: String::new(),
+                    }]),
+                }
+            })
+            .collect();
+        publish_extracts(&repo, &extracts);
+        let cat = repo.catalog().unwrap();
+        let scope: HashSet<Id> = (0..40).step_by(3).map(file).collect();
+        let keep = |_: i64, f: &Id, _: &str, _: &str| scope.contains(f);
+        let hits = |scope: Option<&HashSet<Id>>| {
+            cat.search_segments("tomato", &keep, 6, scope)
+                .unwrap()
+                .into_iter()
+                .map(|h| (h.file, h.score.to_bits(), h.snippet))
+                .collect::<Vec<_>>()
+        };
+        let by_segment = hits(Some(&scope));
+        assert_eq!(by_segment.len(), 6);
+        assert_eq!(by_segment, hits(None));
     }
 }

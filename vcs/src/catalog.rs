@@ -2,6 +2,7 @@
 //! from the objects and rebuilt by `reindex`. Migrations are the numbered SQL files in
 //! `migrations/`, applied in a transaction when the catalog opens.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use lifeos_store::Id;
@@ -551,6 +552,10 @@ fn index_extracts(
 /// Queries matching more segments than this are ranked among the newest this many.
 pub const RANK_WINDOW: i64 = 5_000;
 
+/// A search whose scope holds at most this many segments checks each of them against
+/// the query rather than ranking what the query matches everywhere.
+pub const SCOPE_FIRST_SEGMENTS: usize = 4_000;
+
 /// A search hit: one segment of one file content.
 #[derive(Debug, Clone)]
 pub struct SegmentHit {
@@ -638,12 +643,22 @@ impl Catalog {
     /// [`RANK_WINDOW`] segments is first ranked among the most recently indexed
     /// [`RANK_WINDOW`] of them, which bounds its cost whatever the index size; if that
     /// yields fewer than `limit` kept hits, every match is ranked, so no hit is missed.
+    ///
+    /// `scope`, when the caller knows it, is every file content a kept hit can be of. A
+    /// scope of at most [`SCOPE_FIRST_SEGMENTS`] segments (a folder, the files of an old
+    /// version) is searched segment by segment instead: each of its segments is checked
+    /// against the query and ranked, whatever the query matches elsewhere, so a common
+    /// word that matches every old version costs no more than the scope.
     pub fn search_segments(
         &self,
         fts_query: &str,
         keep: &dyn Fn(i64, &Id, &str, &str) -> bool,
         limit: usize,
+        scope: Option<&HashSet<Id>>,
     ) -> Result<Vec<SegmentHit>> {
+        if let Some(rows) = scope.map(|s| self.scope_segments(s)).transpose()?.flatten() {
+            return self.search_rows(fts_query, keep, limit, &rows);
+        }
         let err = |e| db_err(&self.path, e);
         let bound: Option<i64> = self
             .conn
@@ -659,14 +674,7 @@ impl Catalog {
                  WHERE segments_fts MATCH ?1 AND segments_fts.rowid > ?3 ORDER BY rank LIMIT ?2",
             )
             .map_err(err)?;
-        let mut detail = self
-            .conn
-            .prepare_cached(
-                "SELECT s.kind, s.anchor, snippet(segments_fts, 0, '[', ']', '…', 12)
-                 FROM segments_fts JOIN segments s ON s.id = segments_fts.rowid
-                 WHERE segments_fts MATCH ?1 AND segments_fts.rowid = ?2",
-            )
-            .map_err(err)?;
+        let mut detail = self.detail_statement()?;
         // First the bounded pass (the newest matches, a few pages of rows), then, if it
         // kept too few, everything.
         let passes = [
@@ -691,19 +699,7 @@ impl Catalog {
                 if !keep(rowid, &file, &extractor, &meta) {
                     continue;
                 }
-                let (kind, anchor, snippet) = detail
-                    .query_row(params![fts_query, rowid], |r| {
-                        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-                    })
-                    .map_err(err)?;
-                out.push(SegmentHit {
-                    file,
-                    extractor,
-                    kind,
-                    anchor,
-                    snippet,
-                    score,
-                });
+                out.push(self.hit(&mut detail, fts_query, rowid, file, extractor, score)?);
                 if out.len() >= limit {
                     break;
                 }
@@ -713,6 +709,112 @@ impl Catalog {
             }
         }
         Ok(out)
+    }
+
+    /// The segments of the file contents `scope`, or `None` when there are more than
+    /// [`SCOPE_FIRST_SEGMENTS`] (or the scope has more file contents than that).
+    fn scope_segments(&self, scope: &HashSet<Id>) -> Result<Option<Vec<i64>>> {
+        if scope.len() > SCOPE_FIRST_SEGMENTS {
+            return Ok(None);
+        }
+        let err = |e| db_err(&self.path, e);
+        let mut st = self
+            .conn
+            .prepare_cached("SELECT id FROM segments WHERE file_id = ?1")
+            .map_err(err)?;
+        let mut rows = Vec::new();
+        for f in scope {
+            for r in st.query_map([&f.0[..]], |r| r.get(0)).map_err(err)? {
+                rows.push(r.map_err(err)?);
+                if rows.len() > SCOPE_FIRST_SEGMENTS {
+                    return Ok(None);
+                }
+            }
+        }
+        Ok(Some(rows))
+    }
+
+    /// [`Catalog::search_segments`] over the segments `rows` alone: each is matched
+    /// and ranked by itself; kept rows are ordered best first (newest first among equal
+    /// ranks).
+    fn search_rows(
+        &self,
+        fts_query: &str,
+        keep: &dyn Fn(i64, &Id, &str, &str) -> bool,
+        limit: usize,
+        rows: &[i64],
+    ) -> Result<Vec<SegmentHit>> {
+        let err = |e| db_err(&self.path, e);
+        let mut one = self
+            .conn
+            .prepare_cached(
+                "SELECT s.file_id, s.extractor, s.meta, rank FROM segments_fts JOIN segments s ON s.id = segments_fts.rowid
+                 WHERE segments_fts MATCH ?1 AND segments_fts.rowid = ?2",
+            )
+            .map_err(err)?;
+        let mut ranked = Vec::new();
+        for &rowid in rows {
+            let row: Option<(Vec<u8>, String, String, f64)> = one
+                .query_row(params![fts_query, rowid], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                })
+                .optional()
+                .map_err(err)?;
+            let Some((file, extractor, meta, score)) = row else {
+                continue;
+            };
+            let Some(file) = Id::from_slice(&file) else {
+                continue;
+            };
+            if keep(rowid, &file, &extractor, &meta) {
+                ranked.push((score, std::cmp::Reverse(rowid), file, extractor));
+            }
+        }
+        ranked.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        let mut detail = self.detail_statement()?;
+        ranked
+            .into_iter()
+            .take(limit)
+            .map(|(score, rowid, file, extractor)| {
+                self.hit(&mut detail, fts_query, rowid.0, file, extractor, score)
+            })
+            .collect()
+    }
+
+    /// The statement that reads a kept row's kind, anchor and snippet.
+    fn detail_statement(&self) -> Result<rusqlite::CachedStatement<'_>> {
+        self.conn
+            .prepare_cached(
+                "SELECT s.kind, s.anchor, snippet(segments_fts, 0, '[', ']', '…', 12)
+                 FROM segments_fts JOIN segments s ON s.id = segments_fts.rowid
+                 WHERE segments_fts MATCH ?1 AND segments_fts.rowid = ?2",
+            )
+            .map_err(|e| db_err(&self.path, e))
+    }
+
+    /// A kept row as a hit, with its kind, anchor and snippet.
+    fn hit(
+        &self,
+        detail: &mut rusqlite::CachedStatement<'_>,
+        fts_query: &str,
+        rowid: i64,
+        file: Id,
+        extractor: String,
+        score: f64,
+    ) -> Result<SegmentHit> {
+        let (kind, anchor, snippet) = detail
+            .query_row(params![fts_query, rowid], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .map_err(|e| db_err(&self.path, e))?;
+        Ok(SegmentHit {
+            file,
+            extractor,
+            kind,
+            anchor,
+            snippet,
+            score,
+        })
     }
 
     /// The segments that mention entity `eid` (12.9) and pass `keep` (row, file,

@@ -11,47 +11,11 @@ use criterion::{criterion_group, criterion_main, Criterion};
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+#[path = "support/zipf.rs"]
+mod zipf;
 use lifeos_vcs::catalog::Catalog;
 use lifeos_vcs::Repo;
-
-const WORDS: &[&str] = &[
-    "budget",
-    "quarterly",
-    "meeting",
-    "launch",
-    "plan",
-    "invoice",
-    "friday",
-    "garden",
-    "travel",
-    "photo",
-    "family",
-    "review",
-    "design",
-    "release",
-    "archive",
-    "music",
-    "recipe",
-    "camera",
-    "project",
-    "notes",
-    "team",
-    "report",
-    "summary",
-    "contract",
-    "holiday",
-    "school",
-    "doctor",
-    "insurance",
-    "tax",
-    "rent",
-    "car",
-    "bike",
-    "train",
-    "flight",
-    "hotel",
-    "dinner",
-];
+use zipf::{fts_query, latencies, text};
 
 /// Records the folder as a commit.
 fn commit(repo: &Repo, message: &[u8]) {
@@ -66,32 +30,6 @@ fn commit(repo: &Repo, message: &[u8]) {
 
 fn full() -> bool {
     std::env::args().any(|a| a == "--bench")
-}
-
-/// Words from a 20,000-word vocabulary (the named words first, then `w<k>`), drawn with
-/// a Zipf-like (log-uniform) distribution as in natural text: a few words are very
-/// common, most are rare.
-fn text(rng: &mut u64, n: usize) -> String {
-    const VOCAB: f64 = 20_000.0;
-    (0..n)
-        .map(|_| {
-            *rng ^= *rng << 13;
-            *rng ^= *rng >> 7;
-            *rng ^= *rng << 17;
-            let u = (*rng % 1_000_000) as f64 / 1_000_000.0;
-            let k = (VOCAB.powf(u) - 1.0) as usize;
-            WORDS
-                .get(k)
-                .map(|w| w.to_string())
-                .unwrap_or_else(|| format!("w{k}"))
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-fn percentile(mut v: Vec<f64>, p: f64) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[((v.len() as f64 - 1.0) * p).round() as usize]
 }
 
 fn search(c: &mut Criterion) {
@@ -132,11 +70,7 @@ fn search(c: &mut Criterion) {
     let mut rng = 0x1234_5678u64;
     let mut lat = Vec::new();
     for i in 0..300 {
-        let q = match i % 3 {
-            0 => format!("\"{}\"", text(&mut rng, 1)),
-            1 => format!("\"{}\" \"{}\"", text(&mut rng, 1), text(&mut rng, 1)),
-            _ => format!("\"{}\"", text(&mut rng, 2)),
-        };
+        let q = fts_query(&mut rng, i);
         let t = Instant::now();
         black_box(
             cat.search_segments(&q, &|_, _, _, _| true, 20, None)
@@ -145,10 +79,8 @@ fn search(c: &mut Criterion) {
         lat.push(t.elapsed().as_secs_f64() * 1000.0);
     }
     eprintln!(
-        "search over {n} segments, 300 queries (20 hits each): p50 {:.2} ms, p95 {:.2} ms, max {:.2} ms",
-        percentile(lat.clone(), 0.5),
-        percentile(lat.clone(), 0.95),
-        percentile(lat, 1.0)
+        "search over {n} segments, 300 queries (20 hits each): {}",
+        latencies(lat)
     );
     let mut g = c.benchmark_group("search");
     g.bench_function(format!("two_words_{n}_segments"), |b| {

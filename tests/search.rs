@@ -110,6 +110,13 @@ fn search_cites_the_exact_place() {
         img[0]
     );
     assert!(hits(d, &["pixel", "--type", "pdf"]).is_empty());
+    // A glob is read from the folder it starts with; one naming no folder, or a file,
+    // finds nothing there; one starting with a pattern reads the whole tree.
+    assert_eq!(hits(d, &["pixel", "--path", "scans/*.jpg"]), img);
+    assert_eq!(hits(d, &["pixel", "--path", "*/receipt.jpg"]), img);
+    assert_eq!(hits(d, &["pixel", "--path", "scans/receipt.jpg"]), img);
+    assert!(hits(d, &["pixel", "--path", "scan/**"]).is_empty());
+    assert!(hits(d, &["pixel", "--path", "scans/receipt.jpg/**"]).is_empty());
     // A type that does not exist is an error naming the valid ones, not an empty answer.
     let e = fails(d, &["search", "pixel", "--type", "vidoe"]);
     assert!(

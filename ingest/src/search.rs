@@ -6,6 +6,7 @@ use std::collections::{HashMap, HashSet};
 use globset::Glob;
 use lifeos_store::Id;
 use lifeos_vcs::object::EntryKind;
+use lifeos_vcs::path::BString;
 use lifeos_vcs::{Repo, View};
 
 use crate::query::parse;
@@ -50,16 +51,25 @@ const MEDIA_EXTS: &[&str] = &[
     "mp4", "mkv", "webm", "mov", "m4v", "avi", "mp3", "m4a", "wav", "flac", "ogg", "opus",
 ];
 
+/// The folder whose files a `--path` glob can match: its literal start, up to the last
+/// `/` before the first pattern character (empty: the whole tree).
+fn glob_folder(glob: &str) -> &[u8] {
+    let literal = glob
+        .find(['*', '?', '[', '{', '\\'])
+        .map_or(glob, |i| &glob[..i]);
+    literal.rsplit_once('/').map_or(b"", |(d, _)| d.as_bytes())
+}
+
 /// The media file beside a subtitle file (`talk.en.srt` or `talk.srt` belongs to
 /// `talk.mp4`), among the paths in scope.
-fn sidecar_media(sub: &str, paths: &HashSet<&str>) -> Option<String> {
+fn sidecar_media(sub: &str, paths: &HashSet<String>) -> Option<String> {
     let stem = sub.rsplit_once('.').map(|(s, _)| s)?;
     let stems = [Some(stem), stem.rsplit_once('.').map(|(s, _)| s)];
     stems
         .into_iter()
         .flatten()
         .flat_map(|st| MEDIA_EXTS.iter().map(move |e| format!("{st}.{e}")))
-        .find(|cand| paths.contains(cand.as_str()))
+        .find(|cand| paths.contains(cand))
 }
 
 fn clock(ms: u64) -> String {
@@ -161,38 +171,50 @@ pub fn search(
                 .map_err(|e| IngestError::Query(format!("bad --path glob {g:?}: {e}")))
         })
         .transpose()?;
-    // The versions in scope: file content -> (path, commit) pairs.
-    let mut versions: HashMap<Id, Vec<(String, Id)>> = HashMap::new();
-    let mut add_tree = |repo: &Repo, commit: Id, seen: &mut HashSet<(String, Id)>| -> Result<()> {
+    // The versions in scope: (path, file content, commit), each path and content once.
+    let mut entries: Vec<(BString, Id, Id)> = Vec::new();
+    let mut seen: HashSet<(BString, Id)> = HashSet::new();
+    let mut add_tree = |commit: Id, dedup: bool| -> Result<()> {
         let tree = repo.commit(&commit)?.tree;
-        for (path, e) in repo.flatten(&tree)? {
-            let path = lifeos_vcs::path::display(&path).into_owned();
+        // Only the folder a --path glob starts with is read.
+        let dir = path_glob.map(glob_folder).unwrap_or_default();
+        let files = if dir.is_empty() {
+            repo.files_below(&tree, b"")?
+        } else {
+            match repo.lookup_path(&tree, dir)? {
+                Some(e) if e.kind == EntryKind::Dir => repo.files_below(&e.id, dir)?,
+                _ => Vec::new(),
+            }
+        };
+        for (path, e) in files {
             if matches!(e.kind, EntryKind::Symlink | EntryKind::Gitlink)
-                || glob.as_ref().is_some_and(|g| !g.is_match(&path))
+                || glob
+                    .as_ref()
+                    .is_some_and(|g| !g.is_match(&*lifeos_vcs::path::display(&path)))
             {
                 continue;
             }
-            if seen.insert((path.clone(), e.id)) {
-                versions.entry(e.id).or_default().push((path, commit));
+            if !dedup || seen.insert((path.clone(), e.id)) {
+                entries.push((path, e.id, commit));
             }
         }
         Ok(())
     };
-    let mut seen = HashSet::new();
     match scope {
         Scope::View(view) => {
             if let Some(c) = view.at_commit() {
-                add_tree(repo, c, &mut seen)?;
+                add_tree(c, false)?;
             }
         }
         Scope::AllHistory => {
             let head = repo.head()?;
             for (c, _) in lifeos_vcs::rev::all_commits(repo, &head.view)? {
-                add_tree(repo, c, &mut seen)?;
+                add_tree(c, true)?;
             }
         }
     }
-    let files: HashSet<Id> = versions.keys().copied().collect();
+    drop(seen);
+    let files: HashSet<Id> = entries.iter().map(|(_, f, _)| *f).collect();
     let catalog = repo.catalog()?;
     let mut hits = Vec::new();
     // Subtitles count as their video's (or recording's) type too.
@@ -208,17 +230,30 @@ pub fn search(
                         && matches!(t, "video" | "audio"))
             })
     };
-    let all_paths: HashSet<&str> = versions
-        .values()
-        .flatten()
-        .map(|(p, _)| p.as_str())
-        .collect();
     let mut seen_hits = HashSet::new();
     let wanted = limit.saturating_mul(4).max(limit);
     let segments = match (&fts, mentions) {
         (Some(fts), _) => catalog.search_segments(fts, &keep, wanted, Some(&files))?,
         (None, Some(eid)) => catalog.mention_segments(eid, &keep, wanted)?,
         (None, None) => Vec::new(),
+    };
+    // The paths and commits of the contents hit (and, for subtitles, every path in scope).
+    let hit_files: HashSet<Id> = segments.iter().map(|s| s.file).collect();
+    let mut versions: HashMap<Id, Vec<(String, Id)>> = HashMap::new();
+    for (path, f, c) in &entries {
+        if hit_files.contains(f) {
+            let path = lifeos_vcs::path::display(path).into_owned();
+            versions.entry(*f).or_default().push((path, *c));
+        }
+    }
+    let all_paths = std::cell::OnceCell::new();
+    let all_paths = || {
+        all_paths.get_or_init(|| {
+            entries
+                .iter()
+                .map(|(p, _, _)| lifeos_vcs::path::display(p).into_owned())
+                .collect::<HashSet<String>>()
+        })
     };
     for s in segments {
         let ty = file_type(&s.extractor).to_string();
@@ -236,7 +271,7 @@ pub fn search(
                 ty.clone()
             };
             let media = if ty == "subtitles" {
-                sidecar_media(path, &all_paths)
+                sidecar_media(path, all_paths())
             } else {
                 None
             };
@@ -262,35 +297,36 @@ pub fn search(
     // Names: every file whose path holds the words (found even when no extractor reads
     // it), unless the hits are an entity's mentions.
     let mut names: Vec<Hit> = Vec::new();
-    for (file, vs) in versions.iter().filter(|_| mentions.is_none()) {
-        for (path, commit) in vs {
-            if q.matches_path(path) {
-                let ty = match lifeos_speech::audio::extension(path).as_str() {
-                    "png" | "jpg" | "jpeg" | "gif" | "webp" | "tif" | "tiff" | "bmp" => "image",
-                    "pdf" => "pdf",
-                    "md" | "markdown" => "markdown",
-                    "srt" | "vtt" => "subtitles",
-                    "html" | "htm" => "html",
-                    _ if crate::speech::is_recording(path) => media_type(path),
-                    _ => "file",
-                };
-                if type_filter.is_some_and(|t| !type_matches(t, ty)) {
-                    continue;
-                }
-                names.push(Hit {
-                    media: None,
-                    path: path.clone(),
-                    commit: *commit,
-                    file: *file,
-                    anchor: serde_json::json!({"kind": "file"}),
-                    cite: "file name".into(),
-                    snippet: path.clone(),
-                    kind: "name".into(),
-                    file_type: ty.into(),
-                    score: f64::MAX,
-                });
-            }
+    for (path, file, commit) in entries.iter().filter(|_| mentions.is_none()) {
+        let shown = lifeos_vcs::path::display(path);
+        let path: &str = &shown;
+        if !q.matches_path(path) {
+            continue;
         }
+        let ty = match lifeos_speech::audio::extension(path).as_str() {
+            "png" | "jpg" | "jpeg" | "gif" | "webp" | "tif" | "tiff" | "bmp" => "image",
+            "pdf" => "pdf",
+            "md" | "markdown" => "markdown",
+            "srt" | "vtt" => "subtitles",
+            "html" | "htm" => "html",
+            _ if crate::speech::is_recording(path) => media_type(path),
+            _ => "file",
+        };
+        if type_filter.is_some_and(|t| !type_matches(t, ty)) {
+            continue;
+        }
+        names.push(Hit {
+            media: None,
+            path: path.to_string(),
+            commit: *commit,
+            file: *file,
+            anchor: serde_json::json!({"kind": "file"}),
+            cite: "file name".into(),
+            snippet: path.to_string(),
+            kind: "name".into(),
+            file_type: ty.into(),
+            score: f64::MAX,
+        });
     }
     names.sort_by(|a, b| a.path.cmp(&b.path));
     hits.extend(names);
@@ -319,6 +355,23 @@ mod tests {
     use lifeos_vcs::object::{Anchor, Extract, Segment};
     use lifeos_vcs::working_copy::NoProgress;
     use lifeos_vcs::Event;
+
+    #[test]
+    fn a_glob_is_read_from_the_folder_it_starts_with() {
+        for (glob, folder) in [
+            ("notes/d007/**", "notes/d007"),
+            ("notes/d0*/x.md", "notes"),
+            ("notes/a.md", "notes"),
+            ("a/b/{c,d}/e", "a/b"),
+            ("a/[bc]/e", "a"),
+            ("a/b\\*c", "a"),
+            ("*.md", ""),
+            ("**/x", ""),
+            ("x.md", ""),
+        ] {
+            assert_eq!(glob_folder(glob), folder.as_bytes(), "{glob}");
+        }
+    }
 
     /// A repository whose first commit holds `files`, and the id of each file.
     fn committed(files: &[(String, Vec<u8>)]) -> (tempfile::TempDir, Repo, Vec<Id>) {

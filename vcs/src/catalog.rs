@@ -556,6 +556,17 @@ pub const RANK_WINDOW: i64 = 5_000;
 /// the query rather than ranking what the query matches everywhere.
 pub const SCOPE_FIRST_SEGMENTS: usize = 4_000;
 
+/// ... and whose segments lie in at most this many runs of row ids ...
+pub const SCOPE_FIRST_RUNS: usize = 16;
+
+/// ... where a run continues over gaps of at most this many rows (other files'
+/// segments, read and skipped).
+pub const RUN_GAP: i64 = 64;
+
+/// A scope's segments (row ids, sorted) and the runs of row ids that hold them (first
+/// and last row of each).
+type ScopeRows = (Vec<i64>, Vec<(i64, i64)>);
+
 /// A search hit: one segment of one file content.
 #[derive(Debug, Clone)]
 pub struct SegmentHit {
@@ -645,10 +656,10 @@ impl Catalog {
     /// yields fewer than `limit` kept hits, every match is ranked, so no hit is missed.
     ///
     /// `scope`, when the caller knows it, is every file content a kept hit can be of. A
-    /// scope of at most [`SCOPE_FIRST_SEGMENTS`] segments (a folder, the files of an old
-    /// version) is searched segment by segment instead: each of its segments is checked
-    /// against the query and ranked, whatever the query matches elsewhere, so a common
-    /// word that matches every old version costs no more than the scope.
+    /// scope of at most [`SCOPE_FIRST_SEGMENTS`] segments in at most
+    /// [`SCOPE_FIRST_RUNS`] runs of row ids (a folder, the files of an old version) is
+    /// searched run by run instead: only the matches within its runs are ranked, so a
+    /// common word that matches every old version costs about what the scope costs.
     pub fn search_segments(
         &self,
         fts_query: &str,
@@ -656,8 +667,8 @@ impl Catalog {
         limit: usize,
         scope: Option<&HashSet<Id>>,
     ) -> Result<Vec<SegmentHit>> {
-        if let Some(rows) = scope.map(|s| self.scope_segments(s)).transpose()?.flatten() {
-            return self.search_rows(fts_query, keep, limit, &rows);
+        if let Some(scoped) = scope.map(|s| self.scope_segments(s)).transpose()?.flatten() {
+            return self.search_rows(fts_query, keep, limit, scoped);
         }
         let err = |e| db_err(&self.path, e);
         let bound: Option<i64> = self
@@ -684,15 +695,17 @@ impl Catalog {
         let mut out = Vec::new();
         for (i, (floor, fetch)) in passes.iter().enumerate() {
             out.clear();
-            let rows: Vec<(i64, Vec<u8>, String, String, f64)> = ranked
+            // Read as ranked, up to the limit: a pass over every match holds no list of them.
+            let rows = ranked
                 .query_map(params![fts_query, fetch, floor], |r| {
                     Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
                 })
-                .map_err(err)?
-                .collect::<std::result::Result<_, _>>()
                 .map_err(err)?;
-            let exhausted = bound.is_none() && (rows.len() as i64) < *fetch;
-            for (rowid, file, extractor, meta, score) in rows {
+            let mut read = 0i64;
+            for row in rows {
+                let (rowid, file, extractor, meta, score): (i64, Vec<u8>, String, String, f64) =
+                    row.map_err(err)?;
+                read += 1;
                 let Some(file) = Id::from_slice(&file) else {
                     continue;
                 };
@@ -704,6 +717,8 @@ impl Catalog {
                     break;
                 }
             }
+            // (Read to the end unless the limit was reached.)
+            let exhausted = bound.is_none() && read < *fetch;
             if out.len() >= limit || exhausted || i == 1 {
                 break;
             }
@@ -711,9 +726,11 @@ impl Catalog {
         Ok(out)
     }
 
-    /// The segments of the file contents `scope`, or `None` when there are more than
-    /// [`SCOPE_FIRST_SEGMENTS`] (or the scope has more file contents than that).
-    fn scope_segments(&self, scope: &HashSet<Id>) -> Result<Option<Vec<i64>>> {
+    /// The segments of the file contents `scope` (their row ids, sorted) and the runs of
+    /// row ids that hold them; `None` when there are more than [`SCOPE_FIRST_SEGMENTS`]
+    /// or more than [`SCOPE_FIRST_RUNS`] runs. A file's segments are indexed together, so
+    /// a folder's usually make one run per ingest.
+    fn scope_segments(&self, scope: &HashSet<Id>) -> Result<Option<ScopeRows>> {
         if scope.len() > SCOPE_FIRST_SEGMENTS {
             return Ok(None);
         }
@@ -722,7 +739,7 @@ impl Catalog {
             .conn
             .prepare_cached("SELECT id FROM segments WHERE file_id = ?1")
             .map_err(err)?;
-        let mut rows = Vec::new();
+        let mut rows: Vec<i64> = Vec::new();
         for f in scope {
             for r in st.query_map([&f.0[..]], |r| r.get(0)).map_err(err)? {
                 rows.push(r.map_err(err)?);
@@ -731,43 +748,56 @@ impl Catalog {
                 }
             }
         }
-        Ok(Some(rows))
+        rows.sort_unstable();
+        let mut runs: Vec<(i64, i64)> = Vec::new();
+        for &r in &rows {
+            match runs.last_mut() {
+                Some((_, hi)) if r - *hi <= RUN_GAP => *hi = r,
+                _ => runs.push((r, r)),
+            }
+            if runs.len() > SCOPE_FIRST_RUNS {
+                return Ok(None);
+            }
+        }
+        Ok(Some((rows, runs)))
     }
 
-    /// [`Catalog::search_segments`] over the segments `rows` alone: each is matched
-    /// and ranked by itself; kept rows are ordered best first (newest first among equal
+    /// [`Catalog::search_segments`] over the segments `rows` alone, read run by run
+    /// (`runs`): each run's matches are ranked by one query (FTS5 counts each phrase's
+    /// matches once per query, for bm25), rows outside the scope and rows `keep` rejects
+    /// are skipped, and what is kept is ordered best first (newest first among equal
     /// ranks).
     fn search_rows(
         &self,
         fts_query: &str,
         keep: &dyn Fn(i64, &Id, &str, &str) -> bool,
         limit: usize,
-        rows: &[i64],
+        (rows, runs): ScopeRows,
     ) -> Result<Vec<SegmentHit>> {
         let err = |e| db_err(&self.path, e);
-        let mut one = self
+        let mut run_query = self
             .conn
             .prepare_cached(
-                "SELECT s.file_id, s.extractor, s.meta, rank FROM segments_fts JOIN segments s ON s.id = segments_fts.rowid
-                 WHERE segments_fts MATCH ?1 AND segments_fts.rowid = ?2",
+                "SELECT s.id, s.file_id, s.extractor, s.meta, rank FROM segments_fts JOIN segments s ON s.id = segments_fts.rowid
+                 WHERE segments_fts MATCH ?1 AND segments_fts.rowid BETWEEN ?2 AND ?3",
             )
             .map_err(err)?;
         let mut ranked = Vec::new();
-        for &rowid in rows {
-            let row: Option<(Vec<u8>, String, String, f64)> = one
-                .query_row(params![fts_query, rowid], |r| {
-                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        for (lo, hi) in runs {
+            let found = run_query
+                .query_map(params![fts_query, lo, hi], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
                 })
-                .optional()
                 .map_err(err)?;
-            let Some((file, extractor, meta, score)) = row else {
-                continue;
-            };
-            let Some(file) = Id::from_slice(&file) else {
-                continue;
-            };
-            if keep(rowid, &file, &extractor, &meta) {
-                ranked.push((score, std::cmp::Reverse(rowid), file, extractor));
+            for row in found {
+                let (rowid, file, extractor, meta, score): (i64, Vec<u8>, String, String, f64) =
+                    row.map_err(err)?;
+                let Some(file) = Id::from_slice(&file) else {
+                    continue;
+                };
+                if rows.binary_search(&rowid).is_ok() && keep(rowid, &file, &extractor, &meta) {
+                    ranked.push((score, std::cmp::Reverse(rowid), file, extractor));
+                }
             }
         }
         ranked.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));

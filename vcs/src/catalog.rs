@@ -557,11 +557,32 @@ pub const RANK_WINDOW: i64 = 5_000;
 pub const SCOPE_FIRST_SEGMENTS: usize = 4_000;
 
 /// ... and whose segments lie in at most this many runs of row ids ...
-pub const SCOPE_FIRST_RUNS: usize = 16;
+pub const SCOPE_FIRST_RUNS: usize = 256;
+
+/// ... and whose matches lie in at most this many runs (each ranked by one query).
+pub const RANKED_RUNS: usize = 8;
 
 /// ... where a run continues over gaps of at most this many rows (other files'
 /// segments, read and skipped).
 pub const RUN_GAP: i64 = 64;
+
+/// The runs of row ids (first and last) that sorted `rows` make, a run continuing over
+/// gaps of at most [`RUN_GAP`]; it stops counting past `most` runs.
+fn runs_of(rows: &[i64], most: usize) -> Vec<(i64, i64)> {
+    let mut runs: Vec<(i64, i64)> = Vec::new();
+    for &r in rows {
+        match runs.last_mut() {
+            Some((_, hi)) if r - *hi <= RUN_GAP => *hi = r,
+            _ => {
+                if runs.len() > most {
+                    break;
+                }
+                runs.push((r, r));
+            }
+        }
+    }
+    runs
+}
 
 /// A scope's segments (row ids, sorted) and the runs of row ids that hold them (first
 /// and last row of each).
@@ -658,8 +679,9 @@ impl Catalog {
     /// `scope`, when the caller knows it, is every file content a kept hit can be of. A
     /// scope of at most [`SCOPE_FIRST_SEGMENTS`] segments in at most
     /// [`SCOPE_FIRST_RUNS`] runs of row ids (a folder, the files of an old version) is
-    /// searched run by run instead: only the matches within its runs are ranked, so a
-    /// common word that matches every old version costs about what the scope costs.
+    /// searched run by run instead, when its matches lie in at most [`RANKED_RUNS`] runs:
+    /// only those are ranked, so a word that matches every old version costs about what
+    /// the scope costs.
     pub fn search_segments(
         &self,
         fts_query: &str,
@@ -668,7 +690,9 @@ impl Catalog {
         scope: Option<&HashSet<Id>>,
     ) -> Result<Vec<SegmentHit>> {
         if let Some(scoped) = scope.map(|s| self.scope_segments(s)).transpose()?.flatten() {
-            return self.search_rows(fts_query, keep, limit, scoped);
+            if let Some(hits) = self.search_rows(fts_query, keep, limit, scoped)? {
+                return Ok(hits);
+            }
         }
         let err = |e| db_err(&self.path, e);
         let bound: Option<i64> = self
@@ -749,32 +773,50 @@ impl Catalog {
             }
         }
         rows.sort_unstable();
-        let mut runs: Vec<(i64, i64)> = Vec::new();
-        for &r in &rows {
-            match runs.last_mut() {
-                Some((_, hi)) if r - *hi <= RUN_GAP => *hi = r,
-                _ => runs.push((r, r)),
-            }
-            if runs.len() > SCOPE_FIRST_RUNS {
-                return Ok(None);
-            }
+        let runs = runs_of(&rows, SCOPE_FIRST_RUNS);
+        if runs.len() > SCOPE_FIRST_RUNS {
+            return Ok(None);
         }
         Ok(Some((rows, runs)))
     }
 
-    /// [`Catalog::search_segments`] over the segments `rows` alone, read run by run
-    /// (`runs`): each run's matches are ranked by one query (FTS5 counts each phrase's
-    /// matches once per query, for bm25), rows outside the scope and rows `keep` rejects
-    /// are skipped, and what is kept is ordered best first (newest first among equal
-    /// ranks).
+    /// [`Catalog::search_segments`] over the segments `rows` alone. First the rows of
+    /// each run (`runs`) that match are found without ranking (a seek per run); then
+    /// the runs those make are ranked, one query each (FTS5 counts each phrase's matches
+    /// once per query, for bm25's IDF: the cost of a common word), rows outside the scope
+    /// and rows `keep` rejects skipped, and what is kept is ordered best first (newest
+    /// first among equal ranks). `None` when the matches lie in more than
+    /// [`RANKED_RUNS`] runs: ranking every match once is then cheaper.
     fn search_rows(
         &self,
         fts_query: &str,
         keep: &dyn Fn(i64, &Id, &str, &str) -> bool,
         limit: usize,
         (rows, runs): ScopeRows,
-    ) -> Result<Vec<SegmentHit>> {
+    ) -> Result<Option<Vec<SegmentHit>>> {
         let err = |e| db_err(&self.path, e);
+        let mut matching = self
+            .conn
+            .prepare_cached(
+                "SELECT rowid FROM segments_fts WHERE segments_fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3",
+            )
+            .map_err(err)?;
+        let mut found = Vec::new();
+        for (lo, hi) in runs {
+            for r in matching
+                .query_map(params![fts_query, lo, hi], |r| r.get::<_, i64>(0))
+                .map_err(err)?
+            {
+                let r = r.map_err(err)?;
+                if rows.binary_search(&r).is_ok() {
+                    found.push(r);
+                }
+            }
+        }
+        let runs = runs_of(&found, SCOPE_FIRST_RUNS);
+        if runs.len() > RANKED_RUNS {
+            return Ok(None);
+        }
         let mut run_query = self
             .conn
             .prepare_cached(
@@ -784,18 +826,18 @@ impl Catalog {
             .map_err(err)?;
         let mut ranked = Vec::new();
         for (lo, hi) in runs {
-            let found = run_query
+            let rows = run_query
                 .query_map(params![fts_query, lo, hi], |r| {
                     Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
                 })
                 .map_err(err)?;
-            for row in found {
+            for row in rows {
                 let (rowid, file, extractor, meta, score): (i64, Vec<u8>, String, String, f64) =
                     row.map_err(err)?;
                 let Some(file) = Id::from_slice(&file) else {
                     continue;
                 };
-                if rows.binary_search(&rowid).is_ok() && keep(rowid, &file, &extractor, &meta) {
+                if found.binary_search(&rowid).is_ok() && keep(rowid, &file, &extractor, &meta) {
                     ranked.push((score, std::cmp::Reverse(rowid), file, extractor));
                 }
             }
@@ -808,7 +850,8 @@ impl Catalog {
             .map(|(score, rowid, file, extractor)| {
                 self.hit(&mut detail, fts_query, rowid.0, file, extractor, score)
             })
-            .collect()
+            .collect::<Result<_>>()
+            .map(Some)
     }
 
     /// The statement that reads a kept row's kind, anchor and snippet.

@@ -397,7 +397,9 @@ impl<'r> Chain<'r> {
         }
     }
 
-    /// The revset `e` as such a walk, when it is `ancestors(r)` or `..r` of one revision.
+    /// The revset `e` as such a walk, when it is `ancestors(r)` or `..r` of one revision
+    /// that the view refers to (`@`, a branch, a tag, a head): it and its ancestors are
+    /// visible, as the evaluator requires of what it lists.
     pub fn of(repo: &'r Repo, view: &View, e: &Expr) -> Result<Option<Self>> {
         let one = match e {
             Expr::Ancestors(x) => x.as_ref(),
@@ -407,7 +409,11 @@ impl<'r> Chain<'r> {
         let Expr::Symbol(s) = one else {
             return Ok(None);
         };
-        Ok(Some(Chain::new(repo, repo.resolve_rev(view, s)?)))
+        let start = repo.resolve_rev(view, s)?;
+        if view.referenced_commits().binary_search(&start).is_err() {
+            return Ok(None);
+        }
+        Ok(Some(Chain::new(repo, start)))
     }
 
     /// After the walk: `Ok(true)` when what it yielded is the whole set, `Ok(false)` when

@@ -782,7 +782,7 @@ impl Catalog {
 
     /// [`Catalog::search_segments`] over the segments `rows` alone. First the rows of
     /// each run (`runs`) that match are found without ranking (a seek per run); then
-    /// the runs those make are ranked, one query each (FTS5 counts each phrase's matches
+    /// the runs holding any are ranked, one query each (FTS5 counts each phrase's matches
     /// once per query, for bm25's IDF: the cost of a common word), rows outside the scope
     /// and rows `keep` rejects skipped, and what is kept is ordered best first (newest
     /// first among equal ranks). `None` when the matches lie in more than
@@ -802,7 +802,9 @@ impl Catalog {
             )
             .map_err(err)?;
         let mut found = Vec::new();
+        let mut matched_runs = Vec::new();
         for (lo, hi) in runs {
+            let before = found.len();
             for r in matching
                 .query_map(params![fts_query, lo, hi], |r| r.get::<_, i64>(0))
                 .map_err(err)?
@@ -812,11 +814,14 @@ impl Catalog {
                     found.push(r);
                 }
             }
+            if found.len() > before {
+                matched_runs.push((lo, hi));
+                if matched_runs.len() > RANKED_RUNS {
+                    return Ok(None);
+                }
+            }
         }
-        let runs = runs_of(&found, SCOPE_FIRST_RUNS);
-        if runs.len() > RANKED_RUNS {
-            return Ok(None);
-        }
+        let runs = matched_runs;
         let mut run_query = self
             .conn
             .prepare_cached(

@@ -1236,7 +1236,7 @@ fn a_tree_holding_the_repository_folder_never_writes_into_it() {
     ok(&lr, &["checkout", "main"]);
     let err = fails(&lr, &["checkout", "hostile"]);
     assert!(
-        err.contains(".lifeos/") && err.contains("where lifeos keeps the repository"),
+        err.contains(".lifeos/") && err.contains("where a repository keeps its own files"),
         "{err}"
     );
     assert_eq!(std::fs::read(lr.join(".lifeos/config")).unwrap(), config);

@@ -71,7 +71,7 @@ impl Interrupt {
         self.default_allowed.clone()
     }
 
-    fn check(&self) -> Result<()> {
+    pub(crate) fn check(&self) -> Result<()> {
         if self.requested.load(Ordering::SeqCst) {
             Err(VcsError::Interrupted)
         } else {
@@ -274,7 +274,9 @@ impl Repo {
             self.remove_journal()?;
             return Ok(None);
         }
-        let todo_all = self.diff_trees(journal.from.as_ref(), journal.to.as_ref())?;
+        let mut todo_all = self.diff_trees(journal.from.as_ref(), journal.to.as_ref())?;
+        // What the move left alone, it finishes alone (and does not report).
+        todo_all.retain(|c| !crate::path::in_repository_dir(&c.path));
         let mut todo = Vec::new();
         let mut kept = Vec::new();
         for c in todo_all.iter().cloned() {
@@ -329,10 +331,7 @@ impl Repo {
         {
             return Err(VcsError::UnsafePath {
                 path: display(&c.path).into_owned(),
-                reason: format!(
-                    "is inside {}, where lifeos keeps the repository, so it is never written to the folder; read it with `lifeos cat`, or record a commit without it",
-                    crate::repo::DOT_DIR
-                ),
+                reason: "is inside a .lifeos or .git folder, where a repository keeps its own files: lifeos never writes there; read it with `lifeos cat`, or record a commit without it".into(),
             });
         }
         // Nothing there was written by a move, so nothing there is removed by one.
@@ -734,6 +733,60 @@ fn untracked_below(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A tree can hold paths in `.lifeos` or `.git` folders (git or another device wrote
+    /// them): a move to it is refused before anything is published, a move away from it
+    /// leaves them alone, and applying a removal there (a journal being finished) skips it.
+    #[test]
+    fn a_move_never_touches_repository_folders() {
+        use crate::object::{EntryKind, TreeEntry};
+        use crate::treediff::{Change, ChangeKind};
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let repo = Repo::init(root, lifeos_store::StoreConfig::default()).unwrap();
+        let mut tx = repo.store().transaction().unwrap();
+        let entry = |tx: &mut lifeos_store::Transaction<'_>, bytes: &[u8]| TreeEntry {
+            name: Vec::new(),
+            kind: EntryKind::File,
+            id: tx.store_bytes(bytes).unwrap(),
+            size: bytes.len() as u64,
+        };
+        let plain = entry(&mut tx, b"a");
+        let tree = |tx: &mut lifeos_store::Transaction<'_>, extra: &[u8]| {
+            let mut edits = vec![(&b"a.txt"[..], Some(plain.clone()))];
+            if !extra.is_empty() {
+                edits.push((extra, Some(plain.clone())));
+            }
+            edits.sort_by(|a, b| a.0.cmp(b.0));
+            repo.edit_tree(tx, None, edits, b"").unwrap().unwrap().0
+        };
+        let clean = tree(&mut tx, b"");
+        for hostile in [
+            &b".lifeos/config"[..],
+            b".lifeos/op_heads/0000",
+            b".git/hooks/post-checkout",
+            b"sub/.git/config",
+            b"sub/.lifeos/x",
+        ] {
+            let t = tree(&mut tx, hostile);
+            let err = repo.plan_move(&tx, Some(&clean), Some(&t), &[]).err();
+            assert!(
+                matches!(err, Some(VcsError::UnsafePath { .. })),
+                "{hostile:?}: {err:?}"
+            );
+            let away = repo.plan_move(&tx, Some(&t), Some(&clean), &[]).unwrap();
+            assert!(away.changes.is_empty(), "{hostile:?}: {:?}", away.changes);
+        }
+        let config = std::fs::read(root.join(".lifeos/config")).unwrap();
+        let removal = Change {
+            path: ".lifeos/config".into(),
+            kind: ChangeKind::Deleted,
+            old: Some(plain.clone()),
+            new: None,
+        };
+        repo.apply_changes(&[removal], None).unwrap();
+        assert_eq!(std::fs::read(root.join(".lifeos/config")).unwrap(), config);
+    }
 
     #[test]
     fn journal_round_trips_and_rejects_damage() {

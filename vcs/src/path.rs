@@ -68,11 +68,14 @@ pub fn is_under(path: &[u8], dir: &[u8]) -> bool {
         || (path.len() > dir.len() && path.starts_with(dir) && path[dir.len()] == b'/')
 }
 
-/// Whether repository path `p` is in the folder where lifeos keeps the repository
-/// (`.lifeos` at the top): a tree may hold such a path (imported from git, fetched from
+/// Whether repository path `p` is in a folder where a repository keeps its own files: a
+/// folder named `.lifeos` or `.git` at any depth (the ones a snapshot never records), or
+/// is `.lifeos` itself. A tree may hold such a path (imported from git, fetched from
 /// another device), but it is never written to or removed from the folder.
 pub fn in_repository_dir(p: &[u8]) -> bool {
-    is_under(p, crate::repo::DOT_DIR.as_bytes())
+    let dot = crate::repo::DOT_DIR.as_bytes();
+    let mut folders = p.split(|b| *b == b'/').rev().skip(1);
+    p == dot || folders.any(|c| c == dot || c == b".git")
 }
 
 /// The file system path of repository path `p` below `root`.
@@ -113,6 +116,27 @@ mod tests {
         assert_ne!(display(b"a\xff"), display(b"a\xfe"));
         assert_eq!(display(b"tab\there"), "\"tab\\there\"");
         assert_eq!(display(b"\"q"), "\"\\\"q\"");
+    }
+
+    #[test]
+    fn repository_folders_are_dot_lifeos_and_dot_git_at_any_depth() {
+        let inside: &[(&[u8], bool)] = &[
+            (b".lifeos", true),
+            (b".lifeos/op_heads/x", true),
+            (b".git/hooks/post-checkout", true),
+            (b"sub/.git/config", true),
+            (b"sub/.lifeos/x", true),
+            (b"notes/a.md", false),
+            (b".git", false),
+            (b"sub/.git", false),
+            (b"sub/.lifeos", false),
+            (b".lifeosignore", false),
+            (b"x.lifeos/a", false),
+            (b".github/workflows/ci.yml", false),
+        ];
+        for (p, yes) in inside {
+            assert_eq!(in_repository_dir(p), *yes, "{}", display(p));
+        }
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! The whole `lifeos search` process as a person runs it, at scale: 100,000 notes in 400
-//! folders, 10 sections each (1,000,000 segments), searched with no scope, with
+//! folders, a title and 10 sections each (1,100,000 segments), searched with no scope, with
 //! `--path`, `--type`, `--at` and `--all-history`.
 //!
 //! `cargo bench --bench search_cli`. Builds (once, in a temp dir) the notes, commits and

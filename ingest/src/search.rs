@@ -52,12 +52,17 @@ const MEDIA_EXTS: &[&str] = &[
 ];
 
 /// The folder whose files a `--path` glob can match: its literal start, up to the last
-/// `/` before the first pattern character (empty: the whole tree).
+/// `/` before the first pattern character (empty: the whole tree, also when that start is
+/// not a path as the tree spells it, like `./notes` or `/notes`, which match nothing).
 fn glob_folder(glob: &str) -> &[u8] {
     let literal = glob
         .find(['*', '?', '[', '{', '\\'])
         .map_or(glob, |i| &glob[..i]);
-    literal.rsplit_once('/').map_or(b"", |(d, _)| d.as_bytes())
+    let dir = literal.rsplit_once('/').map_or("", |(d, _)| d).as_bytes();
+    match lifeos_vcs::path::clean(dir) {
+        Ok(clean) if clean.as_slice() == dir => dir,
+        _ => b"",
+    }
 }
 
 /// The media file beside a subtitle file (`talk.en.srt` or `talk.srt` belongs to
@@ -368,6 +373,10 @@ mod tests {
             ("*.md", ""),
             ("**/x", ""),
             ("x.md", ""),
+            ("./notes/*.md", ""),
+            ("/notes/*.md", ""),
+            ("notes//*.md", ""),
+            ("../x/*", ""),
         ] {
             assert_eq!(glob_folder(glob), folder.as_bytes(), "{glob}");
         }

@@ -562,12 +562,13 @@ pub const SCOPE_FIRST_RUNS: usize = 256;
 /// ... and whose matches lie in at most this many runs (each ranked by one query).
 pub const RANKED_RUNS: usize = 8;
 
-/// ... where a run continues over gaps of at most this many rows (other files'
-/// segments, read and skipped).
+/// ... where a run continues while the next row id is at most this much above its last
+/// (the rows between, other files' segments, are read and skipped).
 pub const RUN_GAP: i64 = 64;
 
-/// The runs of row ids (first and last) that sorted `rows` make, a run continuing over
-/// gaps of at most [`RUN_GAP`]; it stops counting past `most` runs.
+/// The runs of row ids (first and last) that sorted `rows` make, a run continuing while
+/// the next row id is at most [`RUN_GAP`] above its last; it stops counting past `most`
+/// runs.
 fn runs_of(rows: &[i64], most: usize) -> Vec<(i64, i64)> {
     let mut runs: Vec<(i64, i64)> = Vec::new();
     for &r in rows {
@@ -821,6 +822,8 @@ impl Catalog {
                 }
             }
         }
+        // (Row ids come in order; sorted all the same, for the lookups below.)
+        found.sort_unstable();
         let runs = matched_runs;
         let mut run_query = self
             .conn
@@ -1069,6 +1072,68 @@ mod tests {
                 MIGRATIONS.last().unwrap().0
             );
         }
+    }
+
+    /// A scope's segments lie in runs of row ids; they are searched run by run when few
+    /// runs hold matches, and by ranking every match otherwise: the same hits either way.
+    #[test]
+    fn a_scope_is_searched_by_runs_when_few_hold_matches() {
+        let dir = tempfile::tempdir().unwrap();
+        let cat = Catalog::open(&dir.path().join("c.sqlite")).unwrap();
+        let file = |i: usize| Id::hash(&i.to_le_bytes());
+        // Twelve scope files of one segment each, 80 segments of other files between
+        // them (more than a run's gap), every segment mentioning the word a little.
+        let mut n = 0;
+        let mut add = |f: Id, text: &str| {
+            n += 1;
+            cat.conn
+                .execute(
+                    "INSERT INTO segments (id, file_id, extractor, version, kind, anchor, text, meta) VALUES (?1, ?2, 'text', 1, 'text', '{}', ?3, '')",
+                    params![n, &f.0[..], text],
+                )
+                .unwrap();
+            cat.conn
+                .execute(
+                    "INSERT INTO segments_fts (rowid, text) VALUES (?1, ?2)",
+                    params![n, text],
+                )
+                .unwrap();
+        };
+        for i in 0..12 {
+            add(
+                file(i),
+                &format!("{} {}", "tomato ".repeat(i % 5 + 1), "leaf ".repeat(i)),
+            );
+            for k in 0..80 {
+                add(file(100 + i * 100 + k), "tomato and many other words here");
+            }
+        }
+        let search = |scope: &HashSet<Id>, by_runs: bool| {
+            let keep = |_: i64, f: &Id, _: &str, _: &str| scope.contains(f);
+            cat.search_segments("tomato", &keep, 4, by_runs.then_some(scope))
+                .unwrap()
+                .into_iter()
+                .map(|h| (h.file, h.score.to_bits()))
+                .collect::<Vec<_>>()
+        };
+        let all: HashSet<Id> = (0..12).map(file).collect();
+        let (rows, runs) = cat.scope_segments(&all).unwrap().unwrap();
+        assert_eq!((rows.len(), runs.len()), (12, 12));
+        let keep_all = |_: i64, _: &Id, _: &str, _: &str| true;
+        assert!(cat
+            .search_rows("tomato", &keep_all, 4, (rows, runs))
+            .unwrap()
+            .is_none());
+        assert_eq!(search(&all, true), search(&all, false));
+        let few: HashSet<Id> = (0..12).step_by(3).map(file).collect();
+        let (rows, runs) = cat.scope_segments(&few).unwrap().unwrap();
+        assert_eq!(runs.len(), 4);
+        let by_runs = cat
+            .search_rows("tomato", &keep_all, 4, (rows, runs))
+            .unwrap();
+        assert_eq!(by_runs.map(|h| h.len()), Some(4));
+        assert_eq!(search(&few, true), search(&few, false));
+        assert_eq!(search(&few, true).len(), 4);
     }
 
     /// Regression: `--at` sorted every operation up to its time (5 ms at 100,000

@@ -106,6 +106,11 @@ impl Repo {
         } else {
             self.partial_tree(&mut tx, parent_tree.as_ref(), &snapshot.tree, opts.paths)?
         };
+        // The entities of the files the commit records (each in the folder or the store).
+        let derive = |tx: &mut Transaction<'_>, view: &mut View, id: &Id| {
+            let unstored = crate::derive::Unstored::new();
+            self.derive_entities(tx, view, parent_tree.as_ref(), &tree, id, &unstored)
+        };
         if opts.amend {
             let old = parent.ok_or_else(|| {
                 VcsError::Refused("nothing to amend: there is no commit at @ yet".into())
@@ -128,8 +133,7 @@ impl Repo {
             commit.committer = self.signature(start);
             commit.git_header = None;
             let (id, mut view, mut events) = self.rewrite(&mut tx, &head.view, old, &commit)?;
-            let derived =
-                self.derive_entities(&mut tx, &mut view, parent_tree.as_ref(), &tree, &id)?;
+            let derived = derive(&mut tx, &mut view, &id)?;
             events.extend(derived.events);
             if let Some(h) = opts.hook {
                 events.extend(h(&mut tx, &snapshot.read)?);
@@ -173,7 +177,7 @@ impl Repo {
         let mut events = Vec::new();
         let (id, commit) =
             self.commit_tree(&mut tx, &mut view, tree, opts.message, &mut events, start)?;
-        let derived = self.derive_entities(&mut tx, &mut view, parent_tree.as_ref(), &tree, &id)?;
+        let derived = derive(&mut tx, &mut view, &id)?;
         events.extend(derived.events);
         if let Some(h) = opts.hook {
             events.extend(h(&mut tx, &snapshot.read)?);

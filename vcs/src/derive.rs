@@ -46,7 +46,7 @@ pub struct FileEntities {
 
 /// A stable id for an entity of `kind` read from `path`: the hash of the path and the
 /// entity's key (its UID, the rule's id column, or else its place in the file).
-fn derived_id(kind: &str, path: &[u8], key: &str) -> String {
+pub(crate) fn derived_id(kind: &str, path: &[u8], key: &str) -> String {
     let mut h = blake3::Hasher::new();
     h.update(path).update(b"\0").update(key.as_bytes());
     format!("{kind}:{}", &h.finalize().to_hex()[..16])
@@ -491,10 +491,23 @@ fn replaced_note(id: &str, c: &Conflict) -> String {
     )
 }
 
+/// The bytes of files a transaction wrote that the store cannot read back before it is
+/// committed (file chunks go straight to its packs), by file id.
+pub(crate) type Unstored<'a> = std::collections::HashMap<Id, &'a [u8]>;
+
 impl Repo {
-    /// Reads the file `id` at `path`: from the folder when it still holds exactly that
-    /// content, else from the store.
-    pub(crate) fn derived_bytes(&self, path: &[u8], id: &Id) -> Result<Vec<u8>> {
+    /// Reads the file `id` at `path`: from `unstored` (written by the transaction being
+    /// recorded), from the folder when it still holds exactly that content, else from
+    /// the store.
+    pub(crate) fn derived_bytes(
+        &self,
+        path: &[u8],
+        id: &Id,
+        unstored: &Unstored<'_>,
+    ) -> Result<Vec<u8>> {
+        if let Some(bytes) = unstored.get(id) {
+            return Ok(bytes.to_vec());
+        }
         if let Ok(bytes) = std::fs::read(crate::path::in_folder(self.workdir(), path)) {
             if Id::hash(&bytes) == *id {
                 return Ok(bytes);
@@ -519,6 +532,7 @@ impl Repo {
         old: Option<&Id>,
         new: &Id,
         commit: &Id,
+        unstored: &Unstored<'_>,
     ) -> Result<DeriveOutcome> {
         let mut out = DeriveOutcome {
             events: Vec::new(),
@@ -527,7 +541,7 @@ impl Repo {
         };
         // A broken schema must not stop files from being recorded: say so and read the
         // vCard and iCalendar files with the built-in types alone.
-        let schema = match self.entity_schema_tx(tx, new) {
+        let schema = match self.entity_schema_tx(tx, new, unstored) {
             Ok(s) => s,
             Err(VcsError::Refused(why)) => {
                 out.skipped.push((
@@ -570,9 +584,16 @@ impl Repo {
             // The old version's entities, by id: the base a hand edit is merged against.
             let mut old: Vec<Derived> = match is_file(&c.old) {
                 Some(id) => {
-                    // The old version is the parent commit's: in the store.
-                    let mut bytes = Vec::new();
-                    self.store().read_file(&id, &mut bytes)?;
+                    // The old version is the parent commit's: in the store, or written
+                    // earlier in the same transaction (a series of commits).
+                    let bytes = match unstored.get(&id) {
+                        Some(b) => b.to_vec(),
+                        None => {
+                            let mut bytes = Vec::new();
+                            self.store().read_file(&id, &mut bytes)?;
+                            bytes
+                        }
+                    };
                     read_file(&schema, &c.path, &bytes).entities
                 }
                 None => Vec::new(),
@@ -584,7 +605,7 @@ impl Repo {
             let mut kept: IdSet<[u8; 32]> = IdSet::default();
             let (first_skipped, first_replaced) = (out.skipped.len(), out.replaced.len());
             if let Some(file) = is_file(&c.new) {
-                let bytes = self.derived_bytes(&c.path, &file)?;
+                let bytes = self.derived_bytes(&c.path, &file, unstored)?;
                 let read = read_file(&schema, &c.path, &bytes);
                 drop(bytes);
                 for (line, why) in read.skipped {

@@ -12,16 +12,19 @@
 
 use lifeos_store::{Id, Kind};
 
+use std::collections::BTreeMap;
+
+use crate::derive::Unstored;
 use crate::error::{Result, VcsError};
 use crate::folder::WorkingCopyLock;
 use crate::object::{EntryKind, Tree, TreeEntry};
 use crate::path::BString;
 use crate::repo::Repo;
 
-/// One commit of a series: the files it writes (`None` removes the path), its message,
-/// and its time, in milliseconds since the epoch: the commit's, and its operation's
-/// unless that would put the operation before the one it follows (it is then 1 ms after
-/// it) or in the future (it is then now).
+/// One commit of a series: the files it writes (`None` removes the path, a file or a
+/// folder, and is nothing when the path is absent), its message, and its time in
+/// milliseconds since the epoch (the commit's; its operation's as
+/// [`Repo::commit_series`] says).
 #[derive(Debug, Clone)]
 pub struct SeriesCommit {
     /// Paths (`/`-separated, relative to the folder) with their new bytes, or `None` to
@@ -33,12 +36,32 @@ pub struct SeriesCommit {
     pub time_ms: i64,
 }
 
+/// What [`Repo::commit_series`] recorded.
+#[derive(Debug)]
+pub struct SeriesOutcome {
+    /// The last operation (the new head).
+    pub op: Id,
+    /// Cards, events and rows of entity files that were not read: (path, line, why).
+    pub skipped_entities: Vec<(BString, u64, String)>,
+    /// Attributes set by hand that a file's new version set otherwise: (path, line, what).
+    pub replaced_attrs: Vec<(BString, u64, String)>,
+}
+
 impl Repo {
     /// Records `commits`, oldest first, on top of `@` (moving the current branch, if any,
     /// with each), one operation per commit, in one transaction; then moves the folder to
     /// the last commit. Refused, with nothing written, when the folder has uncommitted
-    /// changes or `commits` is empty. Returns the last operation.
-    pub fn commit_series(&self, wc: &WorkingCopyLock, commits: &[SeriesCommit]) -> Result<Id> {
+    /// changes or `commits` is empty.
+    ///
+    /// Each operation takes its commit's time, moved later when needed to end after the
+    /// operation before it (`--at` reads the newest operation that ended by a time) and
+    /// earlier to leave room for the rest before now; only a series with more commits
+    /// than milliseconds since the last operation ends in the future.
+    pub fn commit_series(
+        &self,
+        wc: &WorkingCopyLock,
+        commits: &[SeriesCommit],
+    ) -> Result<SeriesOutcome> {
         if commits.is_empty() {
             return Err(VcsError::Refused("no commit to record".into()));
         }
@@ -56,24 +79,34 @@ impl Repo {
         let mut parent_end = head.op.end_ms;
         let now = crate::repo::now_ms();
         let mut tree = from;
+        // The files written so far, which derived entities are read from.
+        let mut unstored: Unstored<'_> = Unstored::new();
+        let mut skipped_entities = Vec::new();
+        let mut replaced_attrs = Vec::new();
         for (i, c) in commits.iter().enumerate() {
-            let mut files: Vec<(&[u8], Option<TreeEntry>)> = Vec::with_capacity(c.files.len());
-            for (path, bytes) in c.files.iter().rev() {
-                if files.iter().any(|(p, _)| *p == path.as_slice()) {
-                    continue;
-                }
+            self.interrupt.check()?;
+            // The last write of each path, in path order.
+            let mut last_write: BTreeMap<&[u8], Option<&Vec<u8>>> = BTreeMap::new();
+            for (path, bytes) in &c.files {
+                last_write.insert(path.as_slice(), bytes.as_ref());
+            }
+            let mut files: Vec<(&[u8], Option<TreeEntry>)> = Vec::with_capacity(last_write.len());
+            for (path, bytes) in last_write {
                 let entry = match bytes {
-                    Some(b) => Some(TreeEntry {
-                        name: Vec::new(),
-                        kind: EntryKind::File,
-                        id: tx.store_bytes(b)?,
-                        size: b.len() as u64,
-                    }),
+                    Some(b) => {
+                        let id = tx.store_bytes(b)?;
+                        unstored.insert(id, b);
+                        Some(TreeEntry {
+                            name: Vec::new(),
+                            kind: EntryKind::File,
+                            id,
+                            size: b.len() as u64,
+                        })
+                    }
                     None => None,
                 };
-                files.push((path.as_slice(), entry));
+                files.push((path, entry));
             }
-            files.sort_by(|a, b| a.0.cmp(b.0));
             let new = match self.edit_tree(&mut tx, tree.as_ref(), files, b"")? {
                 Some((id, _)) => id,
                 None => tx.write_object(Kind::Tree, &Tree::default().encode())?,
@@ -81,20 +114,15 @@ impl Repo {
             let mut events = Vec::new();
             let (id, commit) =
                 self.commit_tree(&mut tx, &mut view, new, &c.message, &mut events, c.time_ms)?;
-            let derived = self.derive_entities(&mut tx, &mut view, tree.as_ref(), &new, &id)?;
+            let derived =
+                self.derive_entities(&mut tx, &mut view, tree.as_ref(), &new, &id, &unstored)?;
             events.extend(derived.events);
+            skipped_entities.extend(derived.skipped);
+            replaced_attrs.extend(derived.replaced);
             let what = format!("commit: {}", commit.summary());
             tree = Some(new);
-            // `--at` reads the newest operation that ended by then: an operation ends
-            // after its parent, and not in the future.
-            let at = c.time_ms.min(now).max(parent_end.saturating_add(1));
+            let at = op_time(c.time_ms, parent_end, now, commits.len() - 1 - i);
             parent_end = at;
-            if i + 1 == commits.len() {
-                let mv = self.plan_move(&tx, from.as_ref(), tree.as_ref(), &st.unreadable)?;
-                let op =
-                    self.operation_record(&[parent_op], &mut tx, view, &what, events, (at, at))?;
-                return self.publish_op_and_move(wc, tx, op, &[head.id], mv);
-            }
             let op = self.operation_record(
                 &[parent_op],
                 &mut tx,
@@ -103,10 +131,27 @@ impl Repo {
                 events,
                 (at, at),
             )?;
+            if i + 1 == commits.len() {
+                let mv = self.plan_move(&tx, from.as_ref(), tree.as_ref(), &st.unreadable)?;
+                let op = self.publish_op_and_move(wc, tx, op, &[head.id], mv)?;
+                return Ok(SeriesOutcome {
+                    op,
+                    skipped_entities,
+                    replaced_attrs,
+                });
+            }
             parent_op = tx.write_object(Kind::Operation, &op.encode())?;
         }
-        Err(VcsError::Refused("no commit to record".into()))
+        unreachable!("the loop returns at the last commit")
     }
+}
+
+/// The time of an operation recording a commit made at `commit_ms`: that time, but
+/// after its parent's end and early enough for the `left` operations after it to end
+/// by `now`, each a millisecond apart; after the parent wins when there is no room.
+fn op_time(commit_ms: i64, parent_end: i64, now: i64, left: usize) -> i64 {
+    let room = now.saturating_sub(left as i64);
+    commit_ms.min(room).max(parent_end.saturating_add(1))
 }
 
 #[cfg(test)]
@@ -121,6 +166,19 @@ mod tests {
 
     fn write(path: &str, bytes: &str) -> (BString, Option<Vec<u8>>) {
         (path.into(), Some(bytes.as_bytes().to_vec()))
+    }
+
+    #[test]
+    fn an_operation_time_is_its_commits_between_its_parent_and_what_the_rest_needs() {
+        // In order and in the past: the commit's own time.
+        assert_eq!(op_time(100, 50, 1_000, 5), 100);
+        // Before its parent: just after it.
+        assert_eq!(op_time(10, 50, 1_000, 5), 51);
+        // Too close to now for the 5 after it: early enough for them.
+        assert_eq!(op_time(999, 50, 1_000, 5), 995);
+        assert_eq!(op_time(5_000, 50, 1_000, 0), 1_000);
+        // No room at all: after the parent, even past now.
+        assert_eq!(op_time(10, 999, 1_000, 5), 1_000);
     }
 
     fn file_at(repo: &Repo, op: &Id, path: &[u8]) -> Option<Vec<u8>> {
@@ -145,6 +203,8 @@ mod tests {
         };
         repo.commit_working_copy(&wc, &opts, &NoProgress).unwrap();
         let before = repo.head().unwrap().id;
+        // Room for the three operations between the first commit and now.
+        std::thread::sleep(std::time::Duration::from_millis(5));
         let series = [
             SeriesCommit {
                 files: vec![write("notes/a.md", "one"), write("notes/a.md", "two")],
@@ -162,23 +222,31 @@ mod tests {
                 time_ms: at(3),
             },
         ];
-        let last = repo.commit_series(&wc, &series).unwrap();
+        let last = repo.commit_series(&wc, &series).unwrap().op;
         assert_eq!(repo.op_heads().unwrap(), vec![last]);
         // Three operations, each the parent of the next. Their commits' times are before
-        // the first commit's operation (made now): each ends 1 ms after its parent, so
-        // `--at` never reads an older operation over a newer one.
+        // the first commit's operation (made just now): each ends after its parent, so
+        // `--at` never reads an older operation over a newer one, and none in the future
+        // (there were milliseconds enough since the first commit).
         let mut ops = vec![last];
         for _ in 0..3 {
             ops.push(repo.operation(ops.last().unwrap()).unwrap().parents[0]);
         }
         assert_eq!(ops[3], before);
         ops.reverse();
+        let now = crate::repo::now_ms();
         for w in ops.windows(2) {
             let (p, o) = (
                 repo.operation(&w[0]).unwrap(),
                 repo.operation(&w[1]).unwrap(),
             );
-            assert_eq!((o.start_ms, o.end_ms), (p.end_ms + 1, p.end_ms + 1));
+            assert_eq!(o.start_ms, o.end_ms);
+            assert!(
+                p.end_ms < o.end_ms && o.end_ms <= now,
+                "{} {} {now}",
+                p.end_ms,
+                o.end_ms
+            );
         }
         // Each operation's @ is its commit, on the branch, a child of the one before.
         let mut parent = repo.op_state(&before).unwrap().view.at_commit();
@@ -201,6 +269,45 @@ mod tests {
         assert_eq!(std::fs::read(root.join("deep/b/c.md")).unwrap(), b"c");
         assert!(!root.join("x.txt").exists());
         assert!(repo.status(&wc).unwrap().changes.is_empty());
+    }
+
+    /// Entities are derived from files written earlier in the same series (their bytes
+    /// are not in the store before the transaction commits): a vCard added, then edited.
+    #[test]
+    fn a_series_derives_entities_from_what_it_wrote_before() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repo::init(dir.path(), lifeos_store::StoreConfig::default()).unwrap();
+        let wc = repo.lock_working_copy().unwrap();
+        let card = |name: &str| {
+            format!("BEGIN:VCARD\r\nVERSION:3.0\r\nFN:{name}\r\nUID:ann-1\r\nEND:VCARD\r\n")
+        };
+        let series = [
+            SeriesCommit {
+                files: vec![write("people.vcf", &card("Ann Lee"))],
+                message: b"add".to_vec(),
+                time_ms: at(1),
+            },
+            SeriesCommit {
+                files: vec![write("people.vcf", &card("Ann Lee-Smith"))],
+                message: b"rename".to_vec(),
+                time_ms: at(2),
+            },
+        ];
+        let out = repo.commit_series(&wc, &series).unwrap();
+        assert!(
+            out.skipped_entities.is_empty(),
+            "{:?}",
+            out.skipped_entities
+        );
+        let id = crate::derive::derived_id("contact", b"people.vcf", "ann-1");
+        let name = |op: &Id| {
+            let view = repo.op_state(op).unwrap().view;
+            let (_, e) = repo.entity_in(&view, &id).unwrap().unwrap();
+            e.get("name").map(|v| v.render())
+        };
+        let first = repo.operation(&out.op).unwrap().parents[0];
+        assert_eq!(name(&first).as_deref(), Some("Ann Lee"));
+        assert_eq!(name(&out.op).as_deref(), Some("Ann Lee-Smith"));
     }
 
     #[test]

@@ -295,16 +295,27 @@ impl Repo {
     fn prune_ancestor_heads(&self, heads: &[Id]) -> Result<bool> {
         let set: std::collections::HashSet<Id> = heads.iter().copied().collect();
         let mut redundant = std::collections::HashSet::new();
+        // No head ended before the oldest head's end.
+        let mut oldest = i64::MAX;
         for h in heads {
-            // Ancestors within a short distance are enough for the interrupted-publish case;
-            // true divergence is merged instead.
+            oldest = oldest.min(self.operation(h)?.end_ms);
+        }
+        for h in heads {
+            // The ancestors within a short distance, and those that ended no earlier than
+            // the oldest head (a publish interrupted after a series of operations in one
+            // transaction left its first parent's head far below); true divergence is
+            // merged instead.
             let mut frontier = vec![(*h, 0usize)];
             let mut seen = std::collections::HashSet::new();
             while let Some((op, depth)) = frontier.pop() {
-                if depth >= 64 || !seen.insert(op) {
+                if !seen.insert(op) {
                     continue;
                 }
-                for p in self.operation(&op)?.parents {
+                let op = self.operation(&op)?;
+                if depth >= 64 && op.end_ms < oldest {
+                    continue;
+                }
+                for p in op.parents {
                     if set.contains(&p) {
                         redundant.insert(p);
                     }

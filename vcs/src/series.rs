@@ -310,6 +310,30 @@ mod tests {
         assert_eq!(name(&out.op).as_deref(), Some("Ann Lee-Smith"));
     }
 
+    /// A process stopped after a series' new head was written and before the head it
+    /// replaces was removed leaves both; the next command drops the old one, however
+    /// many operations below it lies, instead of recording a merge.
+    #[test]
+    fn an_interrupted_series_leaves_one_head() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repo::init(dir.path(), lifeos_store::StoreConfig::default()).unwrap();
+        let wc = repo.lock_working_copy().unwrap();
+        let before = repo.head().unwrap().id;
+        let series: Vec<SeriesCommit> = (0..200)
+            .map(|i| SeriesCommit {
+                files: vec![write("n.md", &i.to_string())],
+                message: b"m".to_vec(),
+                time_ms: at(i),
+            })
+            .collect();
+        let last = repo.commit_series(&wc, &series).unwrap().op;
+        let heads = dir.path().join(".lifeos").join(crate::repo::OP_HEADS_DIR);
+        std::fs::write(heads.join(before.to_hex()), b"").unwrap();
+        assert_eq!(repo.op_heads().unwrap().len(), 2);
+        assert_eq!(repo.head().unwrap().id, last);
+        assert_eq!(repo.op_heads().unwrap(), vec![last]);
+    }
+
     #[test]
     fn a_series_is_refused_over_uncommitted_changes_and_hostile_paths() {
         let dir = tempfile::tempdir().unwrap();

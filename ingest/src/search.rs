@@ -492,10 +492,10 @@ mod tests {
         assert_eq!(hits[0].file, file("beta.wav"));
     }
 
-    /// A small scope is searched segment by segment; it finds what ranking every match
+    /// A small scope is searched run by run of row ids; it finds what ranking every match
     /// and keeping the scope's finds, in the same order with the same scores.
     #[test]
-    fn a_scope_searched_segment_by_segment_finds_what_ranking_every_match_finds() {
+    fn a_small_scope_finds_what_ranking_every_match_finds() {
         let notes: Vec<(String, Vec<u8>)> = (0..40)
             .map(|i| (format!("n{i:02}.md"), i.to_string().into_bytes()))
             .collect();

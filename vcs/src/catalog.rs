@@ -567,19 +567,13 @@ pub const RANKED_RUNS: usize = 8;
 pub const RUN_GAP: i64 = 64;
 
 /// The runs of row ids (first and last) that sorted `rows` make, a run continuing while
-/// the next row id is at most [`RUN_GAP`] above its last; it stops counting past `most`
-/// runs.
-fn runs_of(rows: &[i64], most: usize) -> Vec<(i64, i64)> {
+/// the next row id is at most [`RUN_GAP`] above its last.
+fn runs_of(rows: &[i64]) -> Vec<(i64, i64)> {
     let mut runs: Vec<(i64, i64)> = Vec::new();
     for &r in rows {
         match runs.last_mut() {
             Some((_, hi)) if r - *hi <= RUN_GAP => *hi = r,
-            _ => {
-                if runs.len() > most {
-                    break;
-                }
-                runs.push((r, r));
-            }
+            _ => runs.push((r, r)),
         }
     }
     runs
@@ -774,7 +768,7 @@ impl Catalog {
             }
         }
         rows.sort_unstable();
-        let runs = runs_of(&rows, SCOPE_FIRST_RUNS);
+        let runs = runs_of(&rows);
         if runs.len() > SCOPE_FIRST_RUNS {
             return Ok(None);
         }

@@ -291,21 +291,13 @@ impl Repo {
     /// Reads a commit written by `tx` or already stored.
     pub(crate) fn commit_tx(&self, tx: &Transaction<'_>, id: &Id) -> Result<Commit> {
         let raw = tx.read_object(id, Kind::Commit)?;
-        Commit::decode(&raw).map_err(|source| VcsError::Decode {
-            kind: "commit",
-            id: *id,
-            source,
-        })
+        crate::repo::decoded(&raw, id, Kind::Commit, Commit::decode)
     }
 
     /// Reads a tree written by `tx` or already stored.
     pub(crate) fn tree_tx(&self, tx: &Transaction<'_>, id: &Id) -> Result<Tree> {
         let raw = tx.read_object(id, Kind::Tree)?;
-        Tree::decode(&raw).map_err(|source| VcsError::Decode {
-            kind: "tree",
-            id: *id,
-            source,
-        })
+        crate::repo::decoded(&raw, id, Kind::Tree, Tree::decode)
     }
 
     /// Like [`Repo::lookup_path`], reading trees written by `tx` too.

@@ -99,6 +99,20 @@ pub(crate) fn op_times(start_ms: i64) -> (i64, i64) {
     (start_ms, now_ms().max(start_ms))
 }
 
+/// Decodes the bytes `raw` of object `id` of the given kind.
+pub(crate) fn decoded<T>(
+    raw: &[u8],
+    id: &Id,
+    kind: Kind,
+    decode: fn(&[u8]) -> std::result::Result<T, lifeos_store::enc::DecodeError>,
+) -> Result<T> {
+    decode(raw).map_err(|source| VcsError::Decode {
+        kind: kind.name(),
+        id: *id,
+        source,
+    })
+}
+
 /// A loaded operation with its view.
 #[derive(Debug, Clone)]
 pub struct OpState {
@@ -212,12 +226,7 @@ impl Repo {
         kind: Kind,
         decode: fn(&[u8]) -> std::result::Result<T, lifeos_store::enc::DecodeError>,
     ) -> Result<T> {
-        let raw = self.store.read_object(id, kind)?;
-        decode(&raw).map_err(|source| VcsError::Decode {
-            kind: kind.name(),
-            id: *id,
-            source,
-        })
+        decoded(&self.store.read_object(id, kind)?, id, kind, decode)
     }
 
     /// Reads a commit.

@@ -62,9 +62,6 @@ impl Repo {
         wc: &WorkingCopyLock,
         commits: &[SeriesCommit],
     ) -> Result<SeriesOutcome> {
-        if commits.is_empty() {
-            return Err(VcsError::Refused("no commit to record".into()));
-        }
         let head = self.head()?;
         let st = self.status_in(&head.view)?;
         if !st.changes.is_empty() {
@@ -83,8 +80,13 @@ impl Repo {
         let mut unstored: Unstored<'_> = Unstored::new();
         let mut skipped_entities = Vec::new();
         let mut replaced_attrs = Vec::new();
+        // Each operation is written once the next is made (the last one is published).
+        let mut made: Option<crate::object::Operation> = None;
         for (i, c) in commits.iter().enumerate() {
             self.interrupt.check()?;
+            if let Some(op) = made.take() {
+                parent_op = tx.write_object(Kind::Operation, &op.encode())?;
+            }
             // The last write of each path, in path order.
             let mut last_write: BTreeMap<&[u8], Option<&Vec<u8>>> = BTreeMap::new();
             for (path, bytes) in &c.files {
@@ -123,26 +125,25 @@ impl Repo {
             tree = Some(new);
             let at = op_time(c.time_ms, parent_end, now, commits.len() - 1 - i);
             parent_end = at;
-            let op = self.operation_record(
+            made = Some(self.operation_record(
                 &[parent_op],
                 &mut tx,
                 view.clone(),
                 &what,
                 events,
                 (at, at),
-            )?;
-            if i + 1 == commits.len() {
-                let mv = self.plan_move(&tx, from.as_ref(), tree.as_ref(), &st.unreadable)?;
-                let op = self.publish_op_and_move(wc, tx, op, &[head.id], mv)?;
-                return Ok(SeriesOutcome {
-                    op,
-                    skipped_entities,
-                    replaced_attrs,
-                });
-            }
-            parent_op = tx.write_object(Kind::Operation, &op.encode())?;
+            )?);
         }
-        unreachable!("the loop returns at the last commit")
+        let Some(last) = made else {
+            return Err(VcsError::Refused("no commit to record".into()));
+        };
+        let mv = self.plan_move(&tx, from.as_ref(), tree.as_ref(), &st.unreadable)?;
+        let op = self.publish_op_and_move(wc, tx, last, &[head.id], mv)?;
+        Ok(SeriesOutcome {
+            op,
+            skipped_entities,
+            replaced_attrs,
+        })
     }
 }
 

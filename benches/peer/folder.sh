@@ -24,21 +24,10 @@ GIT_ID=(-c user.name=Bench -c user.email=bench@example.com)
 log() { printf '[folder-bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 trap 'log "ERROR: command failed at line $LINENO"' ERR
 
-has_package() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-missing=()
-for p in git python3 time; do has_package "$p" || missing+=("$p"); done
-if ((${#missing[@]})); then
-    sudo=""; ((EUID == 0)) || sudo=sudo
-    log "installing Debian packages: ${missing[*]}"
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
-if [[ -z ${LIFEOS_BIN:-} ]]; then
-    log "building lifeos (release)"
-    cargo build --release --quiet --bin lifeos --manifest-path "$REPO_ROOT/Cargo.toml"
-    LIFEOS_BIN=$REPO_ROOT/target/release/lifeos
-fi
-LIFEOS_BIN=$(realpath "$LIFEOS_BIN")
+# shellcheck source=lib.sh
+. "$SCRIPT_DIR/lib.sh"
+need_packages git python3 time
+need_lifeos
 
 rm -rf "$WORK"
 mkdir -p "$WORK/lifeos" "$WORK/git"

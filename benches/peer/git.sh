@@ -30,20 +30,10 @@ log() { printf '[git-bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 trap 'log "ERROR: command failed at line $LINENO"' ERR
 
-has_package() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-missing=()
-for p in git git-lfs python3 time; do has_package "$p" || missing+=("$p"); done
-if ((${#missing[@]})); then
-    sudo=""; ((EUID == 0)) || sudo=sudo
-    log "installing Debian packages: ${missing[*]}"
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
-if [[ -z ${LIFEOS_BIN:-} ]]; then
-    log "building lifeos (release)"
-    (cd "$REPO_ROOT" && cargo build --release --quiet --bin lifeos)
-    LIFEOS_BIN=$REPO_ROOT/target/release/lifeos
-fi
+# shellcheck source=lib.sh
+. "$SCRIPT_DIR/lib.sh"
+need_packages git git-lfs python3 time
+need_lifeos
 LIFEOS=$LIFEOS_BIN
 rm -rf "$WORK" && mkdir -p "$WORK"
 OUT=$WORK/git-results.md

@@ -184,7 +184,7 @@ impl Remote {
         let remote = self.clone();
         crate::serve_lazily(&repo, Box::new(move || Ok(remote.clone())));
         let mut found = Vec::new();
-        let reach = repo.reachable_from(heads.to_vec(), true, &mut found)?;
+        let reach = repo.reachable_from::<HashSet<Id>>(heads.to_vec(), true, &mut found)?;
         for p in found {
             // A chunk the remote has is "missing" only from the scratch repository.
             if p.code == "missing-object" && p.object.is_some_and(|o| catalog.contains_key(&o)) {

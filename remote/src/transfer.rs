@@ -158,7 +158,7 @@ impl Remote {
         let _lock = store.transaction()?;
         let heads = repo.op_heads()?;
         let mut problems = Vec::new();
-        let reach = repo.reachable_from(heads.clone(), true, &mut problems)?;
+        let reach = repo.reachable_from::<HashSet<Id>>(heads.clone(), true, &mut problems)?;
         // A lazy clone lacks chunks by design: reading them fetches them.
         problems.retain(|p| !(store.has_source() && p.code == "missing-object"));
         if let Some(p) = problems.first() {
@@ -399,7 +399,7 @@ impl Remote {
             return Ok(report);
         }
         let mut problems = Vec::new();
-        repo.reachable_from(report.new_heads.clone(), all_data, &mut problems)?;
+        repo.reachable_from::<HashSet<Id>>(report.new_heads.clone(), all_data, &mut problems)?;
         // Without all data, a file's chunk is read from the remote when needed: missing
         // here is fine if the remote has it.
         problems.retain(|p| {

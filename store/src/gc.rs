@@ -5,6 +5,7 @@ use std::fs::File;
 
 use crate::error::{IoContext, Result};
 use crate::id::Id;
+use crate::live::Live;
 use crate::pack::{self, FooterRow, PackInfo};
 use crate::store::{list_dir, sync_dir, Store, INDEX_DIR, PACKS_DIR};
 
@@ -38,6 +39,15 @@ pub struct GcReport {
     pub tmp_removed: u64,
 }
 
+impl GcReport {
+    /// Takes the counts of the packs as they were from `scan`.
+    fn scanned(&mut self, scan: GcReport) {
+        self.packs_before = scan.packs_before;
+        self.bytes_before = scan.bytes_before;
+        self.packs_damaged = scan.packs_damaged;
+    }
+}
+
 /// The base of the entry at `off`, if it is a delta (and its header reads).
 fn delta_base_at(file: &File, path: &std::path::Path, off: u64) -> Option<Id> {
     let h = pack::read_header(file, path, off).ok()?;
@@ -53,9 +63,11 @@ struct PackPlan {
     name: String,
     /// What the index lists for the pack (with the members of its blocks).
     rows: Vec<FooterRow>,
-    /// Its entries in offset order: their offset, kind, and the live and dead ids they
-    /// hold (a block's members; or the entry itself).
+    /// Its entries in offset order: their offset, and the live and dead ids they hold (a
+    /// block's members; or the entry itself).
     entries: Vec<EntryPlan>,
+    /// Where in `rows` the live ids of each entry are, entry after entry.
+    live_rows: Vec<u32>,
     size: u64,
     dead_bytes: u64,
 }
@@ -71,11 +83,24 @@ enum Fate {
     Keep,
 }
 
+/// A pack as gc reads it.
+enum Found {
+    /// A pack whose footer and blocks read.
+    Plan(PackPlan),
+    /// A pack that does not read whole, with what can be read of it.
+    Damaged(PackInfo),
+}
+
 impl PackPlan {
+    /// Its entries nothing live needs.
+    fn dead(&self) -> u64 {
+        self.entries.iter().map(|e| e.dead).sum()
+    }
+
     /// What gc does with this pack, given the configured garbage threshold.
     fn fate(&self, threshold: f64) -> Fate {
-        let dead: u64 = self.entries.iter().map(|e| e.dead).sum();
-        if self.entries.iter().all(|e| e.live.is_empty()) {
+        let dead = self.dead();
+        if self.live_rows.is_empty() {
             Fate::Delete
         } else if dead > 0 && (self.dead_bytes as f64) > threshold * self.size as f64 {
             Fate::Rewrite
@@ -85,25 +110,43 @@ impl PackPlan {
     }
 }
 
-/// One entry of a pack, as `gc` sees it.
+impl PackPlan {
+    /// The live ids `e` holds.
+    fn live_of(&self, e: &EntryPlan) -> impl Iterator<Item = &FooterRow> {
+        self.live_rows[e.live.start as usize..e.live.end as usize]
+            .iter()
+            .map(|&i| &self.rows[i as usize])
+    }
+}
+
+/// One entry of a pack, as `gc` sees it (24 bytes: a pack of small chunks holds
+/// hundreds of thousands).
 struct EntryPlan {
     offset: u32,
-    live: Vec<(Id, pack::Kind)>,
+    /// Its live ids: a range of [`PackPlan::live_rows`].
+    live: std::ops::Range<u32>,
     dead: u64,
 }
 
-/// Groups a pack's index rows by entry: a block's members share its offset.
-fn entry_plans(rows: &[FooterRow], live: &dyn Fn(&Id) -> bool) -> Vec<EntryPlan> {
-    let mut by_offset: Vec<&FooterRow> = rows.iter().collect();
-    by_offset.sort_unstable_by_key(|r| (r.offset, r.kind != pack::Kind::Block));
+/// Groups a pack's index rows by entry (a block's members share its offset): the
+/// entries, and where in `rows` the live ids of each are.
+fn entry_plans(rows: &[FooterRow], live: &dyn Fn(&Id) -> bool) -> (Vec<EntryPlan>, Vec<u32>) {
+    let mut by_offset: Vec<u32> = (0..rows.len() as u32).collect();
+    by_offset.sort_unstable_by_key(|&i| {
+        let r = &rows[i as usize];
+        (r.offset, r.kind != pack::Kind::Block)
+    });
     let mut out: Vec<EntryPlan> = Vec::new();
-    for r in by_offset {
+    let mut live_rows = Vec::new();
+    for i in by_offset {
+        let r = &rows[i as usize];
         let plan = match out.last_mut() {
             Some(p) if p.offset == r.offset => p,
             _ => {
+                let at = live_rows.len() as u32;
                 out.push(EntryPlan {
                     offset: r.offset,
-                    live: Vec::new(),
+                    live: at..at,
                     dead: 0,
                 });
                 if r.kind == pack::Kind::Block {
@@ -113,19 +156,20 @@ fn entry_plans(rows: &[FooterRow], live: &dyn Fn(&Id) -> bool) -> Vec<EntryPlan>
             }
         };
         if live(&r.id) {
-            plan.live.push((r.id, r.kind));
+            live_rows.push(i);
+            plan.live.end += 1;
         } else {
             plan.dead += 1;
         }
     }
-    out
+    (out, live_rows)
 }
 
 impl Store {
     /// The entries live deltas are built on, down their chains, that `live` does not
     /// hold (found from each live entry's header, and the base id at the start of a
     /// delta's stored bytes).
-    fn delta_bases(&self, live: &HashSet<Id>) -> Result<HashSet<Id>> {
+    fn delta_bases(&self, live: &dyn Live) -> Result<HashSet<Id>> {
         let mut frontier = Vec::new();
         for name in self.pack_names()? {
             let path = self.pack_file_path(&name);
@@ -176,17 +220,106 @@ impl Store {
     /// whose unreachable share exceeds the configured threshold are rewritten; then the
     /// index is rebuilt as one layer from the pack footers. New data is durable before
     /// anything old is removed, so a killed `gc` leaves a readable repository (at worst
-    /// with duplicates that the next `gc` removes).
+    /// with duplicates that the next `gc` removes). Packs are planned and carried out one
+    /// at a time, and the new layer's rows are sorted in bounded runs, so memory does not
+    /// grow with the number of entries (beyond `live` itself).
     pub fn gc(
         &self,
-        lock: &ExclusiveLock,
-        live: &HashSet<Id>,
+        _lock: &ExclusiveLock,
+        live: &dyn Live,
         progress: &(dyn Fn(u64) + Sync),
     ) -> Result<GcReport> {
-        let tmp_removed = self.clean_tmp()?;
-        let (plans, damaged, mut report) = self.plan_gc(lock, live, progress)?;
-        report.tmp_removed = tmp_removed;
-        self.carry_out_gc(plans, damaged, report)
+        let mut report = GcReport {
+            tmp_removed: self.clean_tmp()?,
+            ..GcReport::default()
+        };
+        let threshold = self.config().packs.gc_garbage_threshold;
+        let mut tx = self.transaction_locked()?;
+        let mut sorter = self.row_sorter()?;
+        let mut dropped = Vec::new();
+        let mut damaged = Vec::new();
+        let mut copied = HashSet::new();
+        let scan = self.each_pack(live, progress, |found| {
+            let plan = match found {
+                Found::Plan(plan) => plan,
+                Found::Damaged(info) => {
+                    damaged.push(info);
+                    return Ok(());
+                }
+            };
+            let dead = plan.dead();
+            let fate = plan.fate(threshold);
+            if fate == Fate::Keep {
+                report.objects_kept_unreachable += dead;
+                return sorter.add_pack(&plan.name, &plan.rows);
+            }
+            report.objects_removed += dead;
+            if fate == Fate::Delete {
+                report.packs_deleted += 1;
+            } else {
+                report.packs_rewritten += 1;
+            }
+            let path = self.pack_file_path(&plan.name);
+            let file = File::open(&path).io("opening", &path)?;
+            for e in &plan.entries {
+                if e.live.is_empty() || plan.live_of(e).all(|r| copied.contains(&r.id)) {
+                    continue;
+                }
+                if e.dead == 0 {
+                    copied.extend(tx.sink.copy(&file, &path, e.offset)?);
+                    continue;
+                }
+                // A block with dead members: its live ones go to a new block.
+                let h = pack::read_header(&file, &path, u64::from(e.offset))?;
+                let block = pack::read_block(&file, &path, u64::from(e.offset), &h)?;
+                for r in plan.live_of(e) {
+                    if let Some((_, raw)) = block.get(&r.id) {
+                        if copied.insert(r.id) {
+                            tx.group(r.kind, r.id, raw)?;
+                        }
+                    }
+                }
+            }
+            dropped.push(plan.name);
+            Ok(())
+        })?;
+        report.scanned(scan);
+        let finished = tx.sink_finish()?;
+        drop(tx);
+        // One layer over every kept and new pack (and the damaged ones, kept whole).
+        for info in self.install_packs(finished)?.iter().chain(&damaged) {
+            sorter.add_pack(&info.name, &info.entries)?;
+        }
+        let old_layers: Vec<_> = list_dir(&self.dir().join(INDEX_DIR))?
+            .into_iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "idx"))
+            .collect();
+        let new_layer = if sorter.is_empty() {
+            None
+        } else {
+            Some(sorter.write(&self.dir().join(INDEX_DIR))?)
+        };
+        for old in old_layers {
+            if old.file_stem().and_then(|s| s.to_str()) != new_layer.as_deref() {
+                std::fs::remove_file(&old).io("removing", &old)?;
+            }
+        }
+        sync_dir(&self.dir().join(INDEX_DIR))?;
+        for name in dropped {
+            let path = self.pack_file_path(&name);
+            std::fs::remove_file(&path).io("removing", &path)?;
+        }
+        sync_dir(&self.dir().join(PACKS_DIR))?;
+        self.reload_index()?;
+        for name in self.pack_names()? {
+            report.packs_after += 1;
+            report.bytes_after += self
+                .pack_file_path(&name)
+                .metadata()
+                .map(|m| m.len())
+                .unwrap_or(0);
+        }
+        Ok(report)
     }
 
     /// What [`Store::gc`] would do with `live`, changing nothing: the packs it would
@@ -195,15 +328,18 @@ impl Store {
     /// is 0).
     pub fn gc_dry_run(
         &self,
-        lock: &ExclusiveLock,
-        live: &HashSet<Id>,
+        _lock: &ExclusiveLock,
+        live: &dyn Live,
         progress: &(dyn Fn(u64) + Sync),
     ) -> Result<GcReport> {
-        let (plans, _, mut report) = self.plan_gc(lock, live, progress)?;
+        let mut report = GcReport::default();
         let threshold = self.config().packs.gc_garbage_threshold;
         let mut freed = 0;
-        for plan in &plans {
-            let dead: u64 = plan.entries.iter().map(|e| e.dead).sum();
+        let scan = self.each_pack(live, progress, |found| {
+            let Found::Plan(plan) = found else {
+                return Ok(());
+            };
+            let dead = plan.dead();
             match plan.fate(threshold) {
                 Fate::Delete => {
                     report.packs_deleted += 1;
@@ -217,27 +353,28 @@ impl Store {
                 }
                 Fate::Keep => report.objects_kept_unreachable += dead,
             }
-        }
+            Ok(())
+        })?;
+        report.scanned(scan);
         report.packs_after = report.packs_before - report.packs_deleted;
         report.bytes_after = report.bytes_before - freed;
         Ok(report)
     }
 
-    /// Reads every pack's footer and plans what gc does with it: the entries `live` (and
-    /// the bases of live deltas) keep, and the dead bytes. Damaged packs are listed apart,
-    /// to be kept whole. The report counts the packs and bytes before.
-    fn plan_gc(
+    /// Reads the packs' footers one at a time and gives `visit` the plan for each: the
+    /// entries `live` (and the bases of live deltas) keep, and the dead bytes. A damaged
+    /// pack is given apart, with what can be read of it, to be kept whole. Returns the
+    /// packs and bytes before, and the damaged packs' names.
+    fn each_pack(
         &self,
-        _lock: &ExclusiveLock,
-        live: &HashSet<Id>,
+        live: &dyn Live,
         progress: &(dyn Fn(u64) + Sync),
-    ) -> Result<(Vec<PackPlan>, Vec<PackInfo>, GcReport)> {
+        mut visit: impl FnMut(Found) -> Result<()>,
+    ) -> Result<GcReport> {
         let mut report = GcReport::default();
         // A live delta keeps its base, whether or not anything else reaches it.
         let bases = self.delta_bases(live)?;
         let live = &|id: &Id| live.contains(id) || bases.contains(id);
-        let mut plans = Vec::new();
-        let mut damaged = Vec::new();
         for name in self.pack_names()? {
             let path = self.pack_file_path(&name);
             let file = File::open(&path).io("opening", &path)?;
@@ -270,16 +407,16 @@ impl Store {
                             rows.extend(pack::block_rows(&file, &path, *off).unwrap_or_default());
                         }
                     }
-                    damaged.push(PackInfo {
-                        name: name.clone(),
+                    report.packs_damaged.push(name.clone());
+                    visit(Found::Damaged(PackInfo {
+                        name,
                         entries: rows,
                         size,
-                    });
-                    report.packs_damaged.push(name);
+                    }))?;
                     continue;
                 }
             };
-            let entries = entry_plans(&rows, live);
+            let (entries, live_rows) = entry_plans(&rows, live);
             let entries_end =
                 size - pack::FOOTER_TRAILER_LEN - (footer_len * pack::FOOTER_ROW_LEN) as u64;
             let mut dead_bytes = 0;
@@ -293,110 +430,14 @@ impl Store {
                 dead_bytes += span * e.dead / held.max(1);
             }
             progress(1);
-            plans.push(PackPlan {
+            visit(Found::Plan(PackPlan {
                 name,
                 rows,
                 entries,
+                live_rows,
                 size,
                 dead_bytes,
-            });
-        }
-        Ok((plans, damaged, report))
-    }
-
-    /// Carries out the plans of [`Store::plan_gc`]: copies what is live out of the packs
-    /// to delete or rewrite, writes one index layer, then removes the old packs.
-    fn carry_out_gc(
-        &self,
-        plans: Vec<PackPlan>,
-        damaged: Vec<PackInfo>,
-        mut report: GcReport,
-    ) -> Result<GcReport> {
-        let threshold = self.config().packs.gc_garbage_threshold;
-        let mut tx = self.transaction_locked()?;
-        let mut kept: Vec<&PackPlan> = Vec::new();
-        let mut dropped: Vec<&PackPlan> = Vec::new();
-        let mut copied = HashSet::new();
-        for plan in &plans {
-            let dead: u64 = plan.entries.iter().map(|e| e.dead).sum();
-            let fate = plan.fate(threshold);
-            if fate != Fate::Keep {
-                report.objects_removed += dead;
-                if fate == Fate::Delete {
-                    report.packs_deleted += 1;
-                } else {
-                    report.packs_rewritten += 1;
-                }
-                let path = self.pack_file_path(&plan.name);
-                let file = File::open(&path).io("opening", &path)?;
-                for e in &plan.entries {
-                    if e.live.is_empty() || e.live.iter().all(|(id, _)| copied.contains(id)) {
-                        continue;
-                    }
-                    if e.dead == 0 {
-                        copied.extend(tx.sink.copy(&file, &path, e.offset)?);
-                        continue;
-                    }
-                    // A block with dead members: its live ones go to a new block.
-                    let h = pack::read_header(&file, &path, u64::from(e.offset))?;
-                    let block = pack::read_block(&file, &path, u64::from(e.offset), &h)?;
-                    for (id, kind) in &e.live {
-                        if let Some((_, raw)) = block.get(id) {
-                            if copied.insert(*id) {
-                                tx.group(*kind, *id, raw)?;
-                            }
-                        }
-                    }
-                }
-                dropped.push(plan);
-            } else {
-                report.objects_kept_unreachable += dead;
-                kept.push(plan);
-            }
-        }
-        let finished = tx.sink_finish()?;
-        drop(tx);
-        let new_packs = self.install_packs(finished)?;
-
-        // One layer over every kept and new pack.
-        let mut infos: Vec<PackInfo> = kept
-            .iter()
-            .map(|p| PackInfo {
-                name: p.name.clone(),
-                entries: p.rows.clone(),
-                size: p.size,
-            })
-            .collect();
-        infos.extend(new_packs);
-        infos.extend(damaged);
-        let old_layers: Vec<_> = list_dir(&self.dir().join(INDEX_DIR))?
-            .into_iter()
-            .filter(|p| p.extension().is_some_and(|e| e == "idx"))
-            .collect();
-        let new_layer = if infos.is_empty() {
-            None
-        } else {
-            Some(self.write_layer_for(&infos)?)
-        };
-        for old in old_layers {
-            if old.file_stem().and_then(|s| s.to_str()) != new_layer.as_deref() {
-                std::fs::remove_file(&old).io("removing", &old)?;
-            }
-        }
-        sync_dir(&self.dir().join(INDEX_DIR))?;
-        for plan in dropped {
-            let path = self.pack_file_path(&plan.name);
-            std::fs::remove_file(&path).io("removing", &path)?;
-        }
-        sync_dir(&self.dir().join(PACKS_DIR))?;
-        self.reload_index()?;
-        for name in self.pack_names()? {
-            report.packs_after += 1;
-            report.bytes_after += self
-                .pack_file_path(&name)
-                .metadata()
-                .map(|m| m.len())
-                .unwrap_or(0);
+            }))?;
         }
         Ok(report)
     }

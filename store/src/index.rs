@@ -457,6 +457,153 @@ impl<W: Write> Write for HashingWriter<W> {
     }
 }
 
+/// Rows gathered in memory before they are sorted and spilled: 20 MiB.
+const SORT_RUN_ROWS: usize = 512 * 1024;
+
+/// The rows of many packs, sorted by id into one layer in bounded memory: rows are
+/// gathered in runs of [`SORT_RUN_ROWS`], each sorted and spilled to a temporary file
+/// once full, and the runs are merged as the layer is written. A layer of ten million
+/// rows holds 20 MiB, not the 560 MiB of sorting them in memory.
+pub(crate) struct RowSorter {
+    /// Rows a run holds before it is spilled.
+    run_rows: usize,
+    tmp: PathBuf,
+    prefix: String,
+    packs: Vec<Arc<str>>,
+    run: Vec<[u8; ROW_LEN]>,
+    spills: Vec<(File, PathBuf)>,
+}
+
+impl RowSorter {
+    /// A sorter spilling into `tmp` with files named after the writer's session `prefix`.
+    pub(crate) fn new(tmp: &Path, prefix: &str) -> RowSorter {
+        RowSorter {
+            run_rows: SORT_RUN_ROWS,
+            tmp: tmp.into(),
+            prefix: prefix.into(),
+            packs: Vec::new(),
+            run: Vec::new(),
+            spills: Vec::new(),
+        }
+    }
+
+    /// Adds the rows of pack `name`.
+    pub(crate) fn add_pack(&mut self, name: &str, rows: &[crate::pack::FooterRow]) -> Result<()> {
+        let no = self.packs.len() as u32;
+        if no >= 1 << 24 {
+            return Err(damaged(
+                &self.tmp,
+                "more than 2^24 packs in one index layer",
+            ));
+        }
+        self.packs.push(Arc::from(name));
+        for r in rows {
+            let mut row = [0u8; ROW_LEN];
+            row[..ID_LEN].copy_from_slice(&r.id.0);
+            row[32..35].copy_from_slice(&no.to_le_bytes()[..3]);
+            row[35] = r.kind as u8;
+            row[36..40].copy_from_slice(&r.offset.to_le_bytes());
+            self.run.push(row);
+            if self.run.len() >= self.run_rows {
+                self.spill()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether no pack was added.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.packs.is_empty()
+    }
+
+    /// Sorts the rows gathered and writes them to a spill file.
+    fn spill(&mut self) -> Result<()> {
+        self.run.sort_unstable();
+        let (file, path) = tempfile_in(&self.tmp, &self.prefix)?;
+        let mut w = BufWriter::with_capacity(1 << 20, file);
+        for row in &self.run {
+            w.write_all(row).io("writing", &path)?;
+        }
+        let mut file = w
+            .into_inner()
+            .map_err(|e| e.into_error())
+            .io("writing", &path)?;
+        std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(0)).io("reading", &path)?;
+        self.spills.push((file, path));
+        self.run.clear();
+        Ok(())
+    }
+
+    /// Writes the layer into `dir`; returns its name.
+    pub(crate) fn write(mut self, dir: &Path) -> Result<String> {
+        let decode = |packs: &[Arc<str>], row: &[u8; ROW_LEN]| {
+            let id = Id::from_slice(&row[..ID_LEN]).expect("32 bytes");
+            let pack = packs[u32::from_le_bytes([row[32], row[33], row[34], 0]) as usize].clone();
+            let kind = Kind::from_u8(row[35]).expect("written from a kind");
+            let offset = u32::from_le_bytes(row[36..40].try_into().expect("4"));
+            (id, Location { pack, offset, kind })
+        };
+        if self.spills.is_empty() {
+            self.run.sort_unstable();
+            let run = std::mem::take(&mut self.run);
+            let packs = std::mem::take(&mut self.packs);
+            return write_layer(
+                dir,
+                &self.tmp,
+                &self.prefix,
+                &packs,
+                run.len() as u64,
+                run.iter().map(|r| Ok(decode(&packs, r))),
+            );
+        }
+        if !self.run.is_empty() {
+            self.spill()?;
+        }
+        let count = self.spills.iter().try_fold(0u64, |n, (f, p)| {
+            Ok::<_, StoreError>(n + f.metadata().io("reading", p)?.len() / ROW_LEN as u64)
+        })?;
+        let mut readers: Vec<(BufReader<&File>, &Path)> = self
+            .spills
+            .iter()
+            .map(|(f, p)| (BufReader::with_capacity(256 << 10, f), p.as_path()))
+            .collect();
+        let mut next_row = |i: usize| -> Result<Option<[u8; ROW_LEN]>> {
+            let (r, path) = &mut readers[i];
+            let mut row = [0u8; ROW_LEN];
+            match r.read_exact(&mut row) {
+                Ok(()) => Ok(Some(row)),
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(None),
+                Err(e) => Err(e).io("reading", *path),
+            }
+        };
+        let mut heap = BinaryHeap::new();
+        for i in 0..self.spills.len() {
+            if let Some(row) = next_row(i)? {
+                heap.push(Reverse((row, i)));
+            }
+        }
+        let packs = &self.packs;
+        let rows = std::iter::from_fn(|| {
+            let Reverse((row, i)) = heap.pop()?;
+            match next_row(i) {
+                Ok(Some(next)) => heap.push(Reverse((next, i))),
+                Ok(None) => {}
+                Err(e) => return Some(Err(e)),
+            }
+            Some(Ok(decode(packs, &row)))
+        });
+        write_layer(dir, &self.tmp, &self.prefix, packs, count, rows)
+    }
+}
+
+impl Drop for RowSorter {
+    fn drop(&mut self) {
+        for (_, path) in self.spills.drain(..) {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
 /// Merges the rows of several layers in id order (k-way, streaming).
 pub fn merged_rows<'a>(
     layers: &'a [&'a Layer],
@@ -567,6 +714,63 @@ mod tests {
         lm.verify_checksum().unwrap();
         assert_eq!(lm.lookup(&a[3].0).unwrap(), Some(a[3].1.clone()));
         assert_eq!(lm.lookup(&b[5].0).unwrap(), Some(b[5].1.clone()));
+    }
+
+    /// Rows of three packs, sorted in runs of 100 spilled to files: the layer holds
+    /// every id once, at the first pack that holds it (as the in-memory sort keeps), and
+    /// the spill files are gone after.
+    #[test]
+    fn a_sorter_spilling_runs_writes_what_sorting_in_memory_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let names = ["0".repeat(32), "1".repeat(32), "2".repeat(32)];
+        let packs: Vec<Vec<crate::pack::FooterRow>> = (0..3u32)
+            .map(|p| {
+                // Packs 0 and 1 share ids 500..800; pack 2 shares 0..50 with pack 0.
+                let ids = match p {
+                    0 => 0..800u32,
+                    1 => 500..1700,
+                    _ => 0..50,
+                };
+                ids.map(|i| crate::pack::FooterRow {
+                    id: Id::hash(&i.to_le_bytes()),
+                    offset: i * 10 + p,
+                    kind: Kind::Chunk,
+                })
+                .collect()
+            })
+            .collect();
+        let mut expected: std::collections::BTreeMap<Id, (usize, u32)> = Default::default();
+        for (p, rows) in packs.iter().enumerate() {
+            for r in rows {
+                expected.entry(r.id).or_insert((p, r.offset));
+            }
+        }
+        for run_rows in [100, SORT_RUN_ROWS] {
+            let mut sorter = RowSorter::new(dir.path(), "t");
+            sorter.run_rows = run_rows;
+            for (name, rows) in names.iter().zip(&packs) {
+                sorter.add_pack(name, rows).unwrap();
+            }
+            let name = sorter.write(dir.path()).unwrap();
+            let layer = Layer::open(&dir.path().join(format!("{name}.idx"))).unwrap();
+            layer.verify_checksum().unwrap();
+            let got: Vec<(Id, (usize, u32))> = layer
+                .rows()
+                .unwrap()
+                .map(|r| {
+                    let (id, loc) = r.unwrap();
+                    let p = names.iter().position(|n| **n == *loc.pack).unwrap();
+                    (id, (p, loc.offset))
+                })
+                .collect();
+            assert_eq!(got, expected.clone().into_iter().collect::<Vec<_>>());
+            let left: Vec<_> = std::fs::read_dir(dir.path())
+                .unwrap()
+                .map(|e| e.unwrap().file_name().into_string().unwrap())
+                .filter(|n| !n.ends_with(".idx"))
+                .collect();
+            assert!(left.is_empty(), "{left:?}");
+        }
     }
 
     proptest::proptest! {

@@ -17,6 +17,7 @@ pub mod fsck;
 pub mod gc;
 pub mod id;
 pub mod index;
+pub mod live;
 pub mod manifest;
 pub mod mutate;
 pub mod pack;

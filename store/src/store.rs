@@ -11,7 +11,7 @@ use crate::block::{Block, BlockBuilder};
 use crate::config::StoreConfig;
 use crate::error::{IoContext, Result, StoreError};
 use crate::id::{Id, IdMap, IdSet};
-use crate::index::{merged_rows, write_layer, Layer, Location};
+use crate::index::{merged_rows, write_layer, Layer, Location, RowSorter};
 use crate::manifest::{ChunkRef, Manifest};
 use crate::pack::{self, EntryHeader, FinishedPack, Kind, PackInfo, PackWriter};
 
@@ -1077,35 +1077,20 @@ impl Store {
 
     /// Writes one index layer covering the given packs, from their footers.
     pub(crate) fn write_layer_for(&self, infos: &[PackInfo]) -> Result<String> {
-        let packs: Vec<Arc<str>> = infos
-            .iter()
-            .map(|i| Arc::<str>::from(i.name.as_str()))
-            .collect();
-        let mut rows: Vec<(Id, Location)> = infos
-            .iter()
-            .zip(&packs)
-            .flat_map(|(info, pack)| {
-                info.entries.iter().map(|r| {
-                    (
-                        r.id,
-                        Location {
-                            pack: pack.clone(),
-                            offset: r.offset,
-                            kind: r.kind,
-                        },
-                    )
-                })
-            })
-            .collect();
-        rows.sort_by_key(|r| r.0);
-        write_layer(
-            &self.dir.join(INDEX_DIR),
+        let mut sorter = self.row_sorter()?;
+        for info in infos {
+            sorter.add_pack(&info.name, &info.entries)?;
+        }
+        sorter.write(&self.dir.join(INDEX_DIR))
+    }
+
+    /// A sorter for the rows of a new index layer, spilling into this session's
+    /// temporary files.
+    pub(crate) fn row_sorter(&self) -> Result<RowSorter> {
+        Ok(RowSorter::new(
             &self.dir.join(TMP_DIR),
             &self.session_prefix()?,
-            &packs,
-            rows.len() as u64,
-            rows.into_iter().map(Ok),
-        )
+        ))
     }
 
     /// The names of all pack files present.

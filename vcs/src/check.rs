@@ -5,6 +5,7 @@ use std::collections::{HashMap, HashSet};
 
 use lifeos_store::fsck::Problem;
 use lifeos_store::gc::GcReport;
+use lifeos_store::live::PrefixSet;
 use lifeos_store::{Id, StoreStats};
 
 use crate::error::Result;
@@ -35,13 +36,33 @@ pub struct FsckReport {
     pub problems: Vec<Problem>,
 }
 
+/// Where a walk of the operation log puts the ids it reaches: a [`HashSet`] when each id
+/// is needed (what a push sends), a [`PrefixSet`] when only whether an id is kept is
+/// asked (gc, at 8 bytes an id; see [`lifeos_store::live`]).
+pub trait Reached: Default {
+    /// Adds `id` (again, possibly).
+    fn add(&mut self, id: Id);
+}
+
+impl Reached for HashSet<Id> {
+    fn add(&mut self, id: Id) {
+        self.insert(id);
+    }
+}
+
+impl Reached for PrefixSet {
+    fn add(&mut self, id: Id) {
+        self.insert(&id);
+    }
+}
+
 /// Everything reachable from the operation log.
 #[derive(Debug, Default)]
-pub struct Reachable {
+pub struct Reachable<S = HashSet<Id>> {
     /// Operations.
     pub ops: Vec<Id>,
     /// Every reachable id (operations, views, commits, trees, files, chunks).
-    pub ids: HashSet<Id>,
+    pub ids: S,
     /// Commits.
     pub commits: u64,
     /// Trees.
@@ -88,25 +109,36 @@ fn store_problem(e: &crate::VcsError, id: Id, context: &str) -> Problem {
 impl Repo {
     /// Walks the operation log and everything it reaches. With `chunks`, also reads file
     /// manifests to include chunk ids. Problems are collected instead of stopping the walk.
-    pub fn reachable(&self, chunks: bool, problems: &mut Vec<Problem>) -> Result<Reachable> {
+    pub fn reachable<S: Reached>(
+        &self,
+        chunks: bool,
+        problems: &mut Vec<Problem>,
+    ) -> Result<Reachable<S>> {
         self.reachable_from(self.op_heads()?, chunks, problems)
     }
 
     /// Like [`Repo::reachable`], from the operations `ops` instead of the heads.
-    pub fn reachable_from(
+    ///
+    /// Whether an object was already walked is asked of `walked` (operations, views,
+    /// commits, trees, tag objects, the nodes of entity and action maps) and of
+    /// `Reachable::files`, both exact; `Reachable::ids` only receives ids, so it may be a
+    /// set that answers for ids it never held.
+    pub fn reachable_from<S: Reached>(
         &self,
         ops: Vec<Id>,
         chunks: bool,
         problems: &mut Vec<Problem>,
-    ) -> Result<Reachable> {
-        let mut r = Reachable::default();
+    ) -> Result<Reachable<S>> {
+        let mut r = Reachable::<S>::default();
+        let mut walked: HashSet<Id> = HashSet::new();
         let mut ops = ops;
         let mut commits = Vec::new();
         let mut stored = Vec::new();
         while let Some(op_id) = ops.pop() {
-            if !r.ids.insert(op_id) {
+            if !walked.insert(op_id) {
                 continue;
             }
+            r.ids.add(op_id);
             r.ops.push(op_id);
             let op = match self.operation(&op_id) {
                 Ok(op) => op,
@@ -117,7 +149,7 @@ impl Repo {
             };
             ops.extend(op.parents.iter().copied());
             if let crate::object::OpEvents::Paged { pages, .. } = &op.events {
-                r.ids.extend(pages.iter().copied());
+                pages.iter().for_each(|p| r.ids.add(*p));
             }
             let events = match self.events(&op) {
                 Ok(events) => events,
@@ -135,7 +167,8 @@ impl Repo {
                     );
                 }
                 if let crate::object::Event::ActionRecorded { record, .. } = e {
-                    if r.ids.insert(*record) && !self.store().contains(record)? {
+                    r.ids.add(*record);
+                    if !self.store().contains(record)? {
                         problems.push(problem(
                             "missing-object",
                             *record,
@@ -145,7 +178,8 @@ impl Repo {
                 }
                 if let crate::object::Event::ContentExtracted { results } = e {
                     for x in results {
-                        if r.ids.insert(*x) && !self.store().contains(x)? {
+                        r.ids.add(*x);
+                        if !self.store().contains(x)? {
                             problems.push(problem(
                                 "missing-object",
                                 *x,
@@ -155,21 +189,28 @@ impl Repo {
                     }
                 }
             }
-            if !r.ids.insert(op.view) {
+            if !walked.insert(op.view) {
                 continue;
             }
+            r.ids.add(op.view);
             match self.view(&op.view) {
                 Ok(v) => {
                     commits.extend(v.referenced_commits());
                     // The action root's nodes (its values, the records, are named by
                     // the operations' events).
                     if let Some(root) = v.actions {
-                        let walked = crate::entity_map::EntityMap(root).visit(
+                        let visited = crate::entity_map::EntityMap(root).visit(
                             self.store(),
-                            &mut |n| r.ids.insert(*n),
+                            &mut |n| {
+                                let new = walked.insert(*n);
+                                if new {
+                                    r.ids.add(*n);
+                                }
+                                new
+                            },
                             &mut |_| {},
                         );
-                        if let Err(e) = walked {
+                        if let Err(e) = visited {
                             problems.push(store_problem(
                                 &e,
                                 root,
@@ -179,12 +220,18 @@ impl Repo {
                     }
                     if let Some(root) = v.entities {
                         let mut values = Vec::new();
-                        let walked = crate::entity_map::EntityMap(root).visit(
+                        let visited = crate::entity_map::EntityMap(root).visit(
                             self.store(),
-                            &mut |n| r.ids.insert(*n),
+                            &mut |n| {
+                                let new = walked.insert(*n);
+                                if new {
+                                    r.ids.add(*n);
+                                }
+                                new
+                            },
                             &mut |e| values.push(*e),
                         );
-                        if let Err(e) = walked {
+                        if let Err(e) = visited {
                             problems.push(store_problem(
                                 &e,
                                 root,
@@ -192,7 +239,8 @@ impl Repo {
                             ));
                         }
                         for e in values {
-                            if r.ids.insert(e) && !self.store().contains(&e)? {
+                            r.ids.add(e);
+                            if walked.insert(e) && !self.store().contains(&e)? {
                                 problems.push(problem(
                                     "missing-object",
                                     e,
@@ -205,9 +253,10 @@ impl Repo {
                     for g in v.git_refs.iter().filter(|g| g.target != g.commit) {
                         let mut tag = Some(g.target);
                         while let Some(t) = tag.take() {
-                            if !r.ids.insert(t) {
+                            if !walked.insert(t) {
                                 break;
                             }
+                            r.ids.add(t);
                             match self.git_tag(&t) {
                                 Ok(obj) if obj.target_is_tag => tag = Some(obj.target),
                                 Ok(_) => {}
@@ -229,9 +278,10 @@ impl Repo {
         }
         let mut trees = Vec::new();
         while let Some(c) = commits.pop() {
-            if !r.ids.insert(c) {
+            if !walked.insert(c) {
                 continue;
             }
+            r.ids.add(c);
             match self.commit(&c) {
                 Ok(commit) => {
                     r.commits += 1;
@@ -242,9 +292,10 @@ impl Repo {
             }
         }
         while let Some((t, context)) = trees.pop() {
-            if !r.ids.insert(t) {
+            if !walked.insert(t) {
                 continue;
             }
+            r.ids.add(t);
             let tree = match self.tree(&t) {
                 Ok(tree) => tree,
                 Err(e) => {
@@ -271,9 +322,9 @@ impl Repo {
 
     /// Adds file `id` to `r` (its manifest and chunks with `chunks`), checking its size
     /// against `size` when a tree gave one. `context` names where it was found.
-    fn reach_file(
+    fn reach_file<S: Reached>(
         &self,
-        r: &mut Reachable,
+        r: &mut Reachable<S>,
         id: Id,
         size: Option<u64>,
         context: &str,
@@ -283,7 +334,7 @@ impl Repo {
         if r.files.contains_key(&id) {
             return Ok(());
         }
-        r.ids.insert(id);
+        r.ids.add(id);
         // A tree gives the size; only chunks need the manifest then.
         if let (false, Some(size)) = (chunks, size) {
             r.files.insert(id, size);
@@ -306,7 +357,8 @@ impl Repo {
                     // A lazy clone's chunks are on its remote until they are read.
                     let lazy = self.store().has_source();
                     for c in m.chunks {
-                        if r.ids.insert(c.id) && !lazy && !self.store().contains(&c.id)? {
+                        r.ids.add(c.id);
+                        if !lazy && !self.store().contains(&c.id)? {
                             problems.push(problem(
                                 "missing-object",
                                 c.id,
@@ -328,7 +380,8 @@ impl Repo {
     pub fn fsck(&self, progress: &(dyn Fn(u64) + Sync)) -> Result<FsckReport> {
         let packs = self.store().check_packs(progress)?;
         let mut problems = packs.problems;
-        let reach = self.reachable(true, &mut problems)?;
+        let reach = self.reachable::<PrefixSet>(true, &mut problems)?;
+        let reached = reach.ids.freeze().len();
         let stats = self.store().stats()?;
         let stored = stats.chunks + stats.objects;
         problems.sort_by(|a, b| (a.code, a.object, &a.pack).cmp(&(b.code, b.object, &b.pack)));
@@ -341,7 +394,7 @@ impl Repo {
             commits: reach.commits,
             trees: reach.trees,
             files: reach.files.len() as u64,
-            unreachable: stored.saturating_sub(reach.ids.len() as u64),
+            unreachable: stored.saturating_sub(reached),
             problems,
         })
     }
@@ -357,14 +410,15 @@ impl Repo {
         let lock = self.store().gc_lock()?;
         self.store().reload_index()?;
         let mut problems = Vec::new();
-        let reach = self.reachable(true, &mut problems)?;
+        let reach = self.reachable::<PrefixSet>(true, &mut problems)?;
         if !problems.is_empty() {
             return Ok(Err(problems));
         }
+        let live = reach.ids.freeze();
         Ok(Ok(if dry_run {
-            self.store().gc_dry_run(&lock, &reach.ids, progress)?
+            self.store().gc_dry_run(&lock, &live, progress)?
         } else {
-            self.store().gc(&lock, &reach.ids, progress)?
+            self.store().gc(&lock, &live, progress)?
         }))
     }
 
@@ -399,7 +453,7 @@ impl Repo {
             versions += 1;
             stack.extend(commit.parents);
         }
-        let reach = self.reachable(false, &mut problems)?;
+        let reach = self.reachable::<PrefixSet>(false, &mut problems)?;
         Ok(RepoStats {
             current_commit: current.map(|c| c.0),
             current_bytes: current.map_or(0, |c| c.1),

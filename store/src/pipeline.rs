@@ -25,7 +25,7 @@ use crate::store::{encode_entry, Transaction};
 /// How many times a file that changes while being read is read again.
 const READ_ATTEMPTS: usize = 3;
 
-/// A file stored by the pipeline.
+/// A file stored by the pipeline (a commit of a million new files holds a million).
 #[derive(Debug)]
 pub struct StoredFile {
     /// BLAKE3 of the content that was stored.
@@ -33,7 +33,57 @@ pub struct StoredFile {
     /// Its length.
     pub size: u64,
     /// The file's metadata when it was opened; it was unchanged after reading.
-    pub metadata: Metadata,
+    pub stat: Stat,
+}
+
+/// What a scan keeps of a file's metadata: the fields the stat cache compares, in 64
+/// bytes rather than the platform's whole `stat` record (a scan holds one per file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stat {
+    /// mtime, ns since the epoch.
+    pub mtime_ns: i128,
+    /// ctime, ns since the epoch.
+    pub ctime_ns: i128,
+    /// Size in bytes.
+    pub size: u64,
+    /// Inode number.
+    pub ino: u64,
+    /// Mode bits (file type and permissions, as `st_mode`).
+    pub mode: u32,
+}
+
+impl From<&Metadata> for Stat {
+    fn from(m: &Metadata) -> Stat {
+        Stat {
+            mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+            ctime_ns: i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec()),
+            size: m.len(),
+            ino: m.ino(),
+            mode: m.mode(),
+        }
+    }
+}
+
+impl Stat {
+    /// Whether it is a regular file.
+    pub fn is_file(&self) -> bool {
+        self.mode & libc_s_ifmt() == 0o100_000
+    }
+
+    /// Whether it is a symlink.
+    pub fn is_symlink(&self) -> bool {
+        self.mode & libc_s_ifmt() == 0o120_000
+    }
+
+    /// Whether an execute bit is set.
+    pub fn executable(&self) -> bool {
+        self.mode & 0o111 != 0
+    }
+}
+
+/// `S_IFMT`: the file-type bits of `st_mode` (the same on every Unix lifeos runs on).
+const fn libc_s_ifmt() -> u32 {
+    0o170_000
 }
 
 struct ChunkJob {
@@ -97,7 +147,7 @@ impl Shared<'_, '_> {
                 return Ok(StoredFile {
                     id,
                     size,
-                    metadata: before,
+                    stat: Stat::from(&before),
                 });
             }
         }

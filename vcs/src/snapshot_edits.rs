@@ -10,7 +10,6 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::MetadataExt;
 
 use lifeos_store::{Id, Kind, Transaction};
 
@@ -91,13 +90,13 @@ impl Repo {
         {
             match res {
                 Ok(stored) => {
-                    let kind = if stored.metadata.mode() & 0o111 != 0 {
+                    let kind = if stored.stat.executable() {
                         EntryKind::Executable
                     } else {
                         EntryKind::File
                     };
                     ids.insert(i, (kind, stored.id));
-                    metas.insert(i, Stat::from(&stored.metadata));
+                    metas.insert(i, stored.stat);
                     bytes_read += stored.size;
                     read.push((
                         BString::from(found[i].path.as_slice()),

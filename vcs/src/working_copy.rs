@@ -1,10 +1,8 @@
 //! The working folder: scanning it (with ignore rules), the stat cache that lets unchanged
 //! files be recognised without reading them, and snapshotting it into a tree.
 
-use std::collections::{BTreeMap, HashMap};
-use std::fs::Metadata;
+use std::collections::BTreeMap;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -45,55 +43,7 @@ pub struct CacheEntry {
     pub id: Id,
 }
 
-/// What a scan keeps of a file's metadata: the fields the stat cache compares, in 64
-/// bytes rather than the platform's whole `stat` record (a scan holds one per file).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Stat {
-    /// mtime, ns since the epoch.
-    pub mtime_ns: i128,
-    /// ctime, ns since the epoch.
-    pub ctime_ns: i128,
-    /// Size in bytes.
-    pub size: u64,
-    /// Inode number.
-    pub ino: u64,
-    /// Mode bits (file type and permissions, as `st_mode`).
-    pub mode: u32,
-}
-
-impl From<&Metadata> for Stat {
-    fn from(m: &Metadata) -> Stat {
-        Stat {
-            mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
-            ctime_ns: i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec()),
-            size: m.len(),
-            ino: m.ino(),
-            mode: m.mode(),
-        }
-    }
-}
-
-impl Stat {
-    /// Whether it is a regular file.
-    pub fn is_file(&self) -> bool {
-        self.mode & libc_s_ifmt() == 0o100_000
-    }
-
-    /// Whether it is a symlink.
-    pub fn is_symlink(&self) -> bool {
-        self.mode & libc_s_ifmt() == 0o120_000
-    }
-
-    /// Whether an execute bit is set.
-    pub fn executable(&self) -> bool {
-        self.mode & 0o111 != 0
-    }
-}
-
-/// `S_IFMT`: the file-type bits of `st_mode` (the same on every Unix lifeos runs on).
-const fn libc_s_ifmt() -> u32 {
-    0o170_000
-}
+pub use lifeos_store::pipeline::Stat;
 
 impl CacheEntry {
     /// Whether this entry still describes a file with metadata `m`, recorded by a snapshot
@@ -616,13 +566,13 @@ impl Repo {
             .map(|&i| in_folder(self.workdir(), &found[i].path))
             .collect();
         let results = tx.store_files(&paths, &|n| progress.read(n))?;
-        let mut metas: HashMap<usize, Stat> = HashMap::new();
+        drop(paths);
         let mut bytes_read = 0;
         let mut read = Vec::new();
         for (&i, res) in to_read.iter().zip(results) {
             match res {
                 Ok(stored) => {
-                    let exec = stored.metadata.mode() & 0o111 != 0;
+                    let exec = stored.stat.executable();
                     ids[i] = Some((
                         if exec {
                             EntryKind::Executable
@@ -633,7 +583,8 @@ impl Repo {
                     ));
                     bytes_read += stored.size;
                     read.push((found[i].path.clone().into(), stored.id, stored.size));
-                    metas.insert(i, Stat::from(&stored.metadata));
+                    // What was read is what is recorded.
+                    found[i].meta = stored.stat;
                 }
                 Err(lifeos_store::StoreError::Io { source, .. }) => {
                     failures.failed(found[i].path.clone().into(), &source)
@@ -655,7 +606,7 @@ impl Repo {
         let mut bytes = 0;
         for (i, f) in found.iter_mut().enumerate() {
             let Some((kind, id)) = ids[i] else { continue };
-            let meta = metas.get(&i).unwrap_or(&f.meta);
+            let meta = &f.meta;
             let size = meta.size;
             insert(
                 &mut root,

@@ -221,8 +221,9 @@ impl Store {
     /// index is rebuilt as one layer from the pack footers. New data is durable before
     /// anything old is removed, so a killed `gc` leaves a readable repository (at worst
     /// with duplicates that the next `gc` removes). Packs are planned and carried out one
-    /// at a time, and the new layer's rows are sorted in bounded runs, so memory does not
-    /// grow with the number of entries (beyond `live` itself).
+    /// at a time, and the new layer's rows are sorted in bounded runs, so memory grows with
+    /// the number of entries only through `live` itself, the ids copied out of packs it
+    /// rewrites or deletes, the bases of live deltas and the rows of damaged packs.
     pub fn gc(
         &self,
         _lock: &ExclusiveLock,

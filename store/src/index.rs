@@ -500,7 +500,8 @@ impl RowSorter {
         for r in rows {
             let mut row = [0u8; ROW_LEN];
             row[..ID_LEN].copy_from_slice(&r.id.0);
-            row[32..35].copy_from_slice(&no.to_le_bytes()[..3]);
+            // Big-endian: rows sort by id, then by the order their packs were added.
+            row[32..35].copy_from_slice(&no.to_be_bytes()[1..]);
             row[35] = r.kind as u8;
             row[36..40].copy_from_slice(&r.offset.to_le_bytes());
             self.run.push(row);
@@ -519,17 +520,16 @@ impl RowSorter {
     /// Sorts the rows gathered and writes them to a spill file.
     fn spill(&mut self) -> Result<()> {
         self.run.sort_unstable();
-        let (file, path) = tempfile_in(&self.tmp, &self.prefix)?;
-        let mut w = BufWriter::with_capacity(1 << 20, file);
+        // Listed before it is written, so that a failed write leaves no file behind.
+        self.spills.push(tempfile_in(&self.tmp, &self.prefix)?);
+        let (file, path) = self.spills.last_mut().expect("pushed");
+        let mut w = BufWriter::with_capacity(1 << 20, &*file);
         for row in &self.run {
-            w.write_all(row).io("writing", &path)?;
+            w.write_all(row).io("writing", &*path)?;
         }
-        let mut file = w
-            .into_inner()
-            .map_err(|e| e.into_error())
-            .io("writing", &path)?;
-        std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(0)).io("reading", &path)?;
-        self.spills.push((file, path));
+        w.flush().io("writing", &*path)?;
+        drop(w);
+        std::io::Seek::seek(file, std::io::SeekFrom::Start(0)).io("reading", &*path)?;
         self.run.clear();
         Ok(())
     }
@@ -538,7 +538,7 @@ impl RowSorter {
     pub(crate) fn write(mut self, dir: &Path) -> Result<String> {
         let decode = |packs: &[Arc<str>], row: &[u8; ROW_LEN]| {
             let id = Id::from_slice(&row[..ID_LEN]).expect("32 bytes");
-            let pack = packs[u32::from_le_bytes([row[32], row[33], row[34], 0]) as usize].clone();
+            let pack = packs[u32::from_be_bytes([0, row[32], row[33], row[34]]) as usize].clone();
             let kind = Kind::from_u8(row[35]).expect("written from a kind");
             let offset = u32::from_le_bytes(row[36..40].try_into().expect("4"));
             (id, Location { pack, offset, kind })
@@ -716,20 +716,27 @@ mod tests {
         assert_eq!(lm.lookup(&b[5].0).unwrap(), Some(b[5].1.clone()));
     }
 
-    /// Rows of three packs, sorted in runs of 100 spilled to files: the layer holds
+    /// Rows of 300 packs, sorted in runs of 100 spilled to files: the layer holds
     /// every id once, at the first pack that holds it (as the in-memory sort keeps), and
     /// the spill files are gone after.
     #[test]
     fn a_sorter_spilling_runs_writes_what_sorting_in_memory_writes() {
         let dir = tempfile::tempdir().unwrap();
-        let names = ["0".repeat(32), "1".repeat(32), "2".repeat(32)];
-        let packs: Vec<Vec<crate::pack::FooterRow>> = (0..3u32)
+        // 300 packs: pack numbers above 255 must still sort after the ones added first.
+        let names: Vec<String> = (0..300u32).map(|p| format!("{p:032x}")).collect();
+        let packs: Vec<Vec<crate::pack::FooterRow>> = (0..300u32)
             .map(|p| {
-                // Packs 0 and 1 share ids 500..800; pack 2 shares 0..50 with pack 0.
+                // Packs 0 and 1 share ids 500..800; pack 2 shares 0..50 with pack 0; pack
+                // 256 (whose number's low byte is 0) shares 1000..1100 with pack 1 and
+                // 3000..3010 with pack 257; the others hold ids of their own.
                 let ids = match p {
                     0 => 0..800u32,
                     1 => 500..1700,
-                    _ => 0..50,
+                    2 => 0..50,
+                    256 => 1000..1100,
+                    257 => 3000..3010,
+                    258 => 3000..3020,
+                    _ => 10_000 + p * 10..10_000 + p * 10 + 5,
                 };
                 ids.map(|i| crate::pack::FooterRow {
                     id: Id::hash(&i.to_le_bytes()),

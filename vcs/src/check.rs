@@ -69,6 +69,8 @@ pub struct Reachable<S = HashSet<Id>> {
     pub trees: u64,
     /// Distinct file contents, with their sizes.
     pub files: HashMap<Id, u64>,
+    /// Chunks found missing, so that each is reported once.
+    missing_chunks: HashSet<Id>,
 }
 
 fn problem(code: &'static str, object: Id, detail: String) -> Problem {
@@ -168,7 +170,7 @@ impl Repo {
                 }
                 if let crate::object::Event::ActionRecorded { record, .. } = e {
                     r.ids.add(*record);
-                    if !self.store().contains(record)? {
+                    if walked.insert(*record) && !self.store().contains(record)? {
                         problems.push(problem(
                             "missing-object",
                             *record,
@@ -179,7 +181,7 @@ impl Repo {
                 if let crate::object::Event::ContentExtracted { results } = e {
                     for x in results {
                         r.ids.add(*x);
-                        if !self.store().contains(x)? {
+                        if walked.insert(*x) && !self.store().contains(x)? {
                             problems.push(problem(
                                 "missing-object",
                                 *x,
@@ -356,12 +358,17 @@ impl Repo {
                 if chunks {
                     // A lazy clone's chunks are on its remote until they are read.
                     let lazy = self.store().has_source();
-                    for c in m.chunks {
-                        r.ids.add(c.id);
-                        if !lazy && !self.store().contains(&c.id)? {
+                    let mut ids: Vec<Id> = m.chunks.iter().map(|c| c.id).collect();
+                    ids.sort_unstable();
+                    ids.dedup();
+                    // Versions of a file share chunks: each is looked up again for each
+                    // manifest naming it (the walk keeps no exact set of chunks).
+                    for c in ids {
+                        r.ids.add(c);
+                        if !lazy && !self.store().contains(&c)? && r.missing_chunks.insert(c) {
                             problems.push(problem(
                                 "missing-object",
-                                c.id,
+                                c,
                                 format!("chunk of {context} is missing"),
                             ));
                         }

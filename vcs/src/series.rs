@@ -62,6 +62,9 @@ impl Repo {
         wc: &WorkingCopyLock,
         commits: &[SeriesCommit],
     ) -> Result<SeriesOutcome> {
+        if commits.is_empty() {
+            return Err(VcsError::Refused("no commit to record".into()));
+        }
         let head = self.head()?;
         let st = self.status_in(&head.view)?;
         if !st.changes.is_empty() {
@@ -134,9 +137,7 @@ impl Repo {
                 (at, at),
             )?);
         }
-        let Some(last) = made else {
-            return Err(VcsError::Refused("no commit to record".into()));
-        };
+        let last = made.expect("commits is not empty");
         let mv = self.plan_move(&tx, from.as_ref(), tree.as_ref(), &st.unreadable)?;
         let op = self.publish_op_and_move(wc, tx, last, &[head.id], mv)?;
         Ok(SeriesOutcome {

@@ -2,8 +2,8 @@
 # A working folder of many small files, lifeos against git in one run: FOLDERS folders of
 # FILES_PER small files each (default 400 x 250 = 100,000), committed once by each tool;
 # then, RUNS times each, alternating: status with nothing changed, a commit with nothing
-# changed and a commit of one 2-byte edit. git runs with default settings and again with
-# core.untrackedCache=true. Wall time and peak RSS (GNU time) as medians; prints a
+# changed and a commit of one 2-byte edit. git runs with default settings, and its status
+# also in a second copy with core.untrackedCache=true. Wall time and peak RSS (GNU time) as medians; prints a
 # Markdown table, also saved to $PEER_WORKDIR/folder-results.md.
 #
 # Environment:
@@ -30,9 +30,9 @@ need_packages git python3 time
 need_lifeos
 
 rm -rf "$WORK"
-mkdir -p "$WORK/lifeos" "$WORK/git"
+mkdir -p "$WORK/lifeos" "$WORK/git" "$WORK/git-uc"
 log "writing $FOLDERS x $FILES_PER files twice"
-for d in lifeos git; do
+for d in lifeos git git-uc; do
     python3 - "$WORK/$d" "$FOLDERS" "$FILES_PER" <<'PY'
 import os, sys
 root, folders, per = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
@@ -62,12 +62,15 @@ record() { # name, "seconds kilobytes"
 log "first commit"
 record "lifeos first commit" "$(measure "$WORK/lifeos" sh -c "'$LIFEOS_BIN' init -q . && '$LIFEOS_BIN' commit -q -m first")"
 record "git first commit" "$(measure "$WORK/git" sh -c "git init -q . && git add -A && git ${GIT_ID[*]} commit -q -m first")"
+# A copy of its own for the untracked cache: git keeps the cache in the index once a
+# command made it, and every later `git status` there would use it.
+(cd "$WORK/git-uc" && git init -q . && git config core.untrackedCache true && git add -A && git "${GIT_ID[@]}" commit -q -m first)
 sleep 3
 for ((i = 0; i < RUNS; i++)); do
     log "round $((i + 1)) of $RUNS"
     record "lifeos status" "$(measure "$WORK/lifeos" "$LIFEOS_BIN" status)"
     record "git status" "$(measure "$WORK/git" git status)"
-    record "git status (untrackedCache)" "$(measure "$WORK/git" git -c core.untrackedCache=true status)"
+    record "git status (untrackedCache)" "$(measure "$WORK/git-uc" git status)"
     record "lifeos commit, nothing changed" "$(measure "$WORK/lifeos" "$LIFEOS_BIN" commit -q -m none)"
     record "git commit, nothing changed" "$(measure "$WORK/git" sh -c "git add -A && git ${GIT_ID[*]} commit -q -m none || true")"
     echo "$i" >>"$WORK/lifeos/d0005/f0005.txt"

@@ -263,8 +263,10 @@ impl<'s> ignore::ParallelVisitorBuilder<'s> for ScanVisitors<'s> {
 
 /// One walker thread's part of a scan: gathered apart and added to the whole when the
 /// thread is done (a lock per file made the threads wait on each other), and each file
-/// statted relative to its folder, opened once (a full path costs a lookup of every
-/// component: the largest share of a scan's time).
+/// statted relative to its folder, opened once (a full path costs a lookup of each of its
+/// components). `O_PATH` and `fstatat` are Linux's, as is `syncfs` in the folder moves.
+/// The folder is held by path: one renamed and replaced during the scan is statted in
+/// the folder the walker listed, which is what the listing showed.
 struct ScanVisitor<'a> {
     root: &'a Path,
     out: &'a Mutex<Scan>,
@@ -274,10 +276,19 @@ struct ScanVisitor<'a> {
 }
 
 impl ScanVisitor<'_> {
+    /// `p` relative to the root. The walker's paths are the root's bytes joined with
+    /// names, so the root's bytes are cut off as they are (comparing components costs a
+    /// twentieth of a scan); anything else is compared by components.
     fn rel(&self, p: &Path) -> BString {
-        p.strip_prefix(self.root)
-            .map(|r| BString::from(r.as_os_str().as_bytes()))
-            .unwrap_or_default()
+        let (root, path) = (self.root.as_os_str().as_bytes(), p.as_os_str().as_bytes());
+        match path.strip_prefix(root) {
+            Some(rest) if root.ends_with(b"/") => BString::from(rest),
+            Some([b'/', rest @ ..]) => BString::from(rest),
+            _ => p
+                .strip_prefix(self.root)
+                .map(|r| BString::from(r.as_os_str().as_bytes()))
+                .unwrap_or_default(),
+        }
     }
 
     /// The metadata of `path` itself (a symlink is not followed), read relative to its

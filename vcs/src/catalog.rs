@@ -549,8 +549,9 @@ fn index_extracts(
     Ok(added)
 }
 
-/// Queries matching more segments than this are ranked among the newest this many.
-pub const RANK_WINDOW: i64 = 5_000;
+/// Queries matching more segments than the first of these are ranked among the newest
+/// that many, then among ten times as many, then among all.
+pub const RANK_WINDOWS: [i64; 2] = [5_000, 50_000];
 
 /// A search whose scope holds at most this many segments checks each of them against
 /// the query rather than ranking what the query matches everywhere.
@@ -666,10 +667,11 @@ impl Catalog {
     /// the segments that mention an entity, a transcript's model).
     ///
     /// Ranking uses FTS5's `rank` (bm25) with a limit, so only the best rows are fetched;
-    /// snippets are made for those rows alone. A query matching more than
-    /// [`RANK_WINDOW`] segments is first ranked among the most recently indexed
-    /// [`RANK_WINDOW`] of them, which bounds its cost whatever the index size; if that
-    /// yields fewer than `limit` kept hits, every match is ranked, so no hit is missed.
+    /// snippets are made for those rows alone. A query matching more segments than the
+    /// first of [`RANK_WINDOWS`] is first ranked among the most recently indexed that
+    /// many, which bounds its cost whatever the index size; if that yields fewer than
+    /// `limit` kept hits, among the next window's many, and then among every match, so a
+    /// search with any hit in scope finds hits.
     ///
     /// `scope`, when the caller knows it, is every file content a kept hit can be of. A
     /// scope of at most [`SCOPE_FIRST_SEGMENTS`] segments in at most
@@ -690,12 +692,9 @@ impl Catalog {
             }
         }
         let err = |e| db_err(&self.path, e);
-        let bound: Option<i64> = self
+        let mut bound_at = self
             .conn
             .prepare_cached("SELECT rowid FROM segments_fts WHERE segments_fts MATCH ?1 ORDER BY rowid DESC LIMIT 1 OFFSET ?2")
-            .map_err(err)?
-            .query_row(params![fts_query, RANK_WINDOW], |r| r.get(0))
-            .optional()
             .map_err(err)?;
         let mut ranked = self
             .conn
@@ -705,14 +704,25 @@ impl Catalog {
             )
             .map_err(err)?;
         let mut detail = self.detail_statement()?;
-        // First the bounded pass (the newest matches, a few pages of rows), then, if it
-        // kept too few, everything.
-        let passes = [
-            (bound.unwrap_or(0), limit.saturating_mul(20).max(200) as i64),
-            (0, i64::MAX),
-        ];
         let mut out = Vec::new();
-        for (i, (floor, fetch)) in passes.iter().enumerate() {
+        // The newest matches first, a window and then one ten times larger (a few pages
+        // of rows each, enough when the newest matches are mostly kept); then, if those
+        // kept too few, every match.
+        for window in RANK_WINDOWS.iter().copied().map(Some).chain([None]) {
+            let floor = match window {
+                // No bound: the window holds every match, ranked all at once.
+                Some(w) => bound_at
+                    .query_row(params![fts_query, w], |r| r.get::<_, i64>(0))
+                    .optional()
+                    .map_err(err)?
+                    .unwrap_or_default(),
+                None => 0,
+            };
+            let fetch = if floor == 0 {
+                i64::MAX
+            } else {
+                limit.saturating_mul(20).max(200) as i64
+            };
             out.clear();
             // Read as ranked, up to the limit: a pass over every match holds no list of them.
             let rows = ranked
@@ -720,11 +730,9 @@ impl Catalog {
                     Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
                 })
                 .map_err(err)?;
-            let mut read = 0i64;
             for row in rows {
                 let (rowid, file, extractor, meta, score): (i64, Vec<u8>, String, String, f64) =
                     row.map_err(err)?;
-                read += 1;
                 let Some(file) = Id::from_slice(&file) else {
                     continue;
                 };
@@ -736,9 +744,7 @@ impl Catalog {
                     break;
                 }
             }
-            // (Read to the end unless the limit was reached.)
-            let exhausted = bound.is_none() && read < *fetch;
-            if out.len() >= limit || exhausted || i == 1 {
+            if out.len() >= limit || floor == 0 {
                 break;
             }
         }
@@ -1066,6 +1072,54 @@ mod tests {
                 MIGRATIONS.last().unwrap().0
             );
         }
+    }
+
+    /// A word matching 60,000 segments whose newest 5,000 are all rejected is ranked
+    /// among the newest 50,000 next (the old `--at` case: one pass ranking every match
+    /// took 0.5 s at 600,000), and among all of them when those keep too few.
+    #[test]
+    fn a_common_word_is_ranked_in_growing_windows_of_the_newest() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cat = Catalog::open(&dir.path().join("c.sqlite")).unwrap();
+        let file = |i: i64| Id::hash(&i.to_le_bytes());
+        let tx = cat.conn.transaction().unwrap();
+        for n in 1..=60_000i64 {
+            // The oldest thousand match best.
+            let text = if n <= 1_000 {
+                "tomato tomato tomato"
+            } else {
+                "tomato and other words"
+            };
+            tx.execute(
+                "INSERT INTO segments (id, file_id, extractor, version, kind, anchor, text, meta) VALUES (?1, ?2, 'text', 1, 'text', '{}', ?3, '')",
+                params![n, &file(n).0[..], text],
+            )
+            .unwrap();
+            tx.execute(
+                "INSERT INTO segments_fts (rowid, text) VALUES (?1, ?2)",
+                params![n, text],
+            )
+            .unwrap();
+        }
+        tx.commit().unwrap();
+        let row_of: std::collections::HashMap<Id, i64> =
+            (1..=60_000).map(|n| (file(n), n)).collect();
+        let found = |newest_kept: i64| {
+            let keep = |row: i64, _: &Id, _: &str, _: &str| row <= newest_kept;
+            let hits = cat.search_segments("tomato", &keep, 5, None).unwrap();
+            hits.iter().map(|h| row_of[&h.file]).collect::<Vec<_>>()
+        };
+        // Rows above 55,000 rejected: the second window (rows above 10,000) keeps five.
+        let second = found(55_000);
+        assert_eq!(second.len(), 5);
+        assert!(
+            second.iter().all(|r| (10_001..=55_000).contains(r)),
+            "{second:?}"
+        );
+        // Only rows up to 5,000 kept: every match is ranked, the best (oldest) first.
+        let all = found(5_000);
+        assert_eq!(all.len(), 5);
+        assert!(all.iter().all(|r| *r <= 1_000), "{all:?}");
     }
 
     /// A scope's segments lie in runs of row ids; they are searched run by run when few

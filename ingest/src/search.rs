@@ -4,7 +4,7 @@
 use std::collections::{HashMap, HashSet};
 
 use globset::Glob;
-use lifeos_store::Id;
+use lifeos_store::{Id, IdSet};
 use lifeos_vcs::object::EntryKind;
 use lifeos_vcs::path::BString;
 use lifeos_vcs::{Repo, View};
@@ -219,7 +219,9 @@ pub fn search(
         }
     }
     drop(seen);
-    let files: HashSet<Id> = entries.iter().map(|(_, f, _)| *f).collect();
+    // Ids are uniform already: the set hashes them by their first bytes, not SipHash
+    // (about 5% of a search listing 100,000 files).
+    let files: IdSet = entries.iter().map(|(_, f, _)| *f).collect();
     let catalog = repo.catalog()?;
     let mut hits = Vec::new();
     // Subtitles count as their video's (or recording's) type too.
@@ -521,9 +523,9 @@ mod tests {
             .collect();
         publish_extracts(&repo, &extracts);
         let cat = repo.catalog().unwrap();
-        let scope: HashSet<Id> = (0..40).step_by(3).map(file).collect();
+        let scope: IdSet = (0..40).step_by(3).map(file).collect();
         let keep = |_: i64, f: &Id, _: &str, _: &str| scope.contains(f);
-        let hits = |scope: Option<&HashSet<Id>>| {
+        let hits = |scope: Option<&IdSet>| {
             cat.search_segments("tomato", &keep, 6, scope)
                 .unwrap()
                 .into_iter()

@@ -2,10 +2,9 @@
 //! from the objects and rebuilt by `reindex`. Migrations are the numbered SQL files in
 //! `migrations/`, applied in a transaction when the catalog opens.
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use lifeos_store::Id;
+use lifeos_store::{Id, IdSet};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::error::{Result, VcsError};
@@ -684,7 +683,7 @@ impl Catalog {
         fts_query: &str,
         keep: &dyn Fn(i64, &Id, &str, &str) -> bool,
         limit: usize,
-        scope: Option<&HashSet<Id>>,
+        scope: Option<&IdSet>,
     ) -> Result<Vec<SegmentHit>> {
         if let Some(scoped) = scope.map(|s| self.scope_segments(s)).transpose()?.flatten() {
             if let Some(hits) = self.search_rows(fts_query, keep, limit, scoped)? {
@@ -755,7 +754,7 @@ impl Catalog {
     /// row ids that hold them; `None` when there are more than [`SCOPE_FIRST_SEGMENTS`]
     /// or more than [`SCOPE_FIRST_RUNS`] runs. A file's segments are indexed together, so
     /// a folder's usually make one run per ingest.
-    fn scope_segments(&self, scope: &HashSet<Id>) -> Result<Option<ScopeRows>> {
+    fn scope_segments(&self, scope: &IdSet) -> Result<Option<ScopeRows>> {
         if scope.len() > SCOPE_FIRST_SEGMENTS {
             return Ok(None);
         }
@@ -1156,7 +1155,7 @@ mod tests {
                 add(file(100 + i * 100 + k), "tomato and many other words here");
             }
         }
-        let search = |scope: &HashSet<Id>, by_runs: bool| {
+        let search = |scope: &IdSet, by_runs: bool| {
             let keep = |_: i64, f: &Id, _: &str, _: &str| scope.contains(f);
             cat.search_segments("tomato", &keep, 4, by_runs.then_some(scope))
                 .unwrap()
@@ -1164,7 +1163,7 @@ mod tests {
                 .map(|h| (h.file, h.score.to_bits()))
                 .collect::<Vec<_>>()
         };
-        let all: HashSet<Id> = (0..12).map(file).collect();
+        let all: IdSet = (0..12).map(file).collect();
         let (rows, runs) = cat.scope_segments(&all).unwrap().unwrap();
         assert_eq!((rows.len(), runs.len()), (12, 12));
         let keep_all = |_: i64, _: &Id, _: &str, _: &str| true;
@@ -1173,7 +1172,7 @@ mod tests {
             .unwrap()
             .is_none());
         assert_eq!(search(&all, true), search(&all, false));
-        let few: HashSet<Id> = (0..12).step_by(3).map(file).collect();
+        let few: IdSet = (0..12).step_by(3).map(file).collect();
         let (rows, runs) = cat.scope_segments(&few).unwrap().unwrap();
         assert_eq!(runs.len(), 4);
         let by_runs = cat

@@ -51,6 +51,33 @@ const MEDIA_EXTS: &[&str] = &[
     "mp4", "mkv", "webm", "mov", "m4v", "avi", "mp3", "m4a", "wav", "flac", "ogg", "opus",
 ];
 
+/// The versions a search lists, each a path, a file content and a commit, with every
+/// path in one buffer: a search lists every file of a version, and an allocation per path
+/// was a fifth of the time of a search for a rare word.
+#[derive(Default)]
+struct Listed {
+    paths: Vec<u8>,
+    /// Where each path ends in `paths`, its content and its commit.
+    rows: Vec<(usize, Id, Id)>,
+}
+
+impl Listed {
+    fn push(&mut self, path: &[u8], file: Id, commit: Id) {
+        self.paths.extend_from_slice(path);
+        self.rows.push((self.paths.len(), file, commit));
+    }
+
+    /// (path, content, commit), in the order pushed.
+    fn iter(&self) -> impl Iterator<Item = (&[u8], &Id, &Id)> {
+        let mut start = 0;
+        self.rows.iter().map(move |(end, file, commit)| {
+            let path = &self.paths[start..*end];
+            start = *end;
+            (path, file, commit)
+        })
+    }
+}
+
 /// The folder whose files a `--path` glob can match: its literal start, up to the last
 /// `/` before the first pattern character (empty: the whole tree, also when that start is
 /// not a path as the tree spells it, like `./notes` or `/notes`, which match nothing).
@@ -177,32 +204,36 @@ pub fn search(
         })
         .transpose()?;
     // The versions in scope: (path, file content, commit), each path and content once.
-    let mut entries: Vec<(BString, Id, Id)> = Vec::new();
+    let mut entries = Listed::default();
     let mut seen: HashSet<(BString, Id)> = HashSet::new();
     let mut add_tree = |commit: Id, dedup: bool| -> Result<()> {
         let tree = repo.commit(&commit)?.tree;
         // Only the folder a --path glob starts with is read.
         let dir = path_glob.map(glob_folder).unwrap_or_default();
-        let files = if dir.is_empty() {
-            repo.files_below(&tree, b"")?
+        let start = if dir.is_empty() {
+            Some(tree)
         } else {
             match repo.lookup_path(&tree, dir)? {
-                Some(e) if e.kind == EntryKind::Dir => repo.files_below(&e.id, dir)?,
-                _ => Vec::new(),
+                Some(e) if e.kind == EntryKind::Dir => Some(e.id),
+                _ => None,
             }
         };
-        for (path, e) in files {
+        let Some(start) = start else {
+            return Ok(());
+        };
+        repo.visit_files_below(&start, dir, &mut |path, e| {
             if matches!(e.kind, EntryKind::Symlink | EntryKind::Gitlink)
                 || glob
                     .as_ref()
-                    .is_some_and(|g| !g.is_match(&*lifeos_vcs::path::display(&path)))
+                    .is_some_and(|g| !g.is_match(&*lifeos_vcs::path::display(path)))
             {
-                continue;
+                return Ok(());
             }
-            if !dedup || seen.insert((path.clone(), e.id)) {
-                entries.push((path, e.id, commit));
+            if !dedup || seen.insert((BString::from(path), e.id)) {
+                entries.push(path, e.id, commit);
             }
-        }
+            Ok(())
+        })?;
         Ok(())
     };
     match scope {
@@ -247,7 +278,7 @@ pub fn search(
     // The paths and commits of the contents hit (and, for subtitles, every path in scope).
     let hit_files: HashSet<Id> = segments.iter().map(|s| s.file).collect();
     let mut versions: HashMap<Id, Vec<(String, Id)>> = HashMap::new();
-    for (path, f, c) in &entries {
+    for (path, f, c) in entries.iter() {
         if hit_files.contains(f) {
             let path = lifeos_vcs::path::display(path).into_owned();
             versions.entry(*f).or_default().push((path, *c));

@@ -72,6 +72,18 @@ impl Repo {
         Ok(out)
     }
 
+    /// Calls `f` with the path (after `prefix`, the tree's own path or empty) and entry
+    /// of every file below tree `id`, in path order, without a list of them: a caller
+    /// that keeps a little of each file allocates nothing per path.
+    pub fn visit_files_below(
+        &self,
+        id: &Id,
+        prefix: &[u8],
+        f: &mut dyn FnMut(&[u8], TreeEntry) -> Result<()>,
+    ) -> Result<()> {
+        visit_into(&|id| self.tree(id), id, &mut prefix.to_vec(), f)
+    }
+
     /// Like [`Repo::flatten`], reading trees written by `tx` too.
     pub(crate) fn flatten_tx(&self, tx: &Transaction<'_>, id: &Id) -> Result<FlatTree> {
         let mut out = Vec::new();
@@ -170,21 +182,41 @@ fn flatten_into(
     prefix: &[u8],
     out: &mut Vec<(BString, TreeEntry)>,
 ) -> Result<()> {
+    visit_into(tree, id, &mut prefix.to_vec(), &mut |path, e| {
+        // The path holds the name: a flat tree's entries keep none (one allocation
+        // fewer per file).
+        out.push((
+            BString::from(path),
+            TreeEntry {
+                name: Vec::new(),
+                ..e
+            },
+        ));
+        Ok(())
+    })
+}
+
+/// Calls `f` with the path and entry of every file below tree `id`, in path order; `path`
+/// is the tree's own path on entry, and is extended and cut back as the walk goes (one
+/// buffer for every path).
+fn visit_into(
+    tree: &dyn Fn(&Id) -> Result<Tree>,
+    id: &Id,
+    path: &mut Vec<u8>,
+    f: &mut dyn FnMut(&[u8], TreeEntry) -> Result<()>,
+) -> Result<()> {
+    let len = path.len();
     for e in tree(id)?.entries {
-        let path = join(prefix, &e.name);
-        if e.kind == EntryKind::Dir {
-            flatten_into(tree, &e.id, &path, out)?;
-        } else {
-            // The path holds the name: a flat tree's entries keep none (one allocation
-            // fewer per file).
-            out.push((
-                path,
-                TreeEntry {
-                    name: Vec::new(),
-                    ..e
-                },
-            ));
+        if len > 0 {
+            path.push(b'/');
         }
+        path.extend_from_slice(&e.name);
+        if e.kind == EntryKind::Dir {
+            visit_into(tree, &e.id, path, f)?;
+        } else {
+            f(path, e)?;
+        }
+        path.truncate(len);
     }
     Ok(())
 }

@@ -335,10 +335,11 @@ pub fn search(
     // Names: every file whose path holds the words (found even when no extractor reads
     // it), unless the hits are an entity's mentions.
     let mut names: Vec<Hit> = Vec::new();
+    let mut names_match = q.path_matcher();
     for (path, file, commit) in entries.iter().filter(|_| mentions.is_none()) {
         let shown = lifeos_vcs::path::display(path);
         let path: &str = &shown;
-        if !q.matches_path(path) {
+        if !names_match.matches(path) {
             continue;
         }
         let ty = match lifeos_speech::audio::extension(path).as_str() {

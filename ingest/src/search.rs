@@ -53,7 +53,7 @@ const MEDIA_EXTS: &[&str] = &[
 
 /// The versions a search lists, each a path, a file content and a commit, with every
 /// path in one buffer: a search lists every file of a version, and an allocation per path
-/// was a fifth of the time of a search for a rare word.
+/// cost a search for a rare word a tenth of its time (57.3 -> 51.0 ms).
 #[derive(Default)]
 struct Listed {
     paths: Vec<u8>,

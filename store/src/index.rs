@@ -463,7 +463,7 @@ const SORT_RUN_ROWS: usize = 512 * 1024;
 /// The rows of many packs, sorted by id into one layer in bounded memory: rows are
 /// gathered in runs of [`SORT_RUN_ROWS`], each sorted and spilled to a temporary file
 /// once full, and the runs are merged as the layer is written. A layer of ten million
-/// rows holds 20 MiB, not the 560 MiB of sorting them in memory.
+/// rows holds one run of 20 MiB, not every row.
 pub(crate) struct RowSorter {
     /// Rows a run holds before it is spilled.
     run_rows: usize,

@@ -99,7 +99,8 @@ impl FrozenPrefixes {
     }
 
     /// Bytes held.
-    pub fn heap_bytes(&self) -> usize {
+    #[cfg(test)]
+    fn heap_bytes(&self) -> usize {
         self.prefixes.capacity() * 8 + self.starts.capacity() * 4
     }
 }

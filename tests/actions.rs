@@ -705,6 +705,117 @@ fn watch_commits_an_edit_fires_rules_and_stops_cleanly_on_sigterm() {
     assert!(!ok(d, &["fsck"]).contains("missing"));
 }
 
+/// The paths `lifeos status` lists as changed, with their letter.
+fn changed(d: &Path) -> Vec<String> {
+    let mut out: Vec<String> = ok(d, &["status"])
+        .lines()
+        .filter(|l| l.len() > 2 && l.as_bytes()[1] == b' ' && "AMD".contains(&l[..1]))
+        .map(str::to_owned)
+        .collect();
+    out.sort();
+    out
+}
+
+/// Starts `lifeos watch --index-only` in `d`, logging to `log`, and waits until it answers.
+fn start_monitor(d: &Path, log: &Path) -> std::process::Child {
+    let child = cmd(d)
+        .args(["watch", "--index-only"])
+        .stdout(std::fs::File::create(log).unwrap())
+        .spawn()
+        .unwrap();
+    wait_for("the monitor to start", || {
+        std::fs::read_to_string(log).is_ok_and(|l| l.contains("watching"))
+    });
+    child
+}
+
+#[test]
+fn a_monitor_killed_in_the_middle_of_changes_leaves_status_and_commit_right() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    ok(d, &["init"]);
+    for i in 0..300 {
+        write(
+            d,
+            &format!("photos/{}/{i}.jpg", i % 10),
+            format!("photo {i}").as_bytes(),
+        );
+    }
+    ok(d, &["commit", "-m", "photos"]);
+    let outside = tempfile::tempdir().unwrap();
+    let log = outside.path().join("monitor.log");
+    let mut monitor = start_monitor(d, &log);
+    // A second one is refused while it runs.
+    let second = fails(d, &["watch", "--index-only"]);
+    assert!(second.contains("already watches this folder"), "{second}");
+    assert_eq!(changed(d), Vec::<String>::new());
+    assert!(d.join(".lifeos/wc_monitor").exists(), "the token is saved");
+    write(d, "photos/3/3.jpg", b"edited");
+    write(d, "albums/new/1.jpg", b"new");
+    assert_eq!(changed(d), ["A albums/new/1.jpg", "M photos/3/3.jpg"]);
+    // Files change while the monitor is killed.
+    let writer = {
+        let d = d.to_path_buf();
+        std::thread::spawn(move || {
+            for i in 0..300 {
+                write(
+                    &d,
+                    &format!("photos/{}/{i}.jpg", i % 10),
+                    format!("changed {i}").as_bytes(),
+                );
+                if i % 50 == 0 {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            }
+        })
+    };
+    std::thread::sleep(Duration::from_millis(10));
+    // SAFETY: kills the monitor this test started.
+    unsafe { libc::kill(monitor.id() as libc::pid_t, libc::SIGKILL) };
+    monitor.wait().unwrap();
+    writer.join().unwrap();
+    let mut expected: Vec<String> = (0..300)
+        .map(|i| format!("M photos/{}/{i}.jpg", i % 10))
+        .collect();
+    expected.push("A albums/new/1.jpg".into());
+    expected.sort();
+    assert_eq!(changed(d), expected, "every change, the monitor dead");
+    // A new monitor starts over the dead one's socket and lock.
+    let mut monitor = start_monitor(d, &log);
+    assert_eq!(changed(d), expected);
+    ok(d, &["commit", "-m", "everything"]);
+    assert_eq!(changed(d), Vec::<String>::new());
+    std::fs::remove_file(d.join("photos/0/0.jpg")).unwrap();
+    std::fs::rename(d.join("photos/1"), d.join("photos/one")).unwrap();
+    write(d, "photos/one/31.jpg", b"edited after the move");
+    let mut expected: Vec<String> = (0..30)
+        .flat_map(|k| {
+            let i = k * 10 + 1;
+            let new = format!("A photos/one/{i}.jpg");
+            [format!("D photos/1/{i}.jpg"), new]
+        })
+        .collect();
+    expected.push("D photos/0/0.jpg".into());
+    expected.sort();
+    assert_eq!(changed(d), expected);
+    ok(d, &["commit", "-m", "moved"]);
+    // The truth, from every file's content: nothing differs from what was committed.
+    std::fs::remove_file(d.join(".lifeos/wc_state")).unwrap();
+    std::fs::remove_file(d.join(".lifeos/wc_monitor")).unwrap();
+    assert_eq!(changed(d), Vec::<String>::new());
+    assert_eq!(
+        ok(d, &["cat", "photos/one/31.jpg"]),
+        "edited after the move"
+    );
+    // SAFETY: signals the monitor this test started.
+    unsafe { libc::kill(monitor.id() as libc::pid_t, libc::SIGTERM) };
+    assert!(monitor.wait().unwrap().success());
+    assert!(
+        !d.join(".lifeos/monitor.sock").exists(),
+        "the socket goes with it"
+    );
+}
+
 #[test]
 fn watch_ingests_what_it_commits_fires_ingest_rules_and_stops_on_sigint() {
     let tmp = tempfile::tempdir().unwrap();

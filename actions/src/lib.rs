@@ -10,6 +10,7 @@
 
 pub mod exec;
 pub mod index;
+pub mod monitor;
 pub mod rules;
 pub mod state;
 pub mod watch;

@@ -1,11 +1,13 @@
-//! What `lifeos watch` waits for: changes in the folder (inotify, through `notify`) and the
-//! slots of time rules. Events only say when to look: what changed is always found by a
-//! full snapshot, so a lost event or a failed watcher costs a delay, never a wrong answer.
+//! What `lifeos watch` waits for: changes in the folder (inotify, through the folder
+//! monitor, which also answers `status` and `commit`) and the slots of time rules. Wakes
+//! only say when to look: what changed is always found by a snapshot, so a lost event or
+//! a failed watcher costs a delay, never a wrong answer.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use notify::{EventKind, RecursiveMode, Watcher};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
+
+use crate::monitor::{Monitor, MonitorError};
 
 /// Why the watcher woke up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,42 +24,22 @@ pub enum Wake {
 /// Watches a folder (recursively, leaving out `.lifeos` and `.git`, but for one file of
 /// `.lifeos` whose changes it reports as [`Wake::Trust`]).
 pub struct FolderWatch {
-    _watcher: notify::RecommendedWatcher,
+    _monitor: Monitor,
     rx: UnboundedReceiver<Wake>,
 }
 
-/// Whether `path` (under `root`) is inside the repository's own data or git's.
-fn private(root: &Path, path: &Path) -> bool {
-    path.strip_prefix(root)
-        .ok()
-        .and_then(|rel| rel.components().next())
-        .is_some_and(|c| c.as_os_str() == ".lifeos" || c.as_os_str() == ".git")
-}
-
 impl FolderWatch {
-    /// Starts watching `root`; `trust` is the file that pins the trusted rules. Events are
-    /// read from an async task ([`FolderWatch::next`]); notify's own thread sends them.
-    pub fn start(root: &Path, trust: &Path) -> Result<FolderWatch, String> {
+    /// Starts watching `root`, whose repository data is `dot`; `trust` is the file that
+    /// pins the trusted rules. Wakes are read from an async task ([`FolderWatch::next`]);
+    /// the monitor's own thread sends them.
+    pub fn start(root: &Path, dot: &Path, trust: &Path) -> Result<FolderWatch, MonitorError> {
         let (tx, rx) = unbounded_channel();
-        let base: PathBuf = root.to_path_buf();
-        let trust = trust.to_path_buf();
-        let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-            let wake = match res {
-                Ok(e) if matches!(e.kind, EventKind::Access(_)) => return,
-                Ok(e) if e.need_rescan() => Wake::Rescan,
-                Ok(e) if e.paths.contains(&trust) => Wake::Trust,
-                Ok(e) if !e.paths.is_empty() && e.paths.iter().all(|p| private(&base, p)) => return,
-                Ok(_) => Wake::Changed,
-                Err(_) => Wake::Rescan,
-            };
-            let _ = tx.send(wake);
-        })
-        .map_err(|e| format!("cannot watch {}: {e}", root.display()))?;
-        watcher
-            .watch(root, RecursiveMode::Recursive)
-            .map_err(|e| format!("cannot watch {}: {e}", root.display()))?;
+        let on_wake = Box::new(move |w| {
+            let _ = tx.send(w);
+        });
+        let monitor = Monitor::start(root, dot, trust.file_name(), Some(on_wake))?;
         Ok(FolderWatch {
-            _watcher: watcher,
+            _monitor: monitor,
             rx,
         })
     }

@@ -293,9 +293,13 @@ fn dispatch(cli: Cli, here: PathBuf, style: Style) -> CliResult<u8> {
         }
         Command::Reject { id } => crate::actions::reject(&open(&here)?, &id, style),
         Command::Watch {
+            index_only: true, ..
+        } => crate::watch::monitor_only(&open(&here)?),
+        Command::Watch {
             quiet_period,
             rescan,
             no_ingest,
+            index_only: false,
         } => crate::watch::watch(&open(&here)?, &quiet_period, &rescan, !no_ingest, style),
         Command::Rollback { receipt } => crate::actions::rollback(&open(&here)?, &receipt, style),
         Command::Receipts { json } => crate::actions::receipts(&open(&here)?, json, style),

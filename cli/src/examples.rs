@@ -363,6 +363,10 @@ const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
                 "run time rules and follow the folder until stopped",
             ),
             ("lifeos watch --no-ingest", "without extracting text"),
+            (
+                "lifeos watch --index-only",
+                "only track changes, so status and commit look at those paths alone",
+            ),
         ],
     ),
     (

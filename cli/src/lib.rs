@@ -347,7 +347,8 @@ pub enum Command {
         receipt: String,
     },
     /// Watch the folder: commit it once changes have been quiet for a while, index what
-    /// changed, fire the rules (time rules too), until SIGINT or SIGTERM.
+    /// changed, fire the rules (time rules too), until SIGINT or SIGTERM. While it runs,
+    /// `status` and `commit` ask it what changed instead of reading the whole folder.
     Watch {
         /// How long the folder must be quiet before a commit.
         #[arg(long = "quiet-period", value_name = "DURATION", default_value = "2s")]
@@ -359,6 +360,10 @@ pub enum Command {
         /// commit itself).
         #[arg(long)]
         no_ingest: bool,
+        /// Only keep track of what changes, for `status` and `commit` to look at those
+        /// paths alone: commit nothing, fire no rule.
+        #[arg(long, conflicts_with_all = ["quiet_period", "rescan", "no_ingest"])]
+        index_only: bool,
     },
     /// Receipts of actions: executed, blocked, failed, noop, uncertain.
     Receipts {

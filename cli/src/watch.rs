@@ -5,11 +5,13 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use lifeos_actions::monitor::{Monitor, MonitorError};
 use lifeos_actions::rules::parse_duration;
 use lifeos_actions::watch::{FolderWatch, Schedule, Wake};
 use lifeos_actions::{Rules, Trigger};
 use lifeos_vcs::repo::now_ms;
 use lifeos_vcs::Repo;
+use tokio::signal::unix::{signal, Signal, SignalKind};
 
 use crate::error::{CliError, CliResult};
 use crate::output::{local_time, Style};
@@ -59,6 +61,65 @@ pub fn watch(repo: &Repo, quiet: &str, rescan: &str, ingest: bool, style: Style)
     runtime.block_on(watch_loop(repo, quiet, rescan, ingest, style))
 }
 
+fn monitor_error(e: MonitorError) -> CliError {
+    let hint = match e {
+        MonitorError::Busy => "stop the other one first: one watcher per folder",
+        MonitorError::Remote { .. } => "run lifeos watch on the machine that holds the disk",
+        MonitorError::Io { .. } => {
+            "status and commit still work without it, reading the whole folder"
+        }
+    };
+    CliError::new(e.to_string()).hint(hint)
+}
+
+/// SIGTERM, SIGINT and SIGHUP, to wait for in the runtime (which must be running).
+fn stop_signals() -> CliResult<(Signal, Signal, Signal)> {
+    let signals = |kind: SignalKind| {
+        signal(kind).map_err(|e| CliError::new(format!("cannot wait for signals: {e}")))
+    };
+    Ok((
+        signals(SignalKind::terminate())?,
+        signals(SignalKind::interrupt())?,
+        signals(SignalKind::hangup())?,
+    ))
+}
+
+/// `lifeos watch --index-only`: keeps the folder monitor running until SIGINT or SIGTERM,
+/// for `status` and `commit` to ask.
+pub fn monitor_only(repo: &Repo) -> CliResult<u8> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()
+        .map_err(|e| CliError::new(format!("cannot start the watcher's runtime: {e}")))?;
+    let monitor =
+        Monitor::start(repo.workdir(), repo.dot_dir(), None, None).map_err(monitor_error)?;
+    runtime.block_on(async {
+        let (mut term, mut int, mut hup) = stop_signals()?;
+        // A signal stops it here, where the socket is removed, not by the default action.
+        crate::signals::interrupt()
+            .default_allowed_flag()
+            .store(false, Ordering::SeqCst);
+        log(&format!(
+            "watching {} for status and commit (SIGINT or SIGTERM stops)",
+            repo.workdir().display()
+        ));
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+            _ = hup.recv() => {}
+        }
+        Ok::<(), CliError>(())
+    })?;
+    if let Some(why) = monitor.broken() {
+        log(&format!(
+            "the monitor had stopped vouching for the folder: {why}"
+        ));
+    }
+    drop(monitor);
+    log("stopped");
+    Ok(0)
+}
+
 /// What `lifeos watch` does until a signal asks it to stop.
 async fn watch_loop(
     repo: &Repo,
@@ -67,19 +128,11 @@ async fn watch_loop(
     ingest: bool,
     style: Style,
 ) -> CliResult<u8> {
-    use tokio::signal::unix::{signal, SignalKind};
     use tokio::time::{sleep_until, Instant as Deadline};
     let actions = crate::actions::actions_of(repo);
-    let mut folder =
-        FolderWatch::start(repo.workdir(), &actions.trust_file()).map_err(CliError::new)?;
-    let signals = |kind: SignalKind| {
-        signal(kind).map_err(|e| CliError::new(format!("cannot wait for signals: {e}")))
-    };
-    let (mut term, mut int, mut hup) = (
-        signals(SignalKind::terminate())?,
-        signals(SignalKind::interrupt())?,
-        signals(SignalKind::hangup())?,
-    );
+    let mut folder = FolderWatch::start(repo.workdir(), repo.dot_dir(), &actions.trust_file())
+        .map_err(monitor_error)?;
+    let (mut term, mut int, mut hup) = stop_signals()?;
     // Signals only ask: the loop stops between two steps, and a step that changes the
     // folder stops between two files.
     let interrupt = crate::signals::interrupt();

@@ -50,6 +50,9 @@ pub struct Stat {
     pub ino: u64,
     /// Mode bits (file type and permissions, as `st_mode`).
     pub mode: u32,
+    /// Hard links to the inode (saturated at `u32::MAX`): a file with more than one can
+    /// change through another name, which no event about this one reports.
+    pub links: u32,
 }
 
 impl From<&Metadata> for Stat {
@@ -60,6 +63,7 @@ impl From<&Metadata> for Stat {
             size: m.len(),
             ino: m.ino(),
             mode: m.mode(),
+            links: u32::try_from(m.nlink()).unwrap_or(u32::MAX),
         }
     }
 }

@@ -160,7 +160,7 @@ impl Repo {
         }
         if parent_tree == Some(tree) && !opts.allow_empty {
             drop(tx);
-            if snapshot.state_changed {
+            if snapshot.state_changed || snapshot.monitor.is_some() {
                 self.save_snapshot_state(&snapshot, &tree)?;
             }
             return Ok(CommitOutcome {

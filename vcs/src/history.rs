@@ -9,6 +9,7 @@ use lifeos_store::{Id, Kind, Transaction};
 
 use crate::error::{Result, VcsError};
 use crate::folder::WorkingCopyLock;
+use crate::monitor::{skipped_outside, SideFile, Watched};
 use crate::object::{Commit, Conflict, EntryKind, Event, OpEvents, Operation, TreeEntry, View};
 use crate::path::{display, in_folder, is_under, BString};
 use crate::repo::{now_ms, OpState, Repo};
@@ -16,7 +17,8 @@ use crate::stat_cache::{NewCache, StatCache};
 use crate::treediff::{diff_flat, Change, FlatTree};
 use crate::when::{parse_when, When};
 use crate::working_copy::{
-    scan, submodule_folder_present, NoProgress, Scan, ScanEntry, Skipped, WcState,
+    scan, scan_within, shares_inodes, submodule_folder_present, NoProgress, Scan, ScanEntry,
+    Skipped, WcState,
 };
 
 /// The working folder compared with `@`.
@@ -232,6 +234,62 @@ impl Repo {
             }
             None => (None, Vec::new()),
         };
+        let status = |changes: Vec<Change>, conflicts: Vec<Conflict>, skipped, unreadable| {
+            let changed: HashSet<&BString> = changes.iter().map(|c| &c.path).collect();
+            let conflicts = conflicts
+                .into_iter()
+                .filter(|c| !changed.contains(&c.path))
+                .collect();
+            Status {
+                base,
+                branch: view.current_branch.clone(),
+                changes,
+                conflicts,
+                skipped,
+                unreadable,
+            }
+        };
+        // Asked before anything is looked at: what changes from now on is in the journal.
+        let token = match self.watched(base_tree.as_ref()) {
+            Watched::Paths {
+                token,
+                targets,
+                mut side,
+            } => {
+                if targets.is_empty() {
+                    // Nothing happened in the folder since the cache was saved.
+                    if side.token != token {
+                        side.token = token;
+                        self.save_side_file(&side);
+                    }
+                    return Ok(status(Vec::new(), conflicts, side.skipped, Vec::new()));
+                }
+                let old = self.stat_cache();
+                if old.tree() == base_tree && old.sum() == Some(side.cache_sum) {
+                    let scanned = scan_within(self.workdir(), &targets)?;
+                    let shared = shares_inodes(&scanned);
+                    // The cache names `@`'s tree: its entries are that tree's.
+                    let base_flat: FlatTree = old
+                        .entries_within(&targets)
+                        .into_iter()
+                        .map(|(p, c)| (BString::from(p), c.tree_entry()))
+                        .collect();
+                    let read = self.read_folder(Some(&base_flat), old, scanned)?;
+                    let (changes, unreadable) =
+                        changes_from(&base_flat, read.flat, read.unreadable);
+                    side.skipped = skipped_outside(&side, &targets, read.skipped);
+                    // Nothing differs: the cache still is the folder, from the new token on.
+                    if changes.is_empty() && unreadable.is_empty() && !shared {
+                        side.token = token;
+                        self.save_side_file(&side);
+                    }
+                    return Ok(status(changes, conflicts, side.skipped, unreadable));
+                }
+                Some(token)
+            }
+            Watched::All(token) => Some(token),
+            Watched::No => None,
+        };
         let old = self.stat_cache();
         let scanned = scan(self.workdir())?;
         // Exactly what the snapshot that made `@`'s tree saw, the racily clean files
@@ -245,44 +303,29 @@ impl Repo {
                 })
             });
         if unchanged {
-            return Ok(Status {
-                base,
-                branch: view.current_branch.clone(),
-                changes: Vec::new(),
-                conflicts,
-                skipped: scanned.skipped,
-                unreadable: Vec::new(),
-            });
+            // The monitor's token can be saved with the cache, which is the folder.
+            if let (Some(token), Some(tree), Some(cache_sum)) = (token, base_tree, old.sum()) {
+                if !shares_inodes(&scanned) {
+                    self.save_side_file(&SideFile {
+                        token,
+                        tree,
+                        cache_sum,
+                        files: scanned.found.len() as u64,
+                        bytes: scanned.bytes(),
+                        skipped: scanned.skipped.clone(),
+                    });
+                }
+            }
+            return Ok(status(Vec::new(), conflicts, scanned.skipped, Vec::new()));
         }
         let base_flat = match base_tree {
             Some(t) => self.flatten(&t)?,
             None => FlatTree::new(),
         };
-        let FolderRead {
-            mut flat,
-            skipped,
-            unreadable,
-            ..
-        } = self.read_folder(Some(&base_flat), old, scanned)?;
-        for u in &unreadable {
-            for (p, e) in base_flat.iter().filter(|(p, _)| is_under(p, &u.path)) {
-                flat.entry(p.clone()).or_insert_with(|| e.clone());
-            }
-        }
-        let changes = diff_flat(&base_flat, &flat);
-        let changed: HashSet<&BString> = changes.iter().map(|c| &c.path).collect();
-        let conflicts = conflicts
-            .into_iter()
-            .filter(|c| !changed.contains(&c.path))
-            .collect();
-        Ok(Status {
-            base,
-            branch: view.current_branch.clone(),
-            changes,
-            conflicts,
-            skipped,
-            unreadable,
-        })
+        let read = self.read_folder(Some(&base_flat), old, scanned)?;
+        let skipped = read.skipped;
+        let (changes, unreadable) = changes_from(&base_flat, read.flat, read.unreadable);
+        Ok(status(changes, conflicts, skipped, unreadable))
     }
 
     /// Resolves `--at WHEN` to the operation whose view it means.
@@ -1043,4 +1086,19 @@ fn without_parents_of_others(sides: Vec<OpState>) -> Vec<OpState> {
         .into_iter()
         .filter(|s| !parents.contains(&s.id) && seen.insert(s.id))
         .collect()
+}
+/// The changes from `base` (the flattened tree the folder is compared with) to `flat` (the
+/// folder as read), a path that could not be read counting as its recorded version (its
+/// content is unknown, never taken as deleted); and those paths.
+fn changes_from(
+    base: &FlatTree,
+    mut flat: FlatTree,
+    unreadable: Vec<Skipped>,
+) -> (Vec<Change>, Vec<Skipped>) {
+    for u in &unreadable {
+        for (p, e) in base.iter().filter(|(p, _)| is_under(p, &u.path)) {
+            flat.entry(p.clone()).or_insert_with(|| e.clone());
+        }
+    }
+    (diff_flat(base, &flat), unreadable)
 }

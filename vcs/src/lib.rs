@@ -21,6 +21,7 @@ pub mod folder;
 pub mod history;
 pub mod mentions;
 pub mod merge;
+pub mod monitor;
 pub mod object;
 pub mod path;
 pub mod query;
@@ -35,6 +36,8 @@ pub mod series;
 pub mod settings;
 mod snapshot_edits;
 pub mod stat_cache;
+#[doc(hidden)]
+pub mod testing;
 pub mod treediff;
 pub mod when;
 pub mod working_copy;

@@ -23,24 +23,45 @@ use crate::working_copy::{CacheEntry, Scan, Snapshot, SnapshotProgress, Stat};
 /// A change to one path of a tree: its new entry, or `None` to remove it.
 pub(crate) type Edit<'a> = (&'a [u8], Option<TreeEntry>);
 
+/// What a scan limited to some paths saw of the folder, for [`Repo::snapshot_edits`].
+pub(crate) struct Scope<'a> {
+    /// The paths it looked at (and below them).
+    pub targets: &'a [BString],
+    /// The folder's files and bytes when the cache was saved.
+    pub files: u64,
+    /// Their total size.
+    pub bytes: u64,
+}
+
 impl Repo {
     /// The snapshot of a folder whose stat cache `old` names `base`, made by editing
     /// `base` where the scan and the cache disagree. `Ok(Err(scan))` gives the scan back
     /// when a file could not be read: the whole snapshot then says what happened to it
     /// (files already stored stay in `tx`, and are found there again). The new cache is
     /// `old` with the changed paths patched in, not a map of every path.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn snapshot_edits(
         &self,
         tx: &mut Transaction<'_>,
         base: &Id,
         old: StatCache,
         mut scanned: Scan,
+        scope: Option<Scope<'_>>,
         started_ns: i128,
         progress: &dyn SnapshotProgress,
     ) -> Result<std::result::Result<Snapshot, Scan>> {
+        // The cache's entries the scan looked at: all, or those of a limited scan (their
+        // indexes; a list of every entry of a large cache would cost ~100 bytes a file).
+        let within = scope.as_ref().map(|s| old.within(s.targets));
+        let in_scope = || -> Box<dyn Iterator<Item = (&[u8], CacheEntry)> + '_> {
+            match &within {
+                Some(w) => Box::new(w.iter().map(|&i| old.at(i))),
+                None => Box::new(old.iter()),
+            }
+        };
         // A tracked path hidden by an ignore rule is still recorded (FORMAT 9.3); if it
         // cannot be read, the whole snapshot keeps its recorded version.
-        self.keep_tracked(old.paths(), &mut scanned);
+        self.keep_tracked(in_scope().map(|(p, _)| p), &mut scanned);
         if !scanned.unreadable.is_empty() {
             return Ok(Err(scanned));
         }
@@ -50,7 +71,7 @@ impl Repo {
         let mut to_read = Vec::new();
         let mut links = Vec::new();
         let mut gone: Vec<&[u8]> = Vec::new();
-        let mut cached = old.iter().peekable();
+        let mut cached = in_scope().peekable();
         for (i, f) in found.iter().enumerate() {
             while let Some((p, _)) = cached.next_if(|(p, _)| *p < f.path.as_slice()) {
                 gone.push(p);
@@ -65,9 +86,25 @@ impl Repo {
             }
         }
         gone.extend(cached.map(|(p, _)| p));
+        // The folder's files and bytes: the scan's, with those of the cache's entries
+        // outside a limited scan.
+        let (outside_files, outside_bytes) = match &scope {
+            Some(s) => (
+                s.files
+                    .saturating_sub(within.as_ref().map_or(0, Vec::len) as u64),
+                s.bytes
+                    .saturating_sub(in_scope().map(|(_, c)| c.size).sum::<u64>()),
+            ),
+            None => (0, 0),
+        };
         let total: u64 = found.iter().map(|f| f.meta.size).sum();
         let read_bytes: u64 = to_read.iter().map(|&i| found[i].meta.size).sum();
-        progress.scanned(found.len() as u64, total, to_read.len() as u64, read_bytes);
+        progress.scanned(
+            outside_files + found.len() as u64,
+            outside_bytes + total,
+            to_read.len() as u64,
+            read_bytes,
+        );
         // What was read: kind, id, and metadata as read.
         let mut ids: HashMap<usize, (EntryKind, Id)> = HashMap::new();
         let mut metas: HashMap<usize, Stat> = HashMap::with_capacity(to_read.len());
@@ -143,15 +180,15 @@ impl Repo {
                 None => tx.write_object(Kind::Tree, &Tree::default().encode())?,
             }
         };
-        let bytes = found
+        let bytes: u64 = found
             .iter()
             .enumerate()
             .map(|(i, f)| metas.get(&i).unwrap_or(&f.meta).size)
             .sum();
         Ok(Ok(Snapshot {
             tree,
-            files: found.len() as u64,
-            bytes,
+            files: outside_files + found.len() as u64,
+            bytes: outside_bytes + bytes,
             files_read: to_read.len() as u64,
             bytes_read,
             skipped: scanned.skipped,
@@ -166,6 +203,7 @@ impl Repo {
             }),
             state_changed,
             read,
+            monitor: None,
         }))
     }
 
@@ -290,37 +328,15 @@ mod tests {
         ]
     }
 
-    /// Makes room for a file at `rel`: a folder there, or a file where a folder on its
-    /// way must be, is removed.
-    fn clear_way(root: &Path, rel: &str) {
-        let p = root.join(rel);
-        if p.symlink_metadata().is_ok_and(|m| m.is_dir()) {
-            std::fs::remove_dir_all(&p).unwrap();
-        }
-        let mut at = root.to_path_buf();
-        for c in Path::new(rel)
-            .parent()
-            .into_iter()
-            .flat_map(|p| p.components())
-        {
-            at.push(c);
-            if at.symlink_metadata().is_ok_and(|m| !m.is_dir()) {
-                std::fs::remove_file(&at).unwrap();
-            }
-        }
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        let _ = std::fs::remove_file(&p);
-    }
-
     fn apply(root: &Path, op: &Op) {
         use std::os::unix::fs::PermissionsExt;
         match *op {
             Op::Write(i, b) => {
-                clear_way(root, PATHS[i]);
+                crate::testing::clear_way(root, PATHS[i].as_bytes()).unwrap();
                 std::fs::write(root.join(PATHS[i]), [b]).unwrap();
             }
             Op::Link(i) => {
-                clear_way(root, PATHS[i]);
+                crate::testing::clear_way(root, PATHS[i].as_bytes()).unwrap();
                 std::os::unix::fs::symlink("elsewhere", root.join(PATHS[i])).unwrap();
             }
             Op::Exec(i) => {

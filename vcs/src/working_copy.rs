@@ -10,6 +10,7 @@ use lifeos_store::{Id, Kind, Transaction};
 
 use crate::error::{Result, VcsError};
 use crate::folder::through_real_folders;
+use crate::monitor::{Token, Watched};
 use crate::object::{EntryKind, Tree, TreeEntry};
 use crate::path::{display, in_folder, is_under, BString};
 use crate::repo::{Repo, DOT_DIR};
@@ -66,6 +67,16 @@ impl CacheEntry {
             && self.mode == m.mode
     }
 
+    /// The tree entry it records (its name is left empty: the path holds it).
+    pub fn tree_entry(&self) -> TreeEntry {
+        TreeEntry {
+            name: Vec::new(),
+            kind: self.kind,
+            id: self.id,
+            size: self.size,
+        }
+    }
+
     /// An entry for a file with metadata `m`.
     pub fn from_meta(m: &Stat, kind: EntryKind, id: Id) -> CacheEntry {
         CacheEntry {
@@ -107,7 +118,7 @@ impl WcState {
 }
 
 impl Repo {
-    fn state_path(&self) -> PathBuf {
+    pub(crate) fn state_path(&self) -> PathBuf {
         self.dot_dir().join(STATE_FILE)
     }
 
@@ -138,8 +149,26 @@ impl Repo {
         if *recorded != snapshot.tree {
             return Ok(());
         }
-        if let Some(state) = &snapshot.state {
-            lifeos_store::store::write_atomic(&self.state_path(), &state.encode())?;
+        let mut saved = None;
+        if let Some(state) = snapshot.state.as_ref().filter(|_| snapshot.state_changed) {
+            let bytes = state.encode();
+            lifeos_store::store::write_atomic(&self.state_path(), &bytes)?;
+            saved = Some((state.tree(), crate::stat_cache::file_sum(&bytes)));
+        }
+        // The monitor's token goes with the cache now saved, if it names this tree.
+        if let Some(token) = snapshot.monitor {
+            // Unsaved, the cache read stands: the snapshot found the folder is its tree.
+            let (tree, sum) = saved.unwrap_or((Some(snapshot.tree), self.cache_sum()));
+            if let (Some(tree), Some(cache_sum)) = (tree.filter(|t| t == recorded), sum) {
+                self.save_side_file(&crate::monitor::SideFile {
+                    token,
+                    tree,
+                    cache_sum,
+                    files: snapshot.files,
+                    bytes: snapshot.bytes,
+                    skipped: snapshot.skipped.clone(),
+                });
+            }
         }
         Ok(())
     }
@@ -155,7 +184,7 @@ pub struct ScanEntry {
 }
 
 /// A path the scan skipped, or could not read, and why.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Skipped {
     /// The path (bytes; empty when the failure could not be tied to a path).
     pub path: BString,
@@ -217,7 +246,22 @@ fn walk_error_parts(e: &ignore::Error) -> (Option<&Path>, Option<&std::io::Error
 /// `.lifeos` and `.git` directories are never included; `.lifeosignore` (gitignore syntax)
 /// and `.gitignore` files are honoured.
 pub fn scan(root: &Path) -> Result<Scan> {
+    scan_limited(root, None)
+}
+
+/// [`scan`] limited to `targets` (as [`crate::monitor::scan_targets`] makes them): what
+/// it finds that is one of them or below one, under the same rules (the walk goes
+/// through the folders on their way, reading their ignore files, and no further).
+pub fn scan_within(root: &Path, targets: &[BString]) -> Result<Scan> {
+    scan_limited(root, Some(targets))
+}
+
+fn scan_limited(root: &Path, targets: Option<&[BString]>) -> Result<Scan> {
     let out = Mutex::new(Scan::default());
+    // The filter must own what it reads (the walker's threads may outlive this call's
+    // borrows, as far as the compiler knows).
+    let root_bytes = root.as_os_str().as_bytes().to_vec();
+    let targets_owned: Option<Vec<BString>> = targets.map(<[BString]>::to_vec);
     let walker = ignore::WalkBuilder::new(root)
         .hidden(false)
         .ignore(false)
@@ -228,16 +272,32 @@ pub fn scan(root: &Path) -> Result<Scan> {
         .require_git(false)
         .follow_links(false)
         .add_custom_ignore_filename(".lifeosignore")
-        .filter_entry(|e| {
+        .filter_entry(move |e| {
             let name = e.file_name();
             // Never record the repository itself, git's, or lifeos's own temporary files.
             let is_dir = e.file_type().is_some_and(|t| t.is_dir());
-            !((is_dir && (name == DOT_DIR || name == ".git"))
-                || name.as_encoded_bytes().starts_with(b".lifeos-tmp-"))
+            let recorded = !((is_dir && (name == DOT_DIR || name == ".git"))
+                || name.as_encoded_bytes().starts_with(b".lifeos-tmp-"));
+            recorded
+                && targets_owned.as_ref().is_none_or(|t| {
+                    let rel = e
+                        .path()
+                        .as_os_str()
+                        .as_bytes()
+                        .strip_prefix(&root_bytes[..]);
+                    let rel = rel.map(|r| r.strip_prefix(b"/").unwrap_or(r));
+                    rel.is_none_or(|r| crate::monitor::on_the_way(t, r))
+                })
         })
         .build_parallel();
     walker.visit(&mut ScanVisitors { root, out: &out });
     let mut out = out.into_inner().expect("scan lock");
+    if let Some(t) = targets {
+        // A folder on the way to a target may now be a file: it is not what was asked.
+        out.found.retain(|f| crate::monitor::in_targets(t, &f.path));
+        out.skipped
+            .retain(|f| crate::monitor::in_targets(t, &f.path));
+    }
     // Paths are unique: an unstable sort orders them the same.
     out.found.sort_unstable_by(|a, b| a.path.cmp(&b.path));
     out.unreadable.sort_by(|a, b| a.path.cmp(&b.path));
@@ -336,6 +396,7 @@ impl ScanVisitor<'_> {
             size: st.st_size as u64,
             ino: st.st_ino,
             mode: st.st_mode,
+            links: u32::try_from(st.st_nlink).unwrap_or(u32::MAX),
         })
     }
 }
@@ -419,6 +480,17 @@ pub struct Snapshot {
     pub state_changed: bool,
     /// The files read (new or changed): path, content id, size.
     pub read: Vec<(BString, Id, u64)>,
+    /// The folder monitor's token given before the folder was looked at, to save with the
+    /// stat cache (FORMAT 9.8); `None` without a monitor or when it cannot be trusted.
+    pub monitor: Option<Token>,
+}
+
+/// Whether a file found has another hard link: changed through that name, it changes
+/// with no event about this one, so the monitor cannot vouch for the folder.
+pub(crate) fn shares_inodes(scan: &Scan) -> bool {
+    scan.found
+        .iter()
+        .any(|f| f.meta.is_file() && f.meta.links > 1)
 }
 
 enum Node {
@@ -590,8 +662,42 @@ impl Repo {
         // The system clock, as file times are: a clock set for the operation's times
         // (LIFEOS_NOW) has nothing to do with when the files were written.
         let started_ns = jiff::Timestamp::now().as_nanosecond();
+        // Asked before anything is looked at: what changes from now on is in the journal.
+        let token = match self.watched(base) {
+            Watched::Paths {
+                token,
+                targets,
+                side,
+            } => {
+                let base = base.expect("a side file names a tree");
+                let watched = (token, targets.as_slice(), &side);
+                if let Some(s) = self.snapshot_watched(tx, base, watched, started_ns, progress)? {
+                    return Ok(s);
+                }
+                Some(token)
+            }
+            Watched::All(token) => Some(token),
+            Watched::No => None,
+        };
         let old = self.stat_cache();
         let scanned = scan(self.workdir())?;
+        // A file with another name can change through it unseen: no token then.
+        let token = token.filter(|_| !shares_inodes(&scanned));
+        let mut snapshot = self.snapshot_scanned(tx, base, progress, started_ns, old, scanned)?;
+        snapshot.monitor = token;
+        Ok(snapshot)
+    }
+
+    /// The snapshot of the folder as `scanned` found it, against the stat cache `old`.
+    fn snapshot_scanned(
+        &self,
+        tx: &mut Transaction<'_>,
+        base: Option<&Id>,
+        progress: &dyn SnapshotProgress,
+        started_ns: i128,
+        old: StatCache,
+        scanned: Scan,
+    ) -> Result<Snapshot> {
         if old.describes(base, &scanned) {
             // Nothing changed since the snapshot that made `base`: no file to read, no
             // tree to build, no state to save.
@@ -608,12 +714,13 @@ impl Repo {
                 state: None,
                 state_changed: false,
                 read: Vec::new(),
+                monitor: None,
             });
         }
         // Only some paths differ from the tree the cache names: edit that tree.
         let (old, mut scanned) = match base {
             Some(b) if old.tree() == Some(*b) && scanned.unreadable.is_empty() => {
-                match self.snapshot_edits(tx, b, old, scanned, started_ns, progress)? {
+                match self.snapshot_edits(tx, b, old, scanned, None, started_ns, progress)? {
                     Ok(snapshot) => return Ok(snapshot),
                     Err(scanned) => (self.stat_cache(), scanned),
                 }
@@ -796,6 +903,7 @@ impl Repo {
             state: Some(NewCache::Whole(state)),
             state_changed,
             read,
+            monitor: None,
         })
     }
 

@@ -1,0 +1,30 @@
+//! Helpers for tests of this crate and of the crates above it that change a working folder
+//! at random (not part of the API).
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+/// Makes room for a file at `rel` under `root`: a folder there, or a file where a folder on
+/// its way must be, is removed, and the folders on its way are made.
+pub fn clear_way(root: &Path, rel: &[u8]) -> std::io::Result<()> {
+    let rel = Path::new(OsStr::from_bytes(rel));
+    let p = root.join(rel);
+    if p.symlink_metadata().is_ok_and(|m| m.is_dir()) {
+        std::fs::remove_dir_all(&p)?;
+    }
+    let mut at = root.to_path_buf();
+    for c in rel.parent().into_iter().flat_map(|p| p.components()) {
+        at.push(c);
+        if at.symlink_metadata().is_ok_and(|m| !m.is_dir()) {
+            std::fs::remove_file(&at)?;
+        }
+    }
+    if let Some(parent) = p.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    match std::fs::remove_file(&p) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}

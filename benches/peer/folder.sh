@@ -3,8 +3,9 @@
 # FILES_PER small files each (default 400 x 250 = 100,000), committed once by each tool;
 # then, RUNS times each, alternating: status with nothing changed, a commit with nothing
 # changed and a commit of one 2-byte edit. git runs with default settings, and its status
-# also in a second copy with core.untrackedCache=true. Wall time and peak RSS (GNU time) as medians; prints a
-# Markdown table, also saved to $PEER_WORKDIR/folder-results.md.
+# also in a second copy with core.untrackedCache=true. Then lifeos's three commands again
+# while `lifeos watch --index-only` runs (git has no inotify monitor of its own on Linux).
+# Wall time and peak RSS (GNU time) as medians; prints a Markdown table, also saved to $PEER_WORKDIR/folder-results.md.
 #
 # Environment:
 #   LIFEOS_BIN    lifeos binary (default: cargo build --release --bin lifeos)
@@ -46,11 +47,15 @@ done
 # Timestamps must be older than the racy window of either tool before the first run.
 sleep 3
 
-# Runs "$@" in $1 under GNU time; prints "seconds kilobytes".
+# Runs "$@" in $1 under GNU time; prints "seconds kilobytes" (the wall time to the
+# millisecond from the clock around it, GNU time's has hundredths).
 measure() {
     local dir=$1; shift
-    (cd "$dir" && /usr/bin/time -f '%e %M' -o "$WORK/time.out" "$@" >/dev/null 2>&1)
-    tail -n 1 "$WORK/time.out"
+    local t0 t1
+    t0=$(date +%s%N)
+    (cd "$dir" && /usr/bin/time -f '%M' -o "$WORK/time.out" "$@" >/dev/null 2>&1)
+    t1=$(date +%s%N)
+    echo "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }') $(tail -n 1 "$WORK/time.out")"
 }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
@@ -79,15 +84,35 @@ for ((i = 0; i < RUNS; i++)); do
     record "git commit, one file" "$(measure "$WORK/git" sh -c "git add -A && git ${GIT_ID[*]} commit -q -m one")"
 done
 
+# The same commands while `lifeos watch --index-only` keeps track of what changes: the
+# first status after it starts reads the whole folder and saves its token; the rest ask.
+log "starting lifeos watch --index-only"
+(cd "$WORK/lifeos" && exec "$LIFEOS_BIN" watch --index-only >"$WORK/monitor.log" 2>&1) &
+MONITOR=$!
+trap 'kill "$MONITOR" 2>/dev/null || true' EXIT
+for _ in $(seq 600); do grep -q watching "$WORK/monitor.log" 2>/dev/null && break; sleep 0.1; done
+(cd "$WORK/lifeos" && "$LIFEOS_BIN" status >/dev/null)
+for ((i = 0; i < RUNS; i++)); do
+    log "round $((i + 1)) of $RUNS with the monitor"
+    record "lifeos status (watch --index-only)" "$(measure "$WORK/lifeos" "$LIFEOS_BIN" status)"
+    record "lifeos commit, nothing changed (watch --index-only)" "$(measure "$WORK/lifeos" "$LIFEOS_BIN" commit -q -m none)"
+    echo "w$i" >>"$WORK/lifeos/d0005/f0005.txt"
+    record "lifeos commit, one file (watch --index-only)" "$(measure "$WORK/lifeos" "$LIFEOS_BIN" commit -q -m one)"
+done
+kill "$MONITOR"
+wait "$MONITOR" || true
+
 {
     echo "| $((FOLDERS * FILES_PER)) files | median s | median peak RSS MB | runs |"
     echo "|---|---|---|---|"
     for k in "lifeos first commit" "git first commit" "lifeos status" "git status" \
         "git status (untrackedCache)" "lifeos commit, nothing changed" \
-        "git commit, nothing changed" "lifeos commit, one file" "git commit, one file"; do
+        "git commit, nothing changed" "lifeos commit, one file" "git commit, one file" \
+        "lifeos status (watch --index-only)" "lifeos commit, nothing changed (watch --index-only)" \
+        "lifeos commit, one file (watch --index-only)"; do
         t=$(tr ' ' '\n' <<<"${T[$k]}" | grep . | median)
         m=$(tr ' ' '\n' <<<"${M[$k]}" | grep . | median)
         n=$(wc -w <<<"${T[$k]}")
-        printf '| %s | %.2f | %.0f | %d |\n' "$k" "$t" "$(awk -v m="$m" 'BEGIN { print m / 1024 }')" "$n"
+        printf '| %s | %.3f | %.0f | %d |\n' "$k" "$t" "$(awk -v m="$m" 'BEGIN { print m / 1024 }')" "$n"
     done
 } | tee "$WORK/folder-results.md"

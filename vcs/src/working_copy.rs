@@ -12,7 +12,7 @@ use crate::error::{Result, VcsError};
 use crate::folder::through_real_folders;
 use crate::monitor::{Token, Watched};
 use crate::object::{EntryKind, Tree, TreeEntry};
-use crate::path::{display, in_folder, is_under, BString};
+use crate::path::{display, in_folder, is_under, join, BString};
 use crate::repo::{Repo, DOT_DIR};
 use crate::stat_cache::{NewCache, StatCache};
 
@@ -548,13 +548,101 @@ fn write_tree(tx: &mut Transaction<'_>, map: BTreeMap<Vec<u8>, Node>) -> Result<
             }
         }
     }
+    write_sorted(tx, b"", entries)
+}
+
+/// Writes a tree from its files given in path order, each folder's tree as soon as the
+/// paths leave it: what is held is the folders open on the way to the current path, not
+/// the whole tree. The trees are [`write_tree`]'s (entries sorted by name: path order puts
+/// `a-b` before the folder `a`'s files).
+#[derive(Default)]
+struct TreeWriter {
+    /// The open folders from the root down: each one's path and entries so far.
+    open: Vec<(Vec<u8>, Vec<TreeEntry>)>,
+}
+
+impl TreeWriter {
+    /// Adds the file `entry` at `path`, after every path before it in order.
+    fn add(&mut self, tx: &mut Transaction<'_>, path: &[u8], entry: TreeEntry) -> Result<()> {
+        if self.open.is_empty() {
+            self.open.push((Vec::new(), Vec::new()));
+        }
+        let bad = |reason: String| VcsError::BadPath {
+            path: display(path).into_owned(),
+            reason,
+        };
+        let (dir, name) = match path.iter().rposition(|b| *b == b'/') {
+            Some(i) => (&path[..i], &path[i + 1..]),
+            None => (&path[..0], path),
+        };
+        while !is_under(dir, &self.open.last().expect("the root stays open").0) {
+            self.close(tx)?;
+        }
+        let mut at = self.open.last().expect("the root stays open").0.len();
+        while at < dir.len() {
+            let from = if at == 0 { 0 } else { at + 1 };
+            let end = dir[from..]
+                .iter()
+                .position(|b| *b == b'/')
+                .map_or(dir.len(), |i| from + i);
+            crate::object::valid_name(&dir[from..end]).map_err(bad)?;
+            self.open.push((dir[..end].to_vec(), Vec::new()));
+            at = end;
+        }
+        crate::object::valid_name(name).map_err(bad)?;
+        let top = &mut self.open.last_mut().expect("the root stays open").1;
+        top.push(TreeEntry {
+            name: name.to_vec(),
+            ..entry
+        });
+        Ok(())
+    }
+
+    /// Writes the innermost open folder and adds it to the one above.
+    fn close(&mut self, tx: &mut Transaction<'_>) -> Result<()> {
+        let (path, entries) = self.open.pop().expect("a folder is open");
+        let (id, size) = write_sorted(tx, &path, entries)?;
+        let name_at = path.iter().rposition(|b| *b == b'/').map_or(0, |i| i + 1);
+        let parent = &mut self.open.last_mut().expect("the root stays open").1;
+        parent.push(TreeEntry {
+            name: path[name_at..].to_vec(),
+            kind: EntryKind::Dir,
+            id,
+            size,
+        });
+        Ok(())
+    }
+
+    /// Writes every open folder; returns the root tree.
+    fn finish(mut self, tx: &mut Transaction<'_>) -> Result<Id> {
+        while self.open.len() > 1 {
+            self.close(tx)?;
+        }
+        let entries = self.open.pop().map(|(_, e)| e).unwrap_or_default();
+        Ok(write_sorted(tx, b"", entries)?.0)
+    }
+}
+
+/// Writes the tree of folder `path` with `entries` sorted by name; a name given twice (a
+/// file and a folder) is refused as [`insert`] refuses it.
+fn write_sorted(
+    tx: &mut Transaction<'_>,
+    path: &[u8],
+    mut entries: Vec<TreeEntry>,
+) -> Result<(Id, u64)> {
+    entries.sort_by(|a, b| a.name.cmp(&b.name));
+    if let Some(w) = entries.windows(2).find(|w| w[0].name == w[1].name) {
+        return Err(VcsError::BadPath {
+            path: display(&join(path, &w[0].name)).into_owned(),
+            reason: "a parent is a file".into(),
+        });
+    }
     let tree = Tree {
         entries,
         git_raw: None,
     };
     let size = tree.total_size();
-    let id = tx.write_object(Kind::Tree, &tree.encode())?;
-    Ok((id, size))
+    Ok((tx.write_object(Kind::Tree, &tree.encode())?, size))
 }
 
 /// Progress of a snapshot, for display.
@@ -814,22 +902,29 @@ impl Repo {
         unreadable.append(&mut failures.unreadable);
         unreadable.sort_by(|a, b| a.path.cmp(&b.path));
         let mut root = BTreeMap::new();
+        // With nothing kept from the base (no unreadable path, no submodule), the tree is
+        // written folder by folder as the sorted scan closes them, not built whole first.
+        let mut stream = (unreadable.is_empty()
+            && base_flat
+                .as_ref()
+                .is_none_or(|f| f.values().all(|e| e.kind != EntryKind::Gitlink)))
+        .then(TreeWriter::default);
         let mut files = 0;
         let mut bytes = 0;
         for (i, f) in found.iter_mut().enumerate() {
             let Some((kind, id)) = ids[i] else { continue };
             let meta = &f.meta;
             let size = meta.size;
-            insert(
-                &mut root,
-                &f.path,
-                TreeEntry {
-                    name: Vec::new(),
-                    kind,
-                    id,
-                    size,
-                },
-            )?;
+            let entry = TreeEntry {
+                name: Vec::new(),
+                kind,
+                id,
+                size,
+            };
+            match &mut stream {
+                Some(w) => w.add(tx, &f.path, entry)?,
+                None => insert(&mut root, &f.path, entry)?,
+            }
             files += 1;
             bytes += size;
             let entry = CacheEntry::from_meta(meta, kind, id);
@@ -870,7 +965,10 @@ impl Repo {
                 entries.retain(|(p, _)| !submodules.iter().any(|s| is_under(p, s)));
             }
         }
-        let (tree, _) = write_tree(tx, root)?;
+        let tree = match stream {
+            Some(w) => w.finish(tx)?,
+            None => write_tree(tx, root)?.0,
+        };
         // The tree is made of the entries alone when nothing was kept from the base.
         let made_of_entries = (unreadable.is_empty() && !has_submodules).then_some(tree);
         // Files read again (new, changed or racy) move the racy window forward, a cache of
@@ -1012,6 +1110,60 @@ fn contains(root: &BTreeMap<Vec<u8>, Node>, path: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        /// The tree written folder by folder from sorted paths is the tree built whole.
+        #[test]
+        fn a_tree_written_as_folders_close_is_the_tree_built_whole(
+            picks in proptest::collection::btree_set(0usize..14, 1..14),
+        ) {
+            // Names that order differently as paths and as tree entries, and depth.
+            const PATHS: &[&str] = &[
+                "a-b", "a.txt", "a/x", "a/y/z", "a/y/z2", "a/y-1", "ab", "b", "c/d/e/f",
+                "c/d/g", "c/d-e", "c/dd", "z", "\u{e9}/x",
+            ];
+            let dir = tempfile::tempdir().unwrap();
+            let repo = Repo::init(dir.path(), lifeos_store::StoreConfig::default()).unwrap();
+            let mut tx = repo.store().transaction().unwrap();
+            let mut paths: Vec<&[u8]> = picks.iter().map(|&i| PATHS[i].as_bytes()).collect();
+            paths.sort();
+            let entry = |p: &[u8]| TreeEntry {
+                name: Vec::new(),
+                kind: EntryKind::File,
+                id: Id::hash(p),
+                size: p.len() as u64,
+            };
+            let mut map = BTreeMap::new();
+            let mut w = TreeWriter::default();
+            for p in &paths {
+                insert(&mut map, p, entry(p)).unwrap();
+                w.add(&mut tx, p, entry(p)).unwrap();
+            }
+            let whole = write_tree(&mut tx, map).unwrap().0;
+            proptest::prop_assert_eq!(w.finish(&mut tx).unwrap(), whole);
+        }
+    }
+
+    #[test]
+    fn a_tree_writer_refuses_a_file_that_is_also_a_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repo::init(dir.path(), lifeos_store::StoreConfig::default()).unwrap();
+        let mut tx = repo.store().transaction().unwrap();
+        let e = TreeEntry {
+            name: Vec::new(),
+            kind: EntryKind::File,
+            id: Id::hash(b"x"),
+            size: 1,
+        };
+        let mut w = TreeWriter::default();
+        w.add(&mut tx, b"a", e.clone()).unwrap();
+        w.add(&mut tx, b"a/x", e.clone()).unwrap();
+        let err = w.finish(&mut tx).unwrap_err().to_string();
+        assert!(err.contains("a parent is a file"), "{err}");
+        let mut w = TreeWriter::default();
+        assert!(w.add(&mut tx, b"a/../b", e).is_err());
+    }
 
     fn state() -> WcState {
         let entry = |kind, seed: &[u8]| CacheEntry {

@@ -16,6 +16,7 @@
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -37,6 +38,9 @@ const COOKIE_PREFIX: &str = "monitor-cookie-";
 /// How many distinct paths the journal holds before it forgets them all (and every older
 /// token then means a full scan).
 const MAX_PATHS: usize = 200_000;
+/// How long the monitor's threads wait for something to happen before they look at
+/// whether they must stop.
+const POLL_MS: i32 = 250;
 /// How long an answer waits for its cookie before saying "scan everything".
 const COOKIE_WAIT: Duration = Duration::from_secs(2);
 
@@ -103,6 +107,9 @@ struct Journal {
     lost: String,
     /// Set when the monitor can no longer vouch for anything.
     broken: Option<String>,
+    /// Set when the watches must be made again (events were lost, mounts changed): every
+    /// answer is "all" until the reader has made them.
+    rewatch: Option<String>,
     paths: HashMap<Vec<u8>, u64>,
     /// The highest cookie number read back.
     cookie: u64,
@@ -116,6 +123,7 @@ impl Journal {
             floor: 0,
             lost: String::new(),
             broken: None,
+            rewatch: None,
             paths: HashMap::new(),
             cookie: 0,
         }
@@ -144,7 +152,7 @@ impl Journal {
             seq: self.seq,
         };
         let all = |why: &str| (token, Answer::All(why.to_owned()));
-        if let Some(why) = &self.broken {
+        if let Some(why) = self.broken.as_ref().or(self.rewatch.as_ref()) {
             return all(why);
         }
         match since {
@@ -181,6 +189,8 @@ impl Shared {
 pub struct Monitor {
     shared: Arc<Shared>,
     dot: PathBuf,
+    /// The socket, to shut down when stopping (which wakes the server's `accept`).
+    listener: UnixListener,
     threads: Vec<JoinHandle<()>>,
     _lock: std::fs::File,
 }
@@ -223,6 +233,17 @@ impl Monitor {
             });
         }
         let root_dev = std::fs::metadata(root).map_err(io_err("read", root))?.dev();
+        // Cookies a killed watcher left.
+        if let Ok(list) = std::fs::read_dir(dot) {
+            for e in list.flatten() {
+                if e.file_name()
+                    .as_bytes()
+                    .starts_with(COOKIE_PREFIX.as_bytes())
+                {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        }
         let mut inotify = Inotify::init().map_err(io_err("start inotify for", root))?;
         let mut watches = inotify.watches();
         // `.lifeos` itself (not below it): the cookies and the trust file.
@@ -283,23 +304,40 @@ impl Monitor {
         }
         let listener = lifeos_vcs::monitor::with_socket_path(dot, |p| UnixListener::bind(p))
             .map_err(io_err("listen on", &socket_path))?;
-        let s = shared.clone();
-        let events = std::thread::Builder::new()
-            .name("lifeos-monitor-events".into())
-            .spawn(move || reader.run(&mut inotify, &s))
-            .map_err(io_err("start a thread for", root))?;
-        let s = shared.clone();
-        let dot_owned = dot.to_path_buf();
-        let server = std::thread::Builder::new()
-            .name("lifeos-monitor-answers".into())
-            .spawn(move || serve(&listener, &s, &dot_owned))
-            .map_err(io_err("start a thread for", root))?;
-        Ok(Monitor {
-            shared,
+        let mut monitor = Monitor {
+            shared: shared.clone(),
             dot: dot.to_path_buf(),
-            threads: vec![events, server],
+            listener: listener
+                .try_clone()
+                .map_err(io_err("listen on", &socket_path))?,
+            threads: Vec::new(),
             _lock: lock,
-        })
+        };
+        // From here on, a failure drops `monitor`, which stops what started and removes
+        // the socket.
+        let mounts = MountWatch::new(root);
+        let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
+            std::thread::Builder::new()
+                .name(name.into())
+                .spawn(f)
+                .map_err(io_err("start a thread for", root))
+        };
+        let s = shared.clone();
+        monitor.threads.push(spawn(
+            "lifeos-monitor-events",
+            Box::new(move || reader.run(&mut inotify, &s)),
+        )?);
+        let s = shared.clone();
+        monitor.threads.push(spawn(
+            "lifeos-monitor-mounts",
+            Box::new(move || mounts.run(&s)),
+        )?);
+        let dot_owned = dot.to_path_buf();
+        monitor.threads.push(spawn(
+            "lifeos-monitor-answers",
+            Box::new(move || serve(&listener, &shared, &dot_owned)),
+        )?);
+        Ok(monitor)
     }
 
     /// How many folders are watched is not kept; this says whether the monitor still
@@ -312,16 +350,14 @@ impl Monitor {
 impl Drop for Monitor {
     fn drop(&mut self) {
         self.shared.stop.store(true, Ordering::SeqCst);
-        let socket = self.dot.join(SOCKET);
-        // Wake both threads: a connection for the server, a cookie for the reader.
-        let _ = lifeos_vcs::monitor::with_socket_path(&self.dot, |p| UnixStream::connect(p));
-        let wake = self.dot.join(format!("{COOKIE_PREFIX}stop"));
-        let _ = std::fs::write(&wake, b"");
+        // The server's `accept` returns once the socket is shut down; the other threads
+        // wait for events a bounded time and then look at `stop`.
+        // SAFETY: shuts down a socket this monitor owns; nothing is freed.
+        unsafe { libc::shutdown(self.listener.as_raw_fd(), libc::SHUT_RDWR) };
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
-        let _ = std::fs::remove_file(&wake);
-        let _ = std::fs::remove_file(&socket);
+        let _ = std::fs::remove_file(self.dot.join(SOCKET));
     }
 }
 
@@ -336,6 +372,22 @@ struct Reader {
     dot_wd: WatchDescriptor,
     trust: Option<Vec<u8>>,
     on_wake: Option<OnWake>,
+}
+
+/// Why the ignore file at `path` can change with no event about it (it is a symlink, or
+/// has another hard link), if it is an ignore file that can.
+fn unseen_rules(path: &Path) -> Option<String> {
+    let name = path.file_name()?.as_bytes();
+    if name != b".gitignore" && name != b".lifeosignore" {
+        return None;
+    }
+    let m = std::fs::symlink_metadata(path).ok()?;
+    (m.file_type().is_symlink() || m.nlink() > 1).then(|| {
+        format!(
+            "the ignore file {} is a symlink or has another name: its rules can change with no event here",
+            path.display()
+        )
+    })
 }
 
 /// Folders never watched (nor recorded by a scan): repositories' own data.
@@ -367,9 +419,25 @@ impl Reader {
                     ));
                 }
             }
-            match self.watches.add(&path, folder_mask()) {
+            // The root's own removal or move ends what the monitor can vouch for.
+            let mask = if rel.is_empty() {
+                folder_mask() | WatchMask::DELETE_SELF | WatchMask::MOVE_SELF
+            } else {
+                folder_mask()
+            };
+            match self.watches.add(&path, mask) {
                 Ok(wd) => {
-                    self.dirs.insert(wd, rel.clone());
+                    if let Some(other) = self.dirs.insert(wd, rel.clone()) {
+                        if other != rel {
+                            // One folder at two paths (a bind mount): its events would name
+                            // only one of them.
+                            return Err(format!(
+                                "{} is also at {}",
+                                path.display(),
+                                self.full(&other).display()
+                            ));
+                        }
+                    }
                 }
                 Err(e) if gone(&e) => continue,
                 Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => {
@@ -392,6 +460,9 @@ impl Reader {
                 if is_dir && !unwatched(name.as_bytes()) {
                     todo.push(join(&rel, name.as_bytes()));
                 }
+                if let Some(why) = unseen_rules(&entry.path()) {
+                    return Err(why);
+                }
             }
         }
         Ok(())
@@ -400,81 +471,33 @@ impl Reader {
     fn run(&mut self, inotify: &mut Inotify, shared: &Shared) {
         let mut buf = vec![0u8; 64 * 1024];
         loop {
-            let events = inotify.read_events_blocking(&mut buf);
+            // Events, or a look at `stop` and at a rewatch the mount thread asked for.
+            let ready = wait_readable(inotify.as_raw_fd(), POLL_MS);
             if shared.stop.load(Ordering::SeqCst) {
                 return;
             }
             let mut journal = shared.journal();
-            let events = match events {
-                Ok(events) => events,
-                Err(e) => {
-                    journal.broken = Some(format!("reading inotify events failed: {e}"));
-                    self.wake(Wake::Rescan);
-                    return;
-                }
-            };
             let (seq, floor) = (journal.seq, journal.floor);
             let mut trust = false;
-            for ev in events {
-                let name = ev.name.map(|n| n.as_bytes());
-                if ev.mask.contains(EventMask::Q_OVERFLOW) {
-                    journal.lose("the kernel's event queue overflowed".into());
-                    continue;
-                }
-                if ev.wd == self.dot_wd {
-                    match name {
-                        Some(n) if Some(n) == self.trust.as_deref() => trust = true,
-                        Some(n) => {
-                            if let Some(k) = n
-                                .strip_prefix(COOKIE_PREFIX.as_bytes())
-                                .and_then(|k| std::str::from_utf8(k).ok())
-                                .and_then(|k| k.parse::<u64>().ok())
-                            {
-                                journal.cookie = journal.cookie.max(k);
-                            }
-                        }
-                        None => {}
-                    }
-                    continue;
-                }
-                if ev.mask.contains(EventMask::IGNORED) {
-                    self.dirs.remove(&ev.wd);
-                    continue;
-                }
-                let Some(dir) = self.dirs.get(&ev.wd) else {
-                    continue;
-                };
-                let Some(name) = name else {
-                    // About a watched folder itself: the root going away is the end.
-                    if dir.is_empty()
-                        && ev
-                            .mask
-                            .intersects(EventMask::DELETE_SELF | EventMask::MOVE_SELF)
-                    {
-                        journal.broken = Some("the folder itself was moved or deleted".into());
-                    }
-                    continue;
-                };
-                if dir.is_empty() && name == lifeos_vcs::repo::DOT_DIR.as_bytes() {
-                    continue;
-                }
-                let rel = join(dir, name);
-                journal.record(rel.clone());
-                if ev.mask.contains(EventMask::ISDIR) {
-                    if ev.mask.contains(EventMask::MOVED_FROM) {
-                        self.unwatch_tree(&rel);
-                    }
-                    if ev.mask.intersects(EventMask::CREATE | EventMask::MOVED_TO)
-                        && !unwatched(name)
-                    {
-                        if let Err(why) = self.watch_tree(rel) {
-                            journal.broken = Some(why);
+            match ready {
+                Ok(false) => {}
+                Ok(true) => match inotify.read_events(&mut buf) {
+                    Ok(events) => {
+                        for ev in events {
+                            trust |= self.event(&mut journal, &ev);
                         }
                     }
-                }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                    Err(e) => journal.broken = Some(format!("reading inotify events failed: {e}")),
+                },
+                Err(e) => journal.broken = Some(format!("waiting for inotify events failed: {e}")),
+            }
+            if let Some(why) = journal.rewatch.take() {
+                self.rewatch(&mut journal, why);
             }
             let lost = journal.floor != floor || journal.broken.is_some();
             let changed = journal.seq != seq;
+            let broken = journal.broken.is_some();
             drop(journal);
             shared.cookie_seen.notify_all();
             if lost {
@@ -485,7 +508,92 @@ impl Reader {
             if trust {
                 self.wake(Wake::Trust);
             }
+            if broken && self.on_wake.is_none() {
+                // Nothing to vouch for and no one to wake: answers say "all" from now on.
+                return;
+            }
         }
+    }
+
+    /// Handles one event; returns whether it is about the trust file.
+    fn event(&mut self, journal: &mut Journal, ev: &inotify::Event<&OsStr>) -> bool {
+        let name = ev.name.map(|n| n.as_bytes());
+        if ev.mask.contains(EventMask::Q_OVERFLOW) {
+            // Lost events may have been folders made or moved: watch everything again.
+            journal.rewatch = Some("the kernel's event queue overflowed".into());
+            return false;
+        }
+        if ev.wd == self.dot_wd {
+            match name {
+                Some(n) if Some(n) == self.trust.as_deref() => return true,
+                Some(n) => {
+                    if let Some(k) = n
+                        .strip_prefix(COOKIE_PREFIX.as_bytes())
+                        .and_then(|k| std::str::from_utf8(k).ok())
+                        .and_then(|k| k.parse::<u64>().ok())
+                    {
+                        journal.cookie = journal.cookie.max(k);
+                    }
+                }
+                None => {}
+            }
+            return false;
+        }
+        if ev.mask.contains(EventMask::UNMOUNT) {
+            journal.rewatch = Some("a file system in the folder was unmounted".into());
+            return false;
+        }
+        if ev.mask.contains(EventMask::IGNORED) {
+            self.dirs.remove(&ev.wd);
+            return false;
+        }
+        let Some(dir) = self.dirs.get(&ev.wd) else {
+            return false;
+        };
+        let Some(name) = name else {
+            // About a watched folder itself: the root going away is the end.
+            if dir.is_empty()
+                && ev
+                    .mask
+                    .intersects(EventMask::DELETE_SELF | EventMask::MOVE_SELF)
+            {
+                journal.broken = Some("the folder itself was moved or deleted".into());
+            }
+            return false;
+        };
+        if dir.is_empty() && name == lifeos_vcs::repo::DOT_DIR.as_bytes() {
+            return false;
+        }
+        let rel = join(dir, name);
+        journal.record(rel.clone());
+        if let Some(why) = unseen_rules(&self.full(&rel)) {
+            journal.broken = Some(why);
+        }
+        if ev.mask.contains(EventMask::ISDIR) {
+            if ev.mask.contains(EventMask::MOVED_FROM) {
+                self.unwatch_tree(&rel);
+            }
+            if ev.mask.intersects(EventMask::CREATE | EventMask::MOVED_TO) && !unwatched(name) {
+                if let Err(why) = self.watch_tree(rel) {
+                    // Made again from the root after this batch; a second failure there
+                    // is the end.
+                    journal.rewatch = Some(why);
+                }
+            }
+        }
+        false
+    }
+
+    /// Drops every watch and watches the whole folder again; tokens given before are
+    /// answered "all" (`why`). A failure ends what the monitor can vouch for.
+    fn rewatch(&mut self, journal: &mut Journal, why: String) {
+        for (wd, _) in std::mem::take(&mut self.dirs) {
+            let _ = self.watches.remove(wd);
+        }
+        if let Err(e) = self.watch_tree(Vec::new()) {
+            journal.broken = Some(e);
+        }
+        journal.lose(why);
     }
 
     /// Stops watching folder `rel` and what is below it (moved away: events from there
@@ -536,6 +644,119 @@ fn remote_fs(path: &Path) -> Option<&'static str> {
     }
 }
 
+/// Waits up to `ms` for `fd` to be readable (`POLLIN`); whether it is.
+fn wait_readable(fd: std::os::fd::RawFd, ms: i32) -> std::io::Result<bool> {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: `p` is one valid pollfd for the call.
+    match unsafe { libc::poll(&mut p, 1, ms) } {
+        -1 => {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                Ok(false)
+            } else {
+                Err(e)
+            }
+        }
+        0 => Ok(false),
+        _ => Ok(true),
+    }
+}
+
+/// Watches the mount table: a file system mounted or unmounted on a path inside the
+/// folder changes what the folder holds with no event (a mount over a watched folder sends
+/// none), so the watches are made again and older tokens are answered "all".
+struct MountWatch {
+    root: Vec<u8>,
+    mounts: Option<std::fs::File>,
+    inside: Vec<Vec<u8>>,
+}
+
+impl MountWatch {
+    fn new(root: &Path) -> MountWatch {
+        let root = root.as_os_str().as_bytes().to_vec();
+        let mounts = std::fs::File::open("/proc/self/mountinfo").ok();
+        let inside = mounts_inside(&root);
+        MountWatch {
+            root,
+            mounts,
+            inside,
+        }
+    }
+
+    fn run(mut self, shared: &Shared) {
+        let Some(file) = self.mounts.take() else {
+            shared.journal().broken =
+                Some("cannot read /proc/self/mountinfo to follow mounts in the folder".into());
+            return;
+        };
+        loop {
+            // The mount table signals a change as an exceptional condition.
+            let mut p = libc::pollfd {
+                fd: file.as_raw_fd(),
+                events: libc::POLLPRI,
+                revents: 0,
+            };
+            // SAFETY: `p` is one valid pollfd for the call.
+            let n = unsafe { libc::poll(&mut p, 1, POLL_MS) };
+            if shared.stop.load(Ordering::SeqCst) {
+                return;
+            }
+            if n <= 0 {
+                continue;
+            }
+            // Reading it again from the start clears the condition.
+            let mut f = &file;
+            let _ = std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(0));
+            let _ = std::io::Read::read_to_end(&mut f, &mut Vec::new());
+            let now = mounts_inside(&self.root);
+            if now != self.inside {
+                self.inside = now;
+                shared.journal().rewatch =
+                    Some("a file system was mounted or unmounted in the folder".into());
+            }
+        }
+    }
+}
+
+/// The mount points strictly inside `root` (bytes, sorted), from `/proc/self/mountinfo`
+/// (its fifth field, with `\ooo` octal escapes).
+fn mounts_inside(root: &[u8]) -> Vec<Vec<u8>> {
+    let table = std::fs::read("/proc/self/mountinfo").unwrap_or_default();
+    let mut out: Vec<Vec<u8>> = table
+        .split(|b| *b == b'\n')
+        .filter_map(|line| line.split(|b| *b == b' ').nth(4))
+        .map(unescape_octal)
+        .filter(|m| m.len() > root.len() && m.starts_with(root) && m[root.len()] == b'/')
+        .collect();
+    out.sort();
+    out
+}
+
+fn unescape_octal(s: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(s.len());
+    let mut i = 0;
+    while i < s.len() {
+        let oct = s
+            .get(i + 1..i + 4)
+            .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        match (s[i], oct) {
+            (b'\\', Some(d)) => {
+                out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
+                i += 4;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
 fn gone(e: &std::io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR))
 }
@@ -573,6 +794,15 @@ fn answer(conn: &mut UnixStream, shared: &Shared, dot: &Path, cookie: u64) -> st
     let Some(since) = decode_request(&request) else {
         return Ok(());
     };
+    // With nothing to vouch for, no cookie is waited for.
+    {
+        let journal = shared.journal();
+        if journal.broken.is_some() {
+            let (token, answer) = journal.answer(since);
+            drop(journal);
+            return conn.write_all(&encode_answer(token, &answer));
+        }
+    }
     // The cookie comes back through the queue after every event from before it.
     let path = dot.join(format!("{COOKIE_PREFIX}{cookie}"));
     let made = std::fs::write(&path, b"");
@@ -675,7 +905,7 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let rel = PATHS[(r >> 8) as usize % PATHS.len()];
         let p = at(root, rel);
-        match r % 11 {
+        match r % 12 {
             0..=3 => {
                 lifeos_vcs::testing::clear_way(root, rel).unwrap();
                 std::fs::write(&p, (r >> 16).to_le_bytes()).unwrap();
@@ -724,6 +954,17 @@ mod tests {
                 std::fs::create_dir_all(d.join("deep")).unwrap();
                 for i in 0..(r >> 20) % 5 {
                     std::fs::write(d.join("deep").join(i.to_string()), [i as u8]).unwrap();
+                }
+            }
+            10 => {
+                // A write through the second name, which sends no event about `b`.
+                if root.join("hard").exists() {
+                    use std::io::Write;
+                    let mut f = std::fs::OpenOptions::new()
+                        .append(true)
+                        .open(root.join("hard"))
+                        .unwrap();
+                    f.write_all(b"through the other name").unwrap();
                 }
             }
             _ => {
@@ -843,5 +1084,36 @@ mod tests {
             "the monitor answered {watched_rounds} rounds of 60"
         );
         assert_eq!(monitor.broken(), None);
+        // A second name made while the token stands, and a write through it: the event
+        // names only the new name.
+        let _ = std::fs::remove_file(root.join("hard"));
+        lifeos_vcs::testing::clear_way(root, b"b").unwrap();
+        std::fs::write(root.join("b"), b"b").unwrap();
+        commit();
+        assert_eq!(status(), Vec::new());
+        assert!(side.exists());
+        std::fs::hard_link(root.join("b"), root.join("hard")).unwrap();
+        apply(root, 10);
+        assert_eq!(status(), truth(&repo), "a write through a second name");
+        assert_eq!(status().len(), 2, "b modified, hard added");
+    }
+
+    #[test]
+    fn an_ignore_file_that_is_a_symlink_stops_the_monitor_vouching() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let repo = lifeos_vcs::Repo::init(root, lifeos_store::StoreConfig::default()).unwrap();
+        let monitor = Monitor::start(root, repo.dot_dir(), None, None).unwrap();
+        std::fs::write(root.join("rules"), b"*.tmp\n").unwrap();
+        std::os::unix::fs::symlink("rules", root.join(".gitignore")).unwrap();
+        // The event is read within the monitor's poll.
+        let start = Instant::now();
+        while monitor.broken().is_none() && start.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let why = monitor.broken().expect("no longer vouching");
+        assert!(why.contains("symlink"), "{why}");
+        let (_, answer) = lifeos_vcs::monitor::ask(repo.dot_dir(), None).unwrap();
+        assert!(matches!(answer, Answer::All(_)));
     }
 }

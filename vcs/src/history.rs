@@ -17,8 +17,7 @@ use crate::stat_cache::{NewCache, StatCache};
 use crate::treediff::{diff_flat, Change, FlatTree};
 use crate::when::{parse_when, When};
 use crate::working_copy::{
-    scan, scan_within, shares_inodes, submodule_folder_present, NoProgress, Scan, ScanEntry,
-    Skipped, WcState,
+    scan, scan_within, submodule_folder_present, NoProgress, Scan, ScanEntry, Skipped, WcState,
 };
 
 /// The working folder compared with `@`.
@@ -48,6 +47,8 @@ pub struct FolderRead {
     pub skipped: Vec<Skipped>,
     /// Paths that could not be read.
     pub unreadable: Vec<Skipped>,
+    /// Whether a file read has another hard link ([`Scan::shared_inodes`]).
+    pub shared_inodes: bool,
 }
 
 /// Which operation a `--at` resolved to.
@@ -152,10 +153,12 @@ impl Repo {
             mut found,
             skipped,
             unreadable,
+            shared_inodes,
         } = scanned;
         let mut out = FolderRead {
             skipped,
             unreadable,
+            shared_inodes,
             ..FolderRead::default()
         };
         // Entries are collected, then the map is built in bulk once the scan and the old
@@ -267,7 +270,6 @@ impl Repo {
                 let old = self.stat_cache();
                 if old.tree() == base_tree && old.sum() == Some(side.cache_sum) {
                     let scanned = scan_within(self.workdir(), &targets)?;
-                    let shared = shares_inodes(&scanned);
                     // The cache names `@`'s tree: its entries are that tree's.
                     let base_flat: FlatTree = old
                         .entries_within(&targets)
@@ -275,15 +277,20 @@ impl Repo {
                         .map(|(p, c)| (BString::from(p), c.tree_entry()))
                         .collect();
                     let read = self.read_folder(Some(&base_flat), old, scanned)?;
-                    let (changes, unreadable) =
-                        changes_from(&base_flat, read.flat, read.unreadable);
-                    side.skipped = skipped_outside(&side, &targets, read.skipped);
-                    // Nothing differs: the cache still is the folder, from the new token on.
-                    if changes.is_empty() && unreadable.is_empty() && !shared {
-                        side.token = token;
-                        self.save_side_file(&side);
+                    // A file with another name can change through it unseen, a file
+                    // outside these paths too: then everything is looked at.
+                    if !read.shared_inodes {
+                        let (changes, unreadable) =
+                            changes_from(&base_flat, read.flat, read.unreadable);
+                        side.skipped = skipped_outside(&side, &targets, read.skipped);
+                        // Nothing differs: the cache still is the folder, from the new
+                        // token on.
+                        if changes.is_empty() && unreadable.is_empty() {
+                            side.token = token;
+                            self.save_side_file(&side);
+                        }
+                        return Ok(status(changes, conflicts, side.skipped, unreadable));
                     }
-                    return Ok(status(changes, conflicts, side.skipped, unreadable));
                 }
                 Some(token)
             }
@@ -305,7 +312,7 @@ impl Repo {
         if unchanged {
             // The monitor's token can be saved with the cache, which is the folder.
             if let (Some(token), Some(tree), Some(cache_sum)) = (token, base_tree, old.sum()) {
-                if !shares_inodes(&scanned) {
+                if !scanned.shared_inodes {
                     self.save_side_file(&SideFile {
                         token,
                         tree,

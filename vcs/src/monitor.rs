@@ -26,12 +26,10 @@ use crate::error::Result;
 use crate::path::BString;
 use crate::repo::Repo;
 use crate::snapshot_edits::Scope;
-use crate::working_copy::{scan_within, shares_inodes, Skipped, Snapshot, SnapshotProgress};
+use crate::working_copy::{scan_within, Skipped, Snapshot, SnapshotProgress};
 
 /// The watcher's socket, inside `.lifeos`.
 pub const SOCKET: &str = "monitor.sock";
-/// The folder (inside `.lifeos`) where the watcher makes its cookie files.
-pub const COOKIES: &str = "monitor";
 /// The side file that ties a monitor token to the stat cache, inside `.lifeos`.
 pub const SIDE_FILE: &str = "wc_monitor";
 /// The first bytes of every request and answer.
@@ -355,12 +353,20 @@ impl Repo {
     /// The checksum at the end of the stat cache file (which names it), read without
     /// reading the rest.
     pub(crate) fn cache_sum(&self) -> Option<[u8; 16]> {
+        self.cache_identity().map(|(_, sum)| sum)
+    }
+
+    /// The tree the stat cache file names and its checksum, from its first and last
+    /// bytes; `None` without a cache of the current format.
+    pub(crate) fn cache_identity(&self) -> Option<(Option<Id>, [u8; 16])> {
         use std::os::unix::fs::FileExt;
         let f = std::fs::File::open(self.state_path()).ok()?;
         let len = f.metadata().ok()?.len();
+        let mut head = [0; crate::stat_cache::HEADER_LEN];
+        f.read_exact_at(&mut head, 0).ok()?;
         let mut sum = [0; 16];
         f.read_exact_at(&mut sum, len.checked_sub(16)?).ok()?;
-        Some(sum)
+        Some((crate::stat_cache::header_tree(&head)?, sum))
     }
 
     /// Saves the side file. It is only ever a shortcut: when it cannot be written, or is
@@ -401,6 +407,7 @@ impl Repo {
                 state_changed: false,
                 read: Vec::new(),
                 monitor: Some(token),
+                shared_inodes: false,
             }));
         }
         let old = self.stat_cache();
@@ -408,15 +415,14 @@ impl Repo {
             return Ok(None);
         }
         let scanned = scan_within(self.workdir(), targets)?;
-        if shares_inodes(&scanned) {
-            return Ok(None);
-        }
         let scope = Scope {
             targets,
             files: side.files,
             bytes: side.bytes,
         };
         match self.snapshot_edits(tx, base, old, scanned, Some(scope), started_ns, progress)? {
+            // A file with another name can change through it unseen: look at everything.
+            Ok(snapshot) if snapshot.shared_inodes => Ok(None),
             Ok(mut snapshot) => {
                 snapshot.skipped = skipped_outside(side, targets, snapshot.skipped);
                 snapshot.monitor = Some(token);

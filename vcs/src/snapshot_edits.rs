@@ -204,6 +204,7 @@ impl Repo {
             state_changed,
             read,
             monitor: None,
+            shared_inodes: scanned.shared_inodes,
         }))
     }
 

@@ -38,6 +38,19 @@ pub struct StatCache {
     converted: bool,
 }
 
+/// The tree a stat cache file names, from its first bytes: `None` unless they are a
+/// header of the current format.
+pub(crate) fn header_tree(head: &[u8]) -> Option<Option<Id>> {
+    if head.len() < HEADER || &head[..8] != MAGIC || head[8] != VERSION {
+        return None;
+    }
+    let tree: [u8; 32] = head[25..57].try_into().ok()?;
+    Some((tree != [0; 32]).then_some(Id(tree)))
+}
+
+/// The length of a stat cache file's header (its first bytes, which name its tree).
+pub(crate) const HEADER_LEN: usize = HEADER;
+
 /// The checksum that ends a stat cache file (its last 16 bytes), which names it.
 pub fn file_sum(bytes: &[u8]) -> Option<[u8; SUM]> {
     bytes.get(bytes.len().checked_sub(SUM)?..)?.try_into().ok()

@@ -155,10 +155,16 @@ impl Repo {
             lifeos_store::store::write_atomic(&self.state_path(), &bytes)?;
             saved = Some((state.tree(), crate::stat_cache::file_sum(&bytes)));
         }
-        // The monitor's token goes with the cache now saved, if it names this tree.
-        if let Some(token) = snapshot.monitor {
-            // Unsaved, the cache read stands: the snapshot found the folder is its tree.
-            let (tree, sum) = saved.unwrap_or((Some(snapshot.tree), self.cache_sum()));
+        // The monitor's token goes with the cache now saved (or the one read, which
+        // stands), if it names this tree and nothing was left unread.
+        let token = snapshot.monitor.filter(|_| snapshot.unreadable.is_empty());
+        if let Some(token) = token {
+            let (tree, sum) = match saved {
+                Some(s) => s,
+                None => self
+                    .cache_identity()
+                    .map_or((None, None), |(t, s)| (t, Some(s))),
+            };
             if let (Some(tree), Some(cache_sum)) = (tree.filter(|t| t == recorded), sum) {
                 self.save_side_file(&crate::monitor::SideFile {
                     token,
@@ -204,6 +210,9 @@ pub struct Scan {
     /// file that kept changing while it was read). Their content is unknown, so they must
     /// never be taken as deleted: a commit keeps their last recorded version or refuses.
     pub unreadable: Vec<Skipped>,
+    /// Whether a file found has another hard link: changed through that name, it changes
+    /// with no event about this one, so the folder monitor cannot vouch for the folder.
+    pub shared_inodes: bool,
 }
 
 impl Scan {
@@ -298,6 +307,7 @@ fn scan_limited(root: &Path, targets: Option<&[BString]>) -> Result<Scan> {
         out.skipped
             .retain(|f| crate::monitor::in_targets(t, &f.path));
     }
+    out.shared_inodes = out.found.iter().any(|f| linked_elsewhere(&f.meta));
     // Paths are unique: an unstable sort orders them the same.
     out.found.sort_unstable_by(|a, b| a.path.cmp(&b.path));
     out.unreadable.sort_by(|a, b| a.path.cmp(&b.path));
@@ -483,14 +493,13 @@ pub struct Snapshot {
     /// The folder monitor's token given before the folder was looked at, to save with the
     /// stat cache (FORMAT 9.8); `None` without a monitor or when it cannot be trusted.
     pub monitor: Option<Token>,
+    /// Whether a file recorded has another hard link ([`Scan::shared_inodes`]).
+    pub shared_inodes: bool,
 }
 
-/// Whether a file found has another hard link: changed through that name, it changes
-/// with no event about this one, so the monitor cannot vouch for the folder.
-pub(crate) fn shares_inodes(scan: &Scan) -> bool {
-    scan.found
-        .iter()
-        .any(|f| f.meta.is_file() && f.meta.links > 1)
+/// Whether `meta` is a regular file with another hard link ([`Scan::shared_inodes`]).
+fn linked_elsewhere(meta: &Stat) -> bool {
+    meta.is_file() && meta.links > 1
 }
 
 enum Node {
@@ -715,9 +724,11 @@ impl Repo {
             };
             match meta {
                 Ok(meta) if meta.is_file() || meta.file_type().is_symlink() => {
+                    let meta = Stat::from(&meta);
+                    scan.shared_inodes |= linked_elsewhere(&meta);
                     found.push(ScanEntry {
                         path: path.to_vec(),
-                        meta: Stat::from(&meta),
+                        meta,
                     });
                 }
                 Ok(_) => {}
@@ -769,10 +780,9 @@ impl Repo {
         };
         let old = self.stat_cache();
         let scanned = scan(self.workdir())?;
-        // A file with another name can change through it unseen: no token then.
-        let token = token.filter(|_| !shares_inodes(&scanned));
         let mut snapshot = self.snapshot_scanned(tx, base, progress, started_ns, old, scanned)?;
-        snapshot.monitor = token;
+        // A file with another name can change through it unseen: no token then.
+        snapshot.monitor = token.filter(|_| !snapshot.shared_inodes);
         Ok(snapshot)
     }
 
@@ -803,6 +813,7 @@ impl Repo {
                 state_changed: false,
                 read: Vec::new(),
                 monitor: None,
+                shared_inodes: scanned.shared_inodes,
             });
         }
         // Only some paths differ from the tree the cache names: edit that tree.
@@ -823,6 +834,7 @@ impl Repo {
             mut found,
             mut skipped,
             mut unreadable,
+            shared_inodes,
         } = scanned;
         // The new stat cache's entries, in path order; the map is built in bulk at the
         // end, once the scan is dropped (ordered inserts leave B-tree nodes half empty).
@@ -1002,6 +1014,7 @@ impl Repo {
             state_changed,
             read,
             monitor: None,
+            shared_inodes,
         })
     }
 

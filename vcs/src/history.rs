@@ -267,16 +267,12 @@ impl Repo {
                     }
                     return Ok(status(Vec::new(), conflicts, side.skipped, Vec::new()));
                 }
-                let old = self.stat_cache();
-                if old.tree() == base_tree && old.sum() == Some(side.cache_sum) {
+                let base = base_tree.expect("a side file names a tree");
+                if let Some(there) = self.tree_within(&base, &targets)? {
                     let scanned = scan_within(self.workdir(), &targets)?;
-                    // The cache names `@`'s tree: its entries are that tree's.
-                    let base_flat: FlatTree = old
-                        .entries_within(&targets)
-                        .into_iter()
-                        .map(|(p, c)| (BString::from(p), c.tree_entry()))
-                        .collect();
-                    let read = self.read_folder(Some(&base_flat), old, scanned)?;
+                    let base_flat: FlatTree = there.into_iter().collect();
+                    // Every file found there is read: the stat cache is not read at all.
+                    let read = self.read_folder(Some(&base_flat), StatCache::default(), scanned)?;
                     // A file with another name can change through it unseen, a file
                     // outside these paths too: then everything is looked at.
                     if !read.shared_inodes {
@@ -309,19 +305,29 @@ impl Repo {
                         .is_ok_and(|(kind, id, _)| kind == c.kind && id == c.id)
                 })
             });
+        // With nothing changed, the monitor's token is saved, tied to the cache read: the
+        // folder is `@`'s tree (the cache may name an older one: only its checksum ties
+        // the token to it).
+        let cache_sum = old.sum();
+        let save_token = |files: u64, bytes: u64, skipped: &[Skipped]| {
+            if let (Some(token), Some(tree), Some(cache_sum)) = (token, base_tree, cache_sum) {
+                self.save_side_file(&SideFile {
+                    token,
+                    tree,
+                    cache_sum,
+                    files,
+                    bytes,
+                    skipped: skipped.to_vec(),
+                });
+            }
+        };
         if unchanged {
-            // The monitor's token can be saved with the cache, which is the folder.
-            if let (Some(token), Some(tree), Some(cache_sum)) = (token, base_tree, old.sum()) {
-                if !scanned.shared_inodes {
-                    self.save_side_file(&SideFile {
-                        token,
-                        tree,
-                        cache_sum,
-                        files: scanned.found.len() as u64,
-                        bytes: scanned.bytes(),
-                        skipped: scanned.skipped.clone(),
-                    });
-                }
+            if !scanned.shared_inodes {
+                save_token(
+                    scanned.found.len() as u64,
+                    scanned.bytes(),
+                    &scanned.skipped,
+                );
             }
             return Ok(status(Vec::new(), conflicts, scanned.skipped, Vec::new()));
         }
@@ -330,8 +336,15 @@ impl Repo {
             None => FlatTree::new(),
         };
         let read = self.read_folder(Some(&base_flat), old, scanned)?;
-        let skipped = read.skipped;
+        let (files, bytes) = (
+            read.flat.len() as u64,
+            read.flat.values().map(|e| e.size).sum::<u64>(),
+        );
+        let (shared, skipped) = (read.shared_inodes, read.skipped);
         let (changes, unreadable) = changes_from(&base_flat, read.flat, read.unreadable);
+        if changes.is_empty() && unreadable.is_empty() && !shared {
+            save_token(files, bytes, &skipped);
+        }
         Ok(status(changes, conflicts, skipped, unreadable))
     }
 

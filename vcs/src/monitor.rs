@@ -23,10 +23,12 @@ use lifeos_store::Id;
 use lifeos_store::Transaction;
 
 use crate::error::Result;
+use crate::object::{EntryKind, TreeEntry};
 use crate::path::BString;
 use crate::repo::Repo;
 use crate::snapshot_edits::Scope;
-use crate::working_copy::{scan_within, Skipped, Snapshot, SnapshotProgress};
+use crate::stat_cache::StatCache;
+use crate::working_copy::{scan_within, CacheEntry, Skipped, Snapshot, SnapshotProgress};
 
 /// The watcher's socket, inside `.lifeos`.
 pub const SOCKET: &str = "monitor.sock";
@@ -353,20 +355,12 @@ impl Repo {
     /// The checksum at the end of the stat cache file (which names it), read without
     /// reading the rest.
     pub(crate) fn cache_sum(&self) -> Option<[u8; 16]> {
-        self.cache_identity().map(|(_, sum)| sum)
-    }
-
-    /// The tree the stat cache file names and its checksum, from its first and last
-    /// bytes; `None` without a cache of the current format.
-    pub(crate) fn cache_identity(&self) -> Option<(Option<Id>, [u8; 16])> {
         use std::os::unix::fs::FileExt;
         let f = std::fs::File::open(self.state_path()).ok()?;
         let len = f.metadata().ok()?.len();
-        let mut head = [0; crate::stat_cache::HEADER_LEN];
-        f.read_exact_at(&mut head, 0).ok()?;
         let mut sum = [0; 16];
         f.read_exact_at(&mut sum, len.checked_sub(16)?).ok()?;
-        Some((crate::stat_cache::header_tree(&head)?, sum))
+        Some(sum)
     }
 
     /// Saves the side file. It is only ever a shortcut: when it cannot be written, or is
@@ -380,11 +374,31 @@ impl Repo {
         }
     }
 
+    /// The files of tree `base` at or below `targets`, in path order; `None` if one is a
+    /// submodule (what is inside it is not this tree's: the whole snapshot handles it).
+    pub(crate) fn tree_within(
+        &self,
+        base: &Id,
+        targets: &[BString],
+    ) -> Result<Option<Vec<(BString, TreeEntry)>>> {
+        let mut out = Vec::new();
+        for t in targets {
+            out.extend(self.entries_under(base, t)?);
+        }
+        if out.iter().any(|(_, e)| e.kind == EntryKind::Gitlink) {
+            return Ok(None);
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(Some(out))
+    }
+
     /// The snapshot when the watcher says only `targets` changed since the side file's
-    /// token: `base` (the tree the stat cache names) edited at what a scan limited to them
-    /// finds. `None` when that is not enough (something could not be read, a file has
-    /// another hard link, the cache is not the one the side file names): the caller
-    /// scans the whole folder.
+    /// token: `base` (the tree the side file names) edited at what a scan limited to them
+    /// finds. Every file found there is read (the stat cache is neither read nor written:
+    /// at a million files that is most of a commit's time), and what `base` has there
+    /// that is not found is gone. `None` when that is not enough (something could not be
+    /// read, a file has another hard link, a submodule is there): the caller scans the
+    /// whole folder.
     pub(crate) fn snapshot_watched(
         &self,
         tx: &mut Transaction<'_>,
@@ -410,22 +424,31 @@ impl Repo {
                 shared_inodes: false,
             }));
         }
-        let old = self.stat_cache();
-        if old.tree() != Some(*base) || old.sum() != Some(side.cache_sum) {
+        let Some(there) = self.tree_within(base, targets)? else {
             return Ok(None);
-        }
+        };
         let scanned = scan_within(self.workdir(), targets)?;
         let scope = Scope {
-            targets,
+            entries: there
+                .iter()
+                .map(|(p, e)| (p.clone(), CacheEntry::never_trusted(e)))
+                .collect(),
             files: side.files,
             bytes: side.bytes,
         };
+        let old = StatCache::default();
         match self.snapshot_edits(tx, base, old, scanned, Some(scope), started_ns, progress)? {
             // A file with another name can change through it unseen: look at everything.
             Ok(snapshot) if snapshot.shared_inodes => Ok(None),
             Ok(mut snapshot) => {
                 snapshot.skipped = skipped_outside(side, targets, snapshot.skipped);
                 snapshot.monitor = Some(token);
+                // What was read again unchanged (a mode or time touched) is not new.
+                snapshot.read.retain(|(p, id, _)| {
+                    there
+                        .binary_search_by(|(q, _)| q.cmp(p))
+                        .map_or(true, |i| there[i].1.id != *id)
+                });
                 Ok(Some(snapshot))
             }
             Err(_) => Ok(None),

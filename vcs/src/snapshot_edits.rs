@@ -23,11 +23,13 @@ use crate::working_copy::{CacheEntry, Scan, Snapshot, SnapshotProgress, Stat};
 /// A change to one path of a tree: its new entry, or `None` to remove it.
 pub(crate) type Edit<'a> = (&'a [u8], Option<TreeEntry>);
 
-/// What a scan limited to some paths saw of the folder, for [`Repo::snapshot_edits`].
-pub(crate) struct Scope<'a> {
-    /// The paths it looked at (and below them).
-    pub targets: &'a [BString],
-    /// The folder's files and bytes when the cache was saved.
+/// A scan limited to some paths, for [`Repo::snapshot_edits`]: what the base tree has
+/// there stands in for the stat cache.
+pub(crate) struct Scope {
+    /// The base tree's files at or below the paths looked at, in path order, as cache
+    /// entries no file's metadata matches (every file found there is read).
+    pub entries: Vec<(BString, CacheEntry)>,
+    /// The folder's files and bytes, as the monitor's side file has them.
     pub files: u64,
     /// Their total size.
     pub bytes: u64,
@@ -46,16 +48,15 @@ impl Repo {
         base: &Id,
         old: StatCache,
         mut scanned: Scan,
-        scope: Option<Scope<'_>>,
+        scope: Option<Scope>,
         started_ns: i128,
         progress: &dyn SnapshotProgress,
     ) -> Result<std::result::Result<Snapshot, Scan>> {
-        // The cache's entries the scan looked at: all, or those of a limited scan (their
-        // indexes; a list of every entry of a large cache would cost ~100 bytes a file).
-        let within = scope.as_ref().map(|s| old.within(s.targets));
+        // The entries the scan looked at: the whole cache (walked in place: a list of
+        // every entry of a large cache would cost ~100 bytes a file), or a limited scan's.
         let in_scope = || -> Box<dyn Iterator<Item = (&[u8], CacheEntry)> + '_> {
-            match &within {
-                Some(w) => Box::new(w.iter().map(|&i| old.at(i))),
+            match &scope {
+                Some(s) => Box::new(s.entries.iter().map(|(p, e)| (p.as_slice(), e.clone()))),
                 None => Box::new(old.iter()),
             }
         };
@@ -90,8 +91,7 @@ impl Repo {
         // outside a limited scan.
         let (outside_files, outside_bytes) = match &scope {
             Some(s) => (
-                s.files
-                    .saturating_sub(within.as_ref().map_or(0, Vec::len) as u64),
+                s.files.saturating_sub(s.entries.len() as u64),
                 s.bytes
                     .saturating_sub(in_scope().map(|(_, c)| c.size).sum::<u64>()),
             ),
@@ -171,7 +171,7 @@ impl Repo {
             ));
         }
         edits.sort_by(|a, b| a.0.cmp(b.0));
-        let state_changed = !edits.is_empty();
+        let state_changed = !edits.is_empty() && scope.is_none();
         let tree = if edits.is_empty() {
             *base
         } else {
@@ -194,8 +194,10 @@ impl Repo {
             skipped: scanned.skipped,
             unreadable: Vec::new(),
             // The cache read, with what changed: every other entry is as it was (a
-            // trusted entry's metadata is the file's), now recorded at this snapshot.
-            state: Some(NewCache::Patched {
+            // trusted entry's metadata is the file's), now recorded at this snapshot. A
+            // limited scan leaves the cache as it is (the monitor's side file vouches
+            // for the folder; a later full scan reads again what changed since).
+            state: scope.is_none().then_some(NewCache::Patched {
                 old,
                 changes,
                 recorded_at_ns: started_ns,

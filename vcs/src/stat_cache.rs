@@ -38,19 +38,6 @@ pub struct StatCache {
     converted: bool,
 }
 
-/// The tree a stat cache file names, from its first bytes: `None` unless they are a
-/// header of the current format.
-pub(crate) fn header_tree(head: &[u8]) -> Option<Option<Id>> {
-    if head.len() < HEADER || &head[..8] != MAGIC || head[8] != VERSION {
-        return None;
-    }
-    let tree: [u8; 32] = head[25..57].try_into().ok()?;
-    Some((tree != [0; 32]).then_some(Id(tree)))
-}
-
-/// The length of a stat cache file's header (its first bytes, which name its tree).
-pub(crate) const HEADER_LEN: usize = HEADER;
-
 /// The checksum that ends a stat cache file (its last 16 bytes), which names it.
 pub fn file_sum(bytes: &[u8]) -> Option<[u8; SUM]> {
     bytes.get(bytes.len().checked_sub(SUM)?..)?.try_into().ok()
@@ -481,56 +468,6 @@ impl StatCache {
         file_sum(&self.bytes)
     }
 
-    /// The indexes of the entries that are one of `targets` or below one (sorted paths,
-    /// none below another, as [`crate::monitor::scan_targets`] makes them), in path order.
-    pub(crate) fn within(&self, targets: &[crate::path::BString]) -> Vec<usize> {
-        let first = |key: &[u8]| {
-            let (mut lo, mut hi) = (0, self.count);
-            while lo < hi {
-                let mid = lo + (hi - lo) / 2;
-                if self.path(mid) < key {
-                    lo = mid + 1;
-                } else {
-                    hi = mid;
-                }
-            }
-            lo
-        };
-        let mut out = Vec::new();
-        for t in targets {
-            if t.is_empty() {
-                return (0..self.count).collect();
-            }
-            let at = first(t);
-            if at < self.count && self.path(at) == t.as_slice() {
-                out.push(at);
-            }
-            // Below `t/`: up to the first path after every `t/…` (`t0`, '0' following '/').
-            let mut below = t.to_vec();
-            below.push(b'/');
-            let from = first(&below);
-            *below.last_mut().expect("pushed") = b'/' + 1;
-            out.extend(from..first(&below));
-        }
-        // The ranges of `a` and `a-b` interleave (`a`, `a-b`, `a/x`): sort by path.
-        out.sort_unstable_by(|a, b| self.path(*a).cmp(self.path(*b)));
-        out
-    }
-
-    /// The entries that are one of `targets` or below one (see [`StatCache::within`]),
-    /// in path order.
-    pub fn entries_within(&self, targets: &[crate::path::BString]) -> Vec<(&[u8], CacheEntry)> {
-        self.within(targets)
-            .into_iter()
-            .map(|i| self.at(i))
-            .collect()
-    }
-
-    /// The path and entry at index `i` (in path order).
-    pub(crate) fn at(&self, i: usize) -> (&[u8], CacheEntry) {
-        (self.path(i), self.entry(i))
-    }
-
     /// Every path, in order.
     pub fn paths(&self) -> impl Iterator<Item = &[u8]> + '_ {
         (0..self.count).map(|i| self.path(i))
@@ -752,35 +689,18 @@ mod tests {
     }
 
     #[test]
-    fn entries_within_targets_are_each_target_and_what_is_below_it_in_path_order() {
-        let paths: &[&[u8]] = &[
-            b"a", b"a-b", b"a.txt", b"a/x", b"a/y/z", b"ab", b"b", b"b/c",
-        ];
+    fn a_cache_read_from_a_file_is_named_by_the_file_checksum() {
         let state = WcState {
             recorded_at_ns: 1,
             tree: None,
-            entries: paths
-                .iter()
-                .enumerate()
-                .map(|(i, p)| (p.to_vec(), entry(i as u64, EntryKind::File)))
+            entries: [(b"a".to_vec(), entry(1, EntryKind::File))]
+                .into_iter()
                 .collect(),
         };
-        let cache = StatCache::from_bytes(state.encode()).unwrap();
-        let within = |targets: &[&str]| -> Vec<String> {
-            let t: Vec<crate::path::BString> =
-                targets.iter().map(|t| t.as_bytes().into()).collect();
-            cache
-                .entries_within(&t)
-                .into_iter()
-                .map(|(p, _)| String::from_utf8(p.to_vec()).unwrap())
-                .collect()
-        };
-        assert_eq!(within(&["a"]), ["a", "a/x", "a/y/z"]);
-        assert_eq!(within(&["a", "a-b"]), ["a", "a-b", "a/x", "a/y/z"]);
-        assert_eq!(within(&["a/y"]), ["a/y/z"]);
-        assert_eq!(within(&["b", "zz"]), ["b", "b/c"]);
-        assert_eq!(within(&["c"]), Vec::<String>::new());
-        assert_eq!(within(&[""]).len(), paths.len());
-        assert_eq!(cache.sum(), file_sum(&state.encode()));
+        let bytes = state.encode();
+        let cache = StatCache::from_bytes(bytes.clone()).unwrap();
+        assert_eq!(cache.sum(), file_sum(&bytes));
+        assert_eq!(file_sum(&bytes).unwrap(), bytes[bytes.len() - 16..]);
+        assert_eq!(StatCache::default().sum(), None);
     }
 }

@@ -67,13 +67,17 @@ impl CacheEntry {
             && self.mode == m.mode
     }
 
-    /// The tree entry it records (its name is left empty: the path holds it).
-    pub fn tree_entry(&self) -> TreeEntry {
-        TreeEntry {
-            name: Vec::new(),
-            kind: self.kind,
-            id: self.id,
-            size: self.size,
+    /// An entry for tree entry `e` that no file's metadata matches (mode 0 is no file's):
+    /// a file compared with it is read.
+    pub fn never_trusted(e: &TreeEntry) -> CacheEntry {
+        CacheEntry {
+            size: e.size,
+            mtime_ns: 0,
+            ctime_ns: 0,
+            ino: 0,
+            mode: 0,
+            kind: e.kind,
+            id: e.id,
         }
     }
 
@@ -155,16 +159,13 @@ impl Repo {
             lifeos_store::store::write_atomic(&self.state_path(), &bytes)?;
             saved = Some((state.tree(), crate::stat_cache::file_sum(&bytes)));
         }
-        // The monitor's token goes with the cache now saved (or the one read, which
-        // stands), if it names this tree and nothing was left unread.
+        // The monitor's token goes with the cache now saved, if it names this tree, or
+        // with the cache that stands (unsaved, the snapshot found the folder is its tree:
+        // the cache's own, or, through the monitor, the side file's edited), if nothing
+        // was left unread.
         let token = snapshot.monitor.filter(|_| snapshot.unreadable.is_empty());
         if let Some(token) = token {
-            let (tree, sum) = match saved {
-                Some(s) => s,
-                None => self
-                    .cache_identity()
-                    .map_or((None, None), |(t, s)| (t, Some(s))),
-            };
+            let (tree, sum) = saved.unwrap_or((Some(snapshot.tree), self.cache_sum()));
             if let (Some(tree), Some(cache_sum)) = (tree.filter(|t| t == recorded), sum) {
                 self.save_side_file(&crate::monitor::SideFile {
                     token,

@@ -472,7 +472,7 @@ impl Reader {
         let mut buf = vec![0u8; 64 * 1024];
         loop {
             // Events, or a look at `stop` and at a rewatch the mount thread asked for.
-            let ready = wait_readable(inotify.as_raw_fd(), POLL_MS);
+            let ready = wait_for(inotify.as_raw_fd(), libc::POLLIN, POLL_MS);
             if shared.stop.load(Ordering::SeqCst) {
                 return;
             }
@@ -644,11 +644,11 @@ fn remote_fs(path: &Path) -> Option<&'static str> {
     }
 }
 
-/// Waits up to `ms` for `fd` to be readable (`POLLIN`); whether it is.
-fn wait_readable(fd: std::os::fd::RawFd, ms: i32) -> std::io::Result<bool> {
+/// Waits up to `ms` for `events` (`POLLIN`, `POLLPRI`) on `fd`; whether one came.
+fn wait_for(fd: std::os::fd::RawFd, events: libc::c_short, ms: i32) -> std::io::Result<bool> {
     let mut p = libc::pollfd {
         fd,
-        events: libc::POLLIN,
+        events,
         revents: 0,
     };
     // SAFETY: `p` is one valid pollfd for the call.
@@ -695,17 +695,11 @@ impl MountWatch {
         };
         loop {
             // The mount table signals a change as an exceptional condition.
-            let mut p = libc::pollfd {
-                fd: file.as_raw_fd(),
-                events: libc::POLLPRI,
-                revents: 0,
-            };
-            // SAFETY: `p` is one valid pollfd for the call.
-            let n = unsafe { libc::poll(&mut p, 1, POLL_MS) };
+            let changed = wait_for(file.as_raw_fd(), libc::POLLPRI, POLL_MS);
             if shared.stop.load(Ordering::SeqCst) {
                 return;
             }
-            if n <= 0 {
+            if !matches!(changed, Ok(true)) {
                 continue;
             }
             // Reading it again from the start clears the condition.

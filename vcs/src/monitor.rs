@@ -259,21 +259,9 @@ pub fn scan_targets(mut paths: Vec<BString>) -> Vec<BString> {
     for p in paths {
         // Sorted: a folder comes before what is below it, though not always right before
         // (`a-b` sorts between `a` and `a/x`), so every kept folder above is looked for.
-        let covered = p.is_empty() && !out.is_empty()
-            || std::iter::once(&p[..0])
-                .chain(
-                    p.iter()
-                        .enumerate()
-                        .filter(|(_, b)| **b == b'/')
-                        .map(|(i, _)| &p[..i]),
-                )
-                .any(|above| out.binary_search_by(|o| o.as_slice().cmp(above)).is_ok());
-        if !covered {
+        if !in_targets(&out, &p) {
             out.push(p);
         }
-    }
-    if out.first().is_some_and(|p| p.is_empty()) {
-        out.truncate(1);
     }
     out
 }
@@ -281,17 +269,7 @@ pub fn scan_targets(mut paths: Vec<BString>) -> Vec<BString> {
 /// Whether `path` is one of `targets` (as [`scan_targets`] makes them), below one, or a
 /// folder on the way to one: what a scan limited to them walks.
 pub fn on_the_way(targets: &[BString], path: &[u8]) -> bool {
-    if targets.first().is_some_and(|t| t.is_empty()) || path.is_empty() {
-        return true;
-    }
-    let has = |p: &[u8]| targets.binary_search_by(|t| t.as_slice().cmp(p)).is_ok();
-    // The path itself or a folder above it.
-    if has(path)
-        || path
-            .iter()
-            .enumerate()
-            .any(|(i, b)| *b == b'/' && has(&path[..i]))
-    {
+    if path.is_empty() || in_targets(targets, path) {
         return true;
     }
     // A folder above a target: the targets below `path/` follow it in order.

@@ -54,11 +54,13 @@ fn commit_and_ingest(repo: &Repo, message: &[u8]) {
     lifeos_ingest::run::ingest(repo, false, &Default::default(), &|_| {}).unwrap();
 }
 
+/// The time of the first commit: 2026-01-01.
+const FIRST: jiff::Timestamp = jiff::Timestamp::constant(1_767_225_600, 0);
+
 /// The notes, committed and ingested; then 1% of them edited, committed and ingested a
 /// minute later. Returns a time between the two commits.
 fn build(d: &Path, folders: usize, per: usize) -> String {
-    let first = jiff::Timestamp::from_second(1_767_225_600).unwrap(); // 2026-01-01
-    std::env::set_var("LIFEOS_NOW", first.to_string());
+    std::env::set_var("LIFEOS_NOW", FIRST.to_string());
     let repo = Repo::init(d, lifeos_store::StoreConfig::default()).unwrap();
     let mut rng = 0x9e37_79b9_7f4a_7c15u64;
     for f in 0..folders {
@@ -70,7 +72,7 @@ fn build(d: &Path, folders: usize, per: usize) -> String {
         }
     }
     commit_and_ingest(&repo, b"notes");
-    let second = first
+    let second = FIRST
         .checked_add(jiff::SignedDuration::from_secs(120))
         .unwrap();
     std::env::set_var("LIFEOS_NOW", second.to_string());
@@ -82,7 +84,12 @@ fn build(d: &Path, folders: usize, per: usize) -> String {
     }
     commit_and_ingest(&repo, b"edits");
     std::env::remove_var("LIFEOS_NOW");
-    first
+    between_commits()
+}
+
+/// A time between the two commits of [`build`].
+fn between_commits() -> String {
+    FIRST
         .checked_add(jiff::SignedDuration::from_secs(60))
         .unwrap()
         .to_string()
@@ -90,10 +97,18 @@ fn build(d: &Path, folders: usize, per: usize) -> String {
 
 fn search_cli(c: &mut Criterion) {
     let (folders, per) = size();
+    // `SEARCH_CLI_DIR=<dir>` builds the repository there once and reuses it on later
+    // runs (to time a change against the same catalog); by default a temp dir.
     let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
+    let kept = std::env::var_os("SEARCH_CLI_DIR").map(std::path::PathBuf::from);
+    let d = kept.as_deref().unwrap_or(dir.path());
     let t = Instant::now();
-    let between = build(d, folders, per);
+    let between = if d.join(".lifeos").exists() {
+        between_commits()
+    } else {
+        std::fs::create_dir_all(d).unwrap();
+        build(d, folders, per)
+    };
     let segments: i64 = rusqlite::Connection::open(d.join(".lifeos/catalog.sqlite"))
         .unwrap()
         .query_row("SELECT COUNT(*) FROM segments", [], |r| r.get(0))

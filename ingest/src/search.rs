@@ -5,6 +5,7 @@ use std::collections::{HashMap, HashSet};
 
 use globset::Glob;
 use lifeos_store::{Id, IdSet};
+use lifeos_vcs::file_index::FileIndex;
 use lifeos_vcs::object::EntryKind;
 use lifeos_vcs::path::BString;
 use lifeos_vcs::{Repo, View};
@@ -75,6 +76,90 @@ impl Listed {
             start = *end;
             (path, file, commit)
         })
+    }
+}
+
+/// What gives a listed path's (content, commit) when asked.
+type Version<'a> = dyn Fn() -> (Id, Id) + 'a;
+
+/// The versions in scope, each a path, a file content and a commit: those of one tree
+/// read from its file index (kept in `.lifeos/file_index/` for a large tree: one read
+/// instead of every tree of it), then those listed.
+struct Versions {
+    /// At a view with no `--path`, its tree; with `--all-history`, the newest commit's.
+    tree: Option<(FileIndex, Id)>,
+    /// With `--path`, those the glob keeps; with `--all-history`, the versions of the
+    /// other commits not in `tree`, as each commit's changes from the one before list them.
+    listed: Listed,
+    /// The contents of `listed`.
+    files: IdSet,
+}
+
+impl Versions {
+    fn new(tree: Option<(FileIndex, Id)>, listed: Listed) -> Versions {
+        // Ids are uniform already: the set hashes them by their first bytes, not SipHash;
+        // sized first, not grown as filled.
+        let mut files = IdSet::with_capacity_and_hasher(listed.rows.len(), Default::default());
+        files.extend(listed.iter().map(|(_, f, _)| *f));
+        Versions {
+            tree,
+            listed,
+            files,
+        }
+    }
+
+    fn contains(&self, f: &Id) -> bool {
+        self.files.contains(f) || self.tree.as_ref().is_some_and(|(t, _)| t.contains(f))
+    }
+
+    /// The contents in scope when there are at most `max` of them (a small scope is
+    /// searched segment by segment), or when all are listed (the catalog counts them).
+    fn small(&self, max: usize) -> Option<std::borrow::Cow<'_, IdSet>> {
+        match &self.tree {
+            None => Some(std::borrow::Cow::Borrowed(&self.files)),
+            Some((t, _)) if t.len() + self.files.len() <= max => {
+                let mut all = self.files.clone();
+                all.extend((0..t.len()).map(|k| t.content(k)));
+                Some(std::borrow::Cow::Owned(all))
+            }
+            Some(_) => None,
+        }
+    }
+
+    /// Calls `f` with the path of every version, in order, and what gives its (content,
+    /// commit) when asked (a file index finds a path's content elsewhere).
+    fn each(&self, f: &mut dyn FnMut(&[u8], &Version<'_>)) {
+        if let Some((t, commit)) = &self.tree {
+            for k in 0..t.len() {
+                f(t.path(k), &|| (t.content(k), *commit));
+            }
+        }
+        for (p, c, m) in self.listed.iter() {
+            f(p, &|| (*c, *m));
+        }
+    }
+
+    /// The (path, commit) of each version of the contents `hit`.
+    fn of(&self, hit: &HashSet<Id>) -> HashMap<Id, Vec<(String, Id)>> {
+        let mut out: HashMap<Id, Vec<(String, Id)>> = HashMap::new();
+        let mut add = |path: &[u8], f: Id, c: Id| {
+            out.entry(f)
+                .or_default()
+                .push((lifeos_vcs::path::display(path).into_owned(), c));
+        };
+        if let Some((t, commit)) = &self.tree {
+            for f in hit {
+                t.files_of(f).for_each(|k| add(t.path(k), *f, *commit));
+            }
+        }
+        if hit.iter().any(|f| self.files.contains(f)) {
+            for (path, f, c) in self.listed.iter() {
+                if hit.contains(f) {
+                    add(path, *f, *c);
+                }
+            }
+        }
+        out
     }
 }
 
@@ -184,10 +269,9 @@ pub fn search(
     limit: usize,
 ) -> Result<Vec<Hit>> {
     let Filters {
-        file_type: type_filter,
         path: path_glob,
         mentions,
-        model,
+        ..
     } = *filters;
     let q = parse(input);
     let fts = q.fts();
@@ -203,6 +287,20 @@ pub fn search(
                 .map_err(|e| IngestError::Query(format!("bad --path glob {g:?}: {e}")))
         })
         .transpose()?;
+    // With no --path: a tree's file index (and, across history, each commit's changes).
+    if path_glob.is_none() {
+        let versions = match &scope {
+            Scope::View(view) => match view.at_commit() {
+                Some(commit) => {
+                    let index = repo.file_index(&repo.commit(&commit)?.tree)?;
+                    Versions::new(Some((index, commit)), Listed::default())
+                }
+                None => Versions::new(None, Listed::default()),
+            },
+            Scope::AllHistory => history(repo)?,
+        };
+        return found(repo, &q, fts.as_deref(), &scope, filters, limit, &versions);
+    }
     // The versions in scope: (path, file content, commit), each path and content once.
     let mut entries = Listed::default();
     let mut seen: HashSet<(BString, Id)> = HashSet::new();
@@ -250,16 +348,76 @@ pub fn search(
         }
     }
     drop(seen);
-    // Ids are uniform already: the set hashes them by their first bytes, not SipHash
-    // (about 5% of a search listing 100,000 files).
-    let files: IdSet = entries.iter().map(|(_, f, _)| *f).collect();
+    found(
+        repo,
+        &q,
+        fts.as_deref(),
+        &scope,
+        filters,
+        limit,
+        &Versions::new(None, entries),
+    )
+}
+
+/// Every version of every file in the visible history, each (path, content) once, with
+/// the first commit (newest first) that holds it: the newest commit's files from its
+/// file index, then what each next commit's tree holds that the one before did not.
+fn history(repo: &Repo) -> Result<Versions> {
+    let head = repo.head()?;
+    let commits = lifeos_vcs::rev::all_commits(repo, &head.view)?;
+    let Some(((newest, first), rest)) = commits.split_first() else {
+        return Ok(Versions::new(None, Listed::default()));
+    };
+    let index = repo.file_index(&first.tree)?;
+    let mut listed = Listed::default();
+    let mut seen: HashSet<(BString, Id)> = HashSet::new();
+    let mut before = first.tree;
+    // A version of a commit is in the one before it in this order, so listed already, or
+    // among the changes from that one.
+    for (id, c) in rest {
+        for change in repo.diff_trees(Some(&before), Some(&c.tree))? {
+            let Some(e) = change.new else {
+                continue;
+            };
+            if matches!(e.kind, EntryKind::Symlink | EntryKind::Gitlink)
+                || index
+                    .files_of(&e.id)
+                    .any(|k| index.path(k) == change.path.as_slice())
+            {
+                continue;
+            }
+            if seen.insert((change.path.clone(), e.id)) {
+                listed.push(&change.path, e.id, *id);
+            }
+        }
+        before = c.tree;
+    }
+    Ok(Versions::new(Some((index, *newest)), listed))
+}
+
+/// The hits among `versions`.
+fn found(
+    repo: &Repo,
+    q: &crate::query::Query,
+    fts: Option<&str>,
+    scope: &Scope<'_>,
+    filters: &Filters<'_>,
+    limit: usize,
+    versions: &Versions,
+) -> Result<Vec<Hit>> {
+    let Filters {
+        file_type: type_filter,
+        mentions,
+        model,
+        ..
+    } = *filters;
     let catalog = repo.catalog()?;
     let mut hits = Vec::new();
     // Subtitles count as their video's (or recording's) type too.
     let mentioned = mentions.map(|eid| catalog.mentions_of(eid)).transpose()?;
     let keep = |row: i64, f: &Id, extractor: &str, meta: &str| {
         mentioned.as_ref().is_none_or(|m| m.contains(&row))
-            && files.contains(f)
+            && versions.contains(f)
             && model_matches(model, extractor, meta)
             && type_filter.is_none_or(|t| {
                 type_matches(t, file_type(extractor))
@@ -270,38 +428,59 @@ pub fn search(
     };
     let mut seen_hits = HashSet::new();
     let wanted = limit.saturating_mul(4).max(limit);
-    let segments = match (&fts, mentions) {
-        (Some(fts), _) => catalog.search_segments(fts, &keep, wanted, Some(&files))?,
+    let segments = match (fts, mentions) {
+        (Some(fts), _) => catalog.search_segments(
+            fts,
+            &keep,
+            wanted,
+            versions
+                .small(lifeos_vcs::catalog::SCOPE_FIRST_SEGMENTS)
+                .as_deref(),
+        )?,
         (None, Some(eid)) => catalog.mention_segments(eid, &keep, wanted)?,
         (None, None) => Vec::new(),
     };
     // The paths and commits of the contents hit (and, for subtitles, every path in scope).
     let hit_files: HashSet<Id> = segments.iter().map(|s| s.file).collect();
-    let mut versions: HashMap<Id, Vec<(String, Id)>> = HashMap::new();
-    for (path, f, c) in entries.iter() {
-        if hit_files.contains(f) {
-            let path = lifeos_vcs::path::display(path).into_owned();
-            versions.entry(*f).or_default().push((path, *c));
-        }
-    }
+    let hit_versions = versions.of(&hit_files);
     let all_paths = std::cell::OnceCell::new();
     let all_paths = || {
         all_paths.get_or_init(|| {
-            entries
-                .iter()
-                .map(|(p, _, _)| lifeos_vcs::path::display(p).into_owned())
-                .collect::<HashSet<String>>()
+            let mut all = HashSet::new();
+            versions.each(&mut |p, _| {
+                all.insert(lifeos_vcs::path::display(p).into_owned());
+            });
+            all
         })
     };
     for s in segments {
+        // At a view the hits are cut at `limit` in this order: no snippet is made for
+        // one that would not show (each is an FTS5 query).
+        if matches!(scope, Scope::View(_)) && hits.len() >= limit {
+            break;
+        }
         let ty = file_type(&s.extractor).to_string();
         // The same segment from two extractors of one file (image and image-ocr both
         // give its metadata) is one hit.
-        if !seen_hits.insert((s.file, s.anchor.clone(), s.snippet.clone())) {
+        if !seen_hits.insert((s.file, s.anchor.clone(), s.text.clone())) {
             continue;
         }
+        let snippet = match fts {
+            Some(fts) => catalog.snippet(fts, s.row)?,
+            // An entity's mentions: the segment's first 160 characters.
+            None => {
+                let mut cut: String = s.text.chars().take(160).collect();
+                if cut.len() < s.text.len() {
+                    cut.push('…');
+                }
+                cut
+            }
+        };
         let anchor: serde_json::Value = serde_json::from_str(&s.anchor).unwrap_or_default();
-        for (path, commit) in &versions[&s.file] {
+        let Some(at) = hit_versions.get(&s.file) else {
+            continue;
+        };
+        for (path, commit) in at {
             // A recording's type is its path's: audio or video.
             let ty = if ty == "media" || crate::speech::is_transcript(&ty) {
                 media_type(path).to_string()
@@ -325,7 +504,7 @@ pub fn search(
                 file: s.file,
                 cite: cite(&anchor),
                 anchor: anchor.clone(),
-                snippet: s.snippet.clone(),
+                snippet: snippet.clone(),
                 kind: s.kind.clone(),
                 file_type: ty.clone(),
                 score: s.score,
@@ -333,14 +512,17 @@ pub fn search(
         }
     }
     // Names: every file whose path holds the words (found even when no extractor reads
-    // it), unless the hits are an entity's mentions.
+    // it), unless the hits are an entity's mentions. At a view they come after the
+    // content hits and the list is cut at `limit`: with that many, none would show.
     let mut names: Vec<Hit> = Vec::new();
     let mut names_match = q.path_matcher();
-    for (path, file, commit) in entries.iter().filter(|_| mentions.is_none()) {
+    let names_shown =
+        mentions.is_none() && (matches!(scope, Scope::AllHistory) || hits.len() < limit);
+    let mut name_hit = |path: &[u8], version: &Version<'_>| {
         let shown = lifeos_vcs::path::display(path);
         let path: &str = &shown;
         if !names_match.matches(path) {
-            continue;
+            return;
         }
         let ty = match lifeos_speech::audio::extension(path).as_str() {
             "png" | "jpg" | "jpeg" | "gif" | "webp" | "tif" | "tiff" | "bmp" => "image",
@@ -352,13 +534,14 @@ pub fn search(
             _ => "file",
         };
         if type_filter.is_some_and(|t| !type_matches(t, ty)) {
-            continue;
+            return;
         }
+        let (file, commit) = version();
         names.push(Hit {
             media: None,
             path: path.to_string(),
-            commit: *commit,
-            file: *file,
+            commit,
+            file,
             anchor: serde_json::json!({"kind": "file"}),
             cite: "file name".into(),
             snippet: path.to_string(),
@@ -366,6 +549,9 @@ pub fn search(
             file_type: ty.into(),
             score: f64::MAX,
         });
+    };
+    if names_shown {
+        versions.each(&mut name_hit);
     }
     names.sort_by(|a, b| a.path.cmp(&b.path));
     hits.extend(names);
@@ -394,6 +580,78 @@ mod tests {
     use lifeos_vcs::object::{Anchor, Extract, Segment};
     use lifeos_vcs::working_copy::NoProgress;
     use lifeos_vcs::Event;
+
+    /// `--all-history` lists each (path, content) once with the newest commit holding
+    /// it, as reading every commit's tree does, though it reads one tree and the changes
+    /// from commit to commit: here with edits, removals, a content back at an old path
+    /// and moved to another, a symlink made a file of the same bytes, two branches (in
+    /// whatever order the commits' times put them).
+    #[test]
+    fn the_history_lists_what_every_tree_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let repo = Repo::init(d, lifeos_store::StoreConfig::default()).unwrap();
+        let commit = || {
+            let wc = repo.lock_working_copy().unwrap();
+            let opts = CommitOptions {
+                message: b"step",
+                ..CommitOptions::default()
+            };
+            repo.commit_working_copy(&wc, &opts, &NoProgress)
+                .unwrap()
+                .commit
+                .unwrap()
+        };
+        std::fs::create_dir_all(d.join("a/deep")).unwrap();
+        std::fs::write(d.join("a/x"), "one").unwrap();
+        std::fs::write(d.join("a/deep/y"), "two").unwrap();
+        std::fs::write(d.join("b"), "three").unwrap();
+        std::os::unix::fs::symlink("target", d.join("link")).unwrap();
+        commit();
+        std::fs::write(d.join("a/x"), "one, edited").unwrap();
+        std::fs::remove_file(d.join("b")).unwrap();
+        std::fs::remove_file(d.join("link")).unwrap();
+        std::fs::write(d.join("link"), "target").unwrap();
+        let second = commit();
+        repo.set_branch("side", Some(second), false).unwrap();
+        std::fs::write(d.join("a/x"), "one").unwrap();
+        std::fs::rename(d.join("a/deep/y"), d.join("a-y")).unwrap();
+        commit();
+        std::fs::write(d.join("b"), "three").unwrap();
+        std::fs::write(d.join("a/deep/y"), "four").unwrap();
+        commit();
+        // A commit on another branch: the commit before one in time (then id) order is
+        // not always its parent.
+        let wc = repo.lock_working_copy().unwrap();
+        let side = lifeos_vcs::history::Target::Branch("side".into());
+        repo.checkout(&wc, &side, false).unwrap();
+        drop(wc);
+        std::fs::write(d.join("a/deep/y"), "one, edited").unwrap();
+        std::fs::write(d.join("c"), "two").unwrap();
+        commit();
+        let mut listed: Vec<(Vec<u8>, Id, Id)> = Vec::new();
+        history(&repo).unwrap().each(&mut |p, v| {
+            let (f, c) = v();
+            listed.push((p.to_vec(), f, c));
+        });
+        let mut every: Vec<(Vec<u8>, Id, Id)> = Vec::new();
+        let mut seen = HashSet::new();
+        let head = repo.head().unwrap();
+        for (c, commit) in lifeos_vcs::rev::all_commits(&repo, &head.view).unwrap() {
+            repo.visit_files_below(&commit.tree, b"", &mut |p, e| {
+                if e.kind != EntryKind::Symlink && seen.insert((p.to_vec(), e.id)) {
+                    every.push((p.to_vec(), e.id, c));
+                }
+                Ok(())
+            })
+            .unwrap();
+        }
+        // The same versions, each path's in the same (commit) order.
+        listed.sort_by(|a, b| a.0.cmp(&b.0));
+        every.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(listed, every);
+        assert!(listed.len() >= 7, "{listed:?}");
+    }
 
     #[test]
     fn a_glob_is_read_from_the_folder_it_starts_with() {
@@ -561,7 +819,7 @@ mod tests {
             cat.search_segments("tomato", &keep, 6, scope)
                 .unwrap()
                 .into_iter()
-                .map(|h| (h.file, h.score.to_bits(), h.snippet))
+                .map(|h| (h.file, h.score.to_bits(), h.text))
                 .collect::<Vec<_>>()
         };
         let by_segment = hits(Some(&scope));

@@ -41,6 +41,7 @@ pub const MIGRATIONS: &[(u32, &str)] = &[
         11,
         include_str!("../../migrations/0011_operations_by_time.sql"),
     ),
+    (12, include_str!("../../migrations/0012_term_docs.sql")),
 ];
 
 /// What a git object is to lifeos, as the git map records it.
@@ -122,6 +123,7 @@ impl Catalog {
         conn.busy_timeout(std::time::Duration::from_secs(10))
             .map_err(|e| db_err(path, e))?;
         crate::entity_index::register(&conn).map_err(|e| db_err(path, e))?;
+        crate::fts::register(&conn).map_err(|e| db_err(path, e))?;
         let mut cat = Catalog {
             conn,
             path: path.into(),
@@ -459,6 +461,9 @@ fn index_extracts(
     ids: &[(Id, Id)],
 ) -> Result<Vec<i64>> {
     let mut added = Vec::new();
+    let err = |e| db_err(path, e);
+    let tokenizer = crate::fts::Tokenizer::new(tx).map_err(err)?;
+    let mut terms = crate::fts::TermDocs::default();
     // Operations are walked newest first; apply their extracts oldest first.
     for (id, op) in ids.iter().rev() {
         // Indexed already (before level 9, with no operation, or recorded again by a later
@@ -495,6 +500,16 @@ fn index_extracts(
             .optional()
             .map_err(|e| db_err(path, e))?;
         if existing.is_some() {
+            // The removed segments' terms come off `term_docs`.
+            let mut old = tx
+                .prepare_cached("SELECT text FROM segments WHERE file_id = ?1 AND extractor = ?2 AND version = ?3")
+                .map_err(err)?;
+            let mut rows = old.query(key).map_err(err)?;
+            while let Some(r) = rows.next().map_err(err)? {
+                let text = r.get_ref(0).and_then(|v| Ok(v.as_str()?)).map_err(err)?;
+                terms.count(&tokenizer, text, -1).map_err(err)?;
+            }
+            drop(rows);
             tx.execute(
                 "INSERT INTO segments_fts (segments_fts, rowid, text) SELECT 'delete', id, text FROM segments WHERE file_id = ?1 AND extractor = ?2 AND version = ?3",
                 key,
@@ -541,10 +556,13 @@ fn index_extracts(
                 let row = tx.last_insert_rowid();
                 fts.execute(params![row, s.text])
                     .map_err(|e| db_err(path, e))?;
+                terms.count(&tokenizer, &s.text, 1).map_err(err)?;
                 added.push(row);
             }
         }
     }
+    drop(tokenizer);
+    terms.save(tx).map_err(err)?;
     Ok(added)
 }
 
@@ -586,6 +604,8 @@ type ScopeRows = (Vec<i64>, Vec<(i64, i64)>);
 /// A search hit: one segment of one file content.
 #[derive(Debug, Clone)]
 pub struct SegmentHit {
+    /// The segment's row id.
+    pub row: i64,
     /// The file content.
     pub file: Id,
     /// Extractor.
@@ -594,9 +614,9 @@ pub struct SegmentHit {
     pub kind: String,
     /// Anchor, as JSON.
     pub anchor: String,
-    /// Snippet with the match marked by `[` and `]`.
-    pub snippet: String,
-    /// bm25 score (lower is better).
+    /// The segment's text (a query's snippet of it: [`Catalog::snippet`]).
+    pub text: String,
+    /// BM25 score, `lifeos_bm25` (lower is better).
     pub score: f64,
 }
 
@@ -699,7 +719,7 @@ impl Catalog {
             .conn
             .prepare_cached(
                 "SELECT s.id, s.file_id, s.extractor, s.meta, rank FROM segments_fts JOIN segments s ON s.id = segments_fts.rowid
-                 WHERE segments_fts MATCH ?1 AND segments_fts.rowid > ?3 ORDER BY rank LIMIT ?2",
+                 WHERE segments_fts MATCH ?1 AND rank MATCH 'lifeos_bm25()' AND segments_fts.rowid > ?3 ORDER BY rank LIMIT ?2",
             )
             .map_err(err)?;
         let mut detail = self.detail_statement()?;
@@ -738,7 +758,7 @@ impl Catalog {
                 if !keep(rowid, &file, &extractor, &meta) {
                     continue;
                 }
-                out.push(self.hit(&mut detail, fts_query, rowid, file, extractor, score)?);
+                out.push(self.hit(&mut detail, rowid, file, extractor, score)?);
                 if out.len() >= limit {
                     break;
                 }
@@ -828,7 +848,7 @@ impl Catalog {
             .conn
             .prepare_cached(
                 "SELECT s.id, s.file_id, s.extractor, s.meta, rank FROM segments_fts JOIN segments s ON s.id = segments_fts.rowid
-                 WHERE segments_fts MATCH ?1 AND segments_fts.rowid BETWEEN ?2 AND ?3",
+                 WHERE segments_fts MATCH ?1 AND rank MATCH 'lifeos_bm25()' AND segments_fts.rowid BETWEEN ?2 AND ?3",
             )
             .map_err(err)?;
         let mut ranked = Vec::new();
@@ -855,51 +875,57 @@ impl Catalog {
             .into_iter()
             .take(limit)
             .map(|(score, rowid, file, extractor)| {
-                self.hit(&mut detail, fts_query, rowid.0, file, extractor, score)
+                self.hit(&mut detail, rowid.0, file, extractor, score)
             })
             .collect::<Result<_>>()
             .map(Some)
     }
 
-    /// The statement that reads a kept row's kind, anchor and snippet.
+    /// The statement that reads a kept row's kind, anchor and text.
     fn detail_statement(&self) -> Result<rusqlite::CachedStatement<'_>> {
         self.conn
-            .prepare_cached(
-                "SELECT s.kind, s.anchor, snippet(segments_fts, 0, '[', ']', '…', 12)
-                 FROM segments_fts JOIN segments s ON s.id = segments_fts.rowid
-                 WHERE segments_fts MATCH ?1 AND segments_fts.rowid = ?2",
-            )
+            .prepare_cached("SELECT kind, anchor, text FROM segments WHERE id = ?1")
             .map_err(|e| db_err(&self.path, e))
     }
 
-    /// A kept row as a hit, with its kind, anchor and snippet.
+    /// A kept row as a hit, with its kind, anchor and text.
     fn hit(
         &self,
         detail: &mut rusqlite::CachedStatement<'_>,
-        fts_query: &str,
-        rowid: i64,
+        row: i64,
         file: Id,
         extractor: String,
         score: f64,
     ) -> Result<SegmentHit> {
-        let (kind, anchor, snippet) = detail
-            .query_row(params![fts_query, rowid], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-            })
+        let (kind, anchor, text) = detail
+            .query_row([row], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
             .map_err(|e| db_err(&self.path, e))?;
         Ok(SegmentHit {
+            row,
             file,
             extractor,
             kind,
             anchor,
-            snippet,
+            text,
             score,
         })
     }
 
+    /// The snippet of segment `row` for an FTS5 query that matches it: at most 12 of its
+    /// tokens, each matched term between `[` and `]`, `…` where text is left out (12.5).
+    /// Made for the hits shown only: each is an FTS5 query of its own.
+    pub fn snippet(&self, fts_query: &str, row: i64) -> Result<String> {
+        self.conn
+            .prepare_cached(
+                "SELECT snippet(segments_fts, 0, '[', ']', '…', 12) FROM segments_fts
+                 WHERE segments_fts MATCH ?1 AND segments_fts.rowid = ?2",
+            )
+            .and_then(|mut st| st.query_row(params![fts_query, row], |r| r.get(0)))
+            .map_err(|e| db_err(&self.path, e))
+    }
+
     /// The segments that mention entity `eid` (12.9) and pass `keep` (row, file,
-    /// extractor, meta), newest first, at most `limit`: as hits whose snippet is the segment's
-    /// text (its first 160 characters) and whose score is 0.
+    /// extractor, meta), newest first, at most `limit`: as hits whose score is 0.
     pub fn mention_segments(
         &self,
         eid: &str,
@@ -936,16 +962,13 @@ impl Catalog {
             if !keep(rowid, &file, &extractor, &meta) {
                 continue;
             }
-            let mut snippet: String = text.chars().take(160).collect();
-            if snippet.len() < text.len() {
-                snippet.push('…');
-            }
             out.push(SegmentHit {
+                row: rowid,
                 file,
                 extractor,
                 kind,
                 anchor,
-                snippet,
+                text,
                 score: 0.0,
             });
             if out.len() >= limit {

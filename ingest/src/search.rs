@@ -112,18 +112,23 @@ impl Versions {
         self.files.contains(f) || self.tree.as_ref().is_some_and(|(t, _)| t.contains(f))
     }
 
-    /// The contents in scope when there are at most `max` of them (a small scope is
-    /// searched segment by segment), or when all are listed (the catalog counts them).
+    /// The contents in scope when there are at most `max` different ones (a small scope
+    /// is searched segment by segment), or when all are listed (the catalog counts them).
     fn small(&self, max: usize) -> Option<std::borrow::Cow<'_, IdSet>> {
-        match &self.tree {
-            None => Some(std::borrow::Cow::Borrowed(&self.files)),
-            Some((t, _)) if t.len() + self.files.len() <= max => {
-                let mut all = self.files.clone();
-                all.extend((0..t.len()).map(|k| t.content(k)));
-                Some(std::borrow::Cow::Owned(all))
-            }
-            Some(_) => None,
+        let Some((t, _)) = &self.tree else {
+            return Some(std::borrow::Cow::Borrowed(&self.files));
+        };
+        if self.files.len() > max {
+            return None;
         }
+        let mut all = self.files.clone();
+        for c in t.contents() {
+            all.insert(c);
+            if all.len() > max {
+                return None;
+            }
+        }
+        Some(std::borrow::Cow::Owned(all))
     }
 
     /// Calls `f` with the path of every version, in order, and what gives its (content,
@@ -260,6 +265,15 @@ fn model_matches(model: Option<&str>, extractor: &str, meta: &str) -> bool {
     }
 }
 
+/// A segment's first 160 characters, `…` when cut: the snippet of an entity's mention.
+fn cut_text(text: &str) -> String {
+    let mut cut: String = text.chars().take(160).collect();
+    if cut.len() < text.len() {
+        cut.push('…');
+    }
+    cut
+}
+
 /// Searches; at most `limit` hits.
 pub fn search(
     repo: &Repo,
@@ -360,39 +374,19 @@ pub fn search(
 }
 
 /// Every version of every file in the visible history, each (path, content) once, with
-/// the first commit (newest first) that holds it: the newest commit's files from its
-/// file index, then what each next commit's tree holds that the one before did not.
+/// the first commit (newest first) that holds it: the newest commit's file index, then
+/// the others as the repository keeps them (`Repo::history_versions`).
 fn history(repo: &Repo) -> Result<Versions> {
     let head = repo.head()?;
     let commits = lifeos_vcs::rev::all_commits(repo, &head.view)?;
-    let Some(((newest, first), rest)) = commits.split_first() else {
+    let Some((index, others)) = repo.history_versions(&commits)? else {
         return Ok(Versions::new(None, Listed::default()));
     };
-    let index = repo.file_index(&first.tree)?;
     let mut listed = Listed::default();
-    let mut seen: HashSet<(BString, Id)> = HashSet::new();
-    let mut before = first.tree;
-    // A version of a commit is in the one before it in this order, so listed already, or
-    // among the changes from that one.
-    for (id, c) in rest {
-        for change in repo.diff_trees(Some(&before), Some(&c.tree))? {
-            let Some(e) = change.new else {
-                continue;
-            };
-            if matches!(e.kind, EntryKind::Symlink | EntryKind::Gitlink)
-                || index
-                    .files_of(&e.id)
-                    .any(|k| index.path(k) == change.path.as_slice())
-            {
-                continue;
-            }
-            if seen.insert((change.path.clone(), e.id)) {
-                listed.push(&change.path, e.id, *id);
-            }
-        }
-        before = c.tree;
+    for v in &others {
+        listed.push(&v.path, v.content, v.commit);
     }
-    Ok(Versions::new(Some((index, *newest)), listed))
+    Ok(Versions::new(Some((index, commits[0].0)), listed))
 }
 
 /// The hits among `versions`.
@@ -466,15 +460,11 @@ fn found(
             continue;
         }
         let snippet = match fts {
-            Some(fts) => catalog.snippet(fts, s.row)?,
-            // An entity's mentions: the segment's first 160 characters.
-            None => {
-                let mut cut: String = s.text.chars().take(160).collect();
-                if cut.len() < s.text.len() {
-                    cut.push('…');
-                }
-                cut
-            }
+            // (A row a concurrent sync replaced since: its text as found, cut.)
+            Some(fts) => catalog
+                .snippet(fts, s.row)?
+                .unwrap_or_else(|| cut_text(&s.text)),
+            None => cut_text(&s.text),
         };
         let anchor: serde_json::Value = serde_json::from_str(&s.anchor).unwrap_or_default();
         let Some(at) = hit_versions.get(&s.file) else {
@@ -581,76 +571,24 @@ mod tests {
     use lifeos_vcs::working_copy::NoProgress;
     use lifeos_vcs::Event;
 
-    /// `--all-history` lists each (path, content) once with the newest commit holding
-    /// it, as reading every commit's tree does, though it reads one tree and the changes
-    /// from commit to commit: here with edits, removals, a content back at an old path
-    /// and moved to another, a symlink made a file of the same bytes, two branches (in
-    /// whatever order the commits' times put them).
+    /// A scope is small by its different contents, not its paths: a tree of 30 files
+    /// holding 2 contents is searched segment by segment where at most 5 may be.
     #[test]
-    fn the_history_lists_what_every_tree_holds() {
-        let dir = tempfile::tempdir().unwrap();
-        let d = dir.path();
-        let repo = Repo::init(d, lifeos_store::StoreConfig::default()).unwrap();
-        let commit = || {
-            let wc = repo.lock_working_copy().unwrap();
-            let opts = CommitOptions {
-                message: b"step",
-                ..CommitOptions::default()
-            };
-            repo.commit_working_copy(&wc, &opts, &NoProgress)
-                .unwrap()
-                .commit
-                .unwrap()
-        };
-        std::fs::create_dir_all(d.join("a/deep")).unwrap();
-        std::fs::write(d.join("a/x"), "one").unwrap();
-        std::fs::write(d.join("a/deep/y"), "two").unwrap();
-        std::fs::write(d.join("b"), "three").unwrap();
-        std::os::unix::fs::symlink("target", d.join("link")).unwrap();
-        commit();
-        std::fs::write(d.join("a/x"), "one, edited").unwrap();
-        std::fs::remove_file(d.join("b")).unwrap();
-        std::fs::remove_file(d.join("link")).unwrap();
-        std::fs::write(d.join("link"), "target").unwrap();
-        let second = commit();
-        repo.set_branch("side", Some(second), false).unwrap();
-        std::fs::write(d.join("a/x"), "one").unwrap();
-        std::fs::rename(d.join("a/deep/y"), d.join("a-y")).unwrap();
-        commit();
-        std::fs::write(d.join("b"), "three").unwrap();
-        std::fs::write(d.join("a/deep/y"), "four").unwrap();
-        commit();
-        // A commit on another branch: the commit before one in time (then id) order is
-        // not always its parent.
-        let wc = repo.lock_working_copy().unwrap();
-        let side = lifeos_vcs::history::Target::Branch("side".into());
-        repo.checkout(&wc, &side, false).unwrap();
-        drop(wc);
-        std::fs::write(d.join("a/deep/y"), "one, edited").unwrap();
-        std::fs::write(d.join("c"), "two").unwrap();
-        commit();
-        let mut listed: Vec<(Vec<u8>, Id, Id)> = Vec::new();
-        history(&repo).unwrap().each(&mut |p, v| {
-            let (f, c) = v();
-            listed.push((p.to_vec(), f, c));
-        });
-        let mut every: Vec<(Vec<u8>, Id, Id)> = Vec::new();
-        let mut seen = HashSet::new();
-        let head = repo.head().unwrap();
-        for (c, commit) in lifeos_vcs::rev::all_commits(&repo, &head.view).unwrap() {
-            repo.visit_files_below(&commit.tree, b"", &mut |p, e| {
-                if e.kind != EntryKind::Symlink && seen.insert((p.to_vec(), e.id)) {
-                    every.push((p.to_vec(), e.id, c));
-                }
-                Ok(())
-            })
-            .unwrap();
-        }
-        // The same versions, each path's in the same (commit) order.
-        listed.sort_by(|a, b| a.0.cmp(&b.0));
-        every.sort_by(|a, b| a.0.cmp(&b.0));
-        assert_eq!(listed, every);
-        assert!(listed.len() >= 7, "{listed:?}");
+    fn a_scope_is_small_by_its_different_contents() {
+        let files: Vec<(String, Vec<u8>)> = (0..30u8)
+            .map(|i| (format!("f{i}"), vec![b'a' + i % 2]))
+            .collect();
+        let (_dir, repo, _) = committed(&files);
+        let tree = repo.at_tree(&repo.head().unwrap().view).unwrap().unwrap();
+        let index = || Some((repo.file_index(&tree).unwrap(), Id([0; 32])));
+        let v = Versions::new(index(), Listed::default());
+        assert_eq!(v.small(5).map(|s| s.len()), Some(2));
+        assert!(v.small(1).is_none());
+        let mut listed = Listed::default();
+        listed.push(b"other", Id([3; 32]), Id([0; 32]));
+        let v = Versions::new(index(), listed);
+        assert_eq!(v.small(3).map(|s| s.len()), Some(3));
+        assert!(v.small(2).is_none());
     }
 
     #[test]

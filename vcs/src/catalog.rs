@@ -913,14 +913,18 @@ impl Catalog {
 
     /// The snippet of segment `row` for an FTS5 query that matches it: at most 12 of its
     /// tokens, each matched term between `[` and `]`, `…` where text is left out (12.5).
-    /// Made for the hits shown only: each is an FTS5 query of its own.
-    pub fn snippet(&self, fts_query: &str, row: i64) -> Result<String> {
+    /// Made for the hits shown only: each is an FTS5 query of its own. `None` when the
+    /// row no longer matches (its extract was replaced since it was found).
+    pub fn snippet(&self, fts_query: &str, row: i64) -> Result<Option<String>> {
         self.conn
             .prepare_cached(
                 "SELECT snippet(segments_fts, 0, '[', ']', '…', 12) FROM segments_fts
                  WHERE segments_fts MATCH ?1 AND segments_fts.rowid = ?2",
             )
-            .and_then(|mut st| st.query_row(params![fts_query, row], |r| r.get(0)))
+            .and_then(|mut st| {
+                st.query_row(params![fts_query, row], |r| r.get(0))
+                    .optional()
+            })
             .map_err(|e| db_err(&self.path, e))
     }
 

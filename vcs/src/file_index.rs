@@ -21,6 +21,9 @@ pub const KEPT_FROM: usize = 10_000;
 /// At most this many indexes are kept: those written last.
 pub const KEPT_INDEXES: usize = 4;
 
+/// A temp file this old in `file_index/` was left by a writer that died: removed.
+const STALE_TMP: std::time::Duration = std::time::Duration::from_secs(3600);
+
 /// The directory of kept indexes, inside `.lifeos`.
 pub const FILE_INDEX_DIR: &str = "file_index";
 
@@ -188,6 +191,13 @@ impl FileIndex {
         self.sorted_id(u32_at(&self.bytes, l.path_content + 4 * k))
     }
 
+    /// The different contents, in sorted order.
+    pub fn contents(&self) -> impl Iterator<Item = Id> + '_ {
+        (0..self.n)
+            .filter(|at| *at == 0 || self.sorted_id(*at - 1) != self.sorted_id(*at))
+            .map(|at| self.sorted_id(at))
+    }
+
     /// Whether some file has content `id`.
     pub fn contains(&self, id: &Id) -> bool {
         self.first_at(id) < self.n && self.sorted_id(self.first_at(id)) == *id
@@ -256,9 +266,9 @@ impl Repo {
     }
 }
 
-/// Writes a kept index (a temp file renamed into place, not synced: a torn copy fails
-/// its checksum and is made again) and removes all but the newest [`KEPT_INDEXES`].
-fn keep(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+/// Writes a file of `file_index/` (a temp file renamed into place, not synced: a torn
+/// copy fails its checksum and is made again).
+fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
     let tmp = dir.join(format!(".{}.tmp", lifeos_store::store::random_hex(6)));
@@ -267,13 +277,29 @@ fn keep(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .and_then(|()| std::fs::rename(&tmp, path));
     if written.is_err() {
         let _ = std::fs::remove_file(&tmp);
-        return written;
     }
-    let mut kept: Vec<(std::time::SystemTime, PathBuf)> = std::fs::read_dir(dir)?
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().len() == 64)
-        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
-        .collect();
+    written
+}
+
+/// Writes a kept index and removes all but the newest [`KEPT_INDEXES`].
+fn keep(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write(path, bytes)?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut kept: Vec<(std::time::SystemTime, PathBuf)> = Vec::new();
+    for e in std::fs::read_dir(dir)?.filter_map(|e| e.ok()) {
+        let Some(modified) = e.metadata().ok().and_then(|m| m.modified().ok()) else {
+            continue;
+        };
+        let name = e.file_name();
+        if name.len() == 64 {
+            kept.push((modified, e.path()));
+        } else if name.as_encoded_bytes().ends_with(b".tmp")
+            && modified.elapsed().is_ok_and(|age| age > STALE_TMP)
+        {
+            // Left by a writer that died before renaming it.
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
     kept.sort();
     let extra = kept.len().saturating_sub(KEPT_INDEXES);
     for (_, old) in kept.into_iter().take(extra) {
@@ -282,6 +308,168 @@ fn keep(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// A version of a file in a history: a path, its content, and the newest commit (in the
+/// history's order) whose tree holds that content at that path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Version {
+    /// The path, relative to the root.
+    pub path: Vec<u8>,
+    /// The content.
+    pub content: Id,
+    /// The commit.
+    pub commit: Id,
+}
+
+/// The history list's file, inside `file_index/`.
+const HISTORY_FILE: &str = "history";
+const HISTORY_MAGIC: &[u8; 4] = b"LFHI";
+
+/// BLAKE3 of the ids of `commits`, in order.
+fn order_hash(commits: &[(Id, crate::object::Commit)]) -> Id {
+    let mut h = blake3::Hasher::new();
+    for (id, _) in commits {
+        h.update(&id.0);
+    }
+    Id::from(h.finalize())
+}
+
+/// The stored form of a history list (12.10): magic, version, 3 zero bytes, the order
+/// hash, the count; per version its path's length (u32), the path, the content, the
+/// commit; BLAKE3 of all before.
+fn encode_history(order: &Id, versions: &[Version]) -> Option<Vec<u8>> {
+    let mut b = Vec::new();
+    b.extend_from_slice(HISTORY_MAGIC);
+    b.extend_from_slice(&[VERSION, 0, 0, 0]);
+    b.extend_from_slice(&order.0);
+    b.extend_from_slice(&u32::try_from(versions.len()).ok()?.to_le_bytes());
+    for v in versions {
+        b.extend_from_slice(&u32::try_from(v.path.len()).ok()?.to_le_bytes());
+        b.extend_from_slice(&v.path);
+        b.extend_from_slice(&v.content.0);
+        b.extend_from_slice(&v.commit.0);
+    }
+    let sum = Id::hash(&b);
+    b.extend_from_slice(&sum.0);
+    Some(b)
+}
+
+/// A history list from its stored form, with the order hash it was made for; `None` if
+/// it is not one.
+fn decode_history(bytes: &[u8]) -> Option<(Id, Vec<Version>)> {
+    if bytes.len() < HEADER + 32
+        || &bytes[..4] != HISTORY_MAGIC
+        || bytes[4..8] != [VERSION, 0, 0, 0]
+    {
+        return None;
+    }
+    let (body, sum) = bytes.split_at(bytes.len() - 32);
+    if Id::hash(body).0 != sum {
+        return None;
+    }
+    let order = Id::from_slice(&body[8..40])?;
+    let n = u32_at(body, 40);
+    let mut at = HEADER;
+    let mut versions = Vec::with_capacity(n.min(body.len() / 68));
+    for _ in 0..n {
+        let len = u32_at(body.get(at..at + 4)?, 0);
+        let path = body.get(at + 4..at + 4 + len)?.to_vec();
+        let ids = body.get(at + 4 + len..at + 4 + len + 64)?;
+        versions.push(Version {
+            path,
+            content: Id::from_slice(&ids[..32])?,
+            commit: Id::from_slice(&ids[32..])?,
+        });
+        at += 4 + len + 64;
+    }
+    (at == body.len()).then_some((order, versions))
+}
+
+impl Repo {
+    /// Every version of every file in the history `commits` (newest first, as
+    /// [`crate::rev::all_commits`] orders them), each (path, content) once with the
+    /// newest commit holding it: the newest commit's tree as its file index, and the
+    /// others in commit order (then path order within a commit).
+    ///
+    /// The others are what each commit's tree holds that the one before it in that order
+    /// does not (a tree diff, which skips what did not change). They are kept in
+    /// `file_index/history` for that order; when the history is that one with a newer
+    /// commit first, one diff brings them up to date.
+    pub fn history_versions(
+        &self,
+        commits: &[(Id, crate::object::Commit)],
+    ) -> Result<Option<(FileIndex, Vec<Version>)>> {
+        let Some(((_, newest), rest)) = commits.split_first() else {
+            return Ok(None);
+        };
+        let index = self.file_index(&newest.tree)?;
+        let in_newest = |v: &Version| {
+            index
+                .files_of(&v.content)
+                .any(|k| index.path(k) == v.path.as_slice())
+        };
+        let order = order_hash(commits);
+        let path = self.dot_dir().join(FILE_INDEX_DIR).join(HISTORY_FILE);
+        let kept = std::fs::read(&path).ok().and_then(|b| decode_history(&b));
+        let versions = match kept {
+            Some((o, versions)) if o == order => return Ok(Some((index, versions))),
+            // One commit on top of the history kept: the versions of the commit below
+            // it that it does not hold, then those kept that it does not hold.
+            Some((o, kept)) if o == order_hash(rest) => {
+                let mut versions = self.changes_held(&newest.tree, &rest[0], &in_newest)?;
+                versions.extend(kept.into_iter().filter(|v| !in_newest(v)));
+                versions
+            }
+            _ => {
+                let mut versions = Vec::new();
+                let mut seen: std::collections::HashSet<(Vec<u8>, Id)> = Default::default();
+                let mut before = newest.tree;
+                for c in rest {
+                    for v in self.changes_held(&before, c, &in_newest)? {
+                        if seen.insert((v.path.clone(), v.content)) {
+                            versions.push(v);
+                        }
+                    }
+                    before = c.1.tree;
+                }
+                versions
+            }
+        };
+        // A list that cannot be kept only costs the next search the diffs.
+        if let Some(b) = encode_history(&order, &versions) {
+            let _ = write(&path, &b);
+        }
+        Ok(Some((index, versions)))
+    }
+
+    /// The files (not symlinks nor gitlinks) of commit `c`'s tree that tree `before`
+    /// does not hold and `newest` does not say are held, as versions of `c`.
+    fn changes_held(
+        &self,
+        before: &Id,
+        (id, c): &(Id, crate::object::Commit),
+        newest: &dyn Fn(&Version) -> bool,
+    ) -> Result<Vec<Version>> {
+        let mut out = Vec::new();
+        for change in self.diff_trees(Some(before), Some(&c.tree))? {
+            let Some(e) = change.new else {
+                continue;
+            };
+            if matches!(e.kind, EntryKind::Symlink | EntryKind::Gitlink) {
+                continue;
+            }
+            let v = Version {
+                path: change.path.to_vec(),
+                content: e.id,
+                commit: *id,
+            };
+            if !newest(&v) {
+                out.push(v);
+            }
+        }
+        Ok(out)
+    }
 }
 
 #[cfg(test)]
@@ -317,6 +505,10 @@ mod tests {
                 prop_assert_eq!(index.files_of(&Id([c; 32])).collect::<Vec<_>>(), want.clone());
                 prop_assert_eq!(index.contains(&Id([c; 32])), !want.is_empty());
             }
+            let mut distinct: Vec<Id> = files.iter().map(|(_, c)| *c).collect();
+            distinct.sort();
+            distinct.dedup();
+            prop_assert_eq!(index.contents().collect::<Vec<_>>(), distinct);
         }
 
         /// Changed or cut bytes are refused, without a panic.
@@ -407,5 +599,147 @@ mod tests {
             FileIndex::decode(std::fs::read(&path).unwrap(), newest),
             Some(listed(newest))
         );
+    }
+
+    /// The versions of a history, each (path, content) once with the newest commit
+    /// holding it, are what reading every commit's tree gives, whether made from the
+    /// trees' changes, brought up to date from the list kept for the history one commit
+    /// shorter, or read back: here with edits, removals, a content back at an old path and
+    /// moved to another, a symlink made a file of the same bytes, and two branches (in
+    /// whatever order the commits' times put them).
+    #[test]
+    fn a_history_lists_what_every_tree_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let repo = Repo::init(d, lifeos_store::StoreConfig::default()).unwrap();
+        let kept = d.join(".lifeos").join(FILE_INDEX_DIR).join(HISTORY_FILE);
+        let check = || {
+            let head = repo.head().unwrap();
+            let commits = crate::rev::all_commits(&repo, &head.view).unwrap();
+            let mut every: Vec<(Vec<u8>, Id, Id)> = Vec::new();
+            let mut seen = std::collections::HashSet::new();
+            for (c, commit) in &commits {
+                repo.visit_files_below(&commit.tree, b"", &mut |p, e| {
+                    if e.kind != EntryKind::Symlink && seen.insert((p.to_vec(), e.id)) {
+                        every.push((p.to_vec(), e.id, *c));
+                    }
+                    Ok(())
+                })
+                .unwrap();
+            }
+            // The same versions, each path's in the same (commit) order.
+            every.sort_by(|a, b| a.0.cmp(&b.0));
+            let listed = || {
+                let (index, others) = repo.history_versions(&commits).unwrap().unwrap();
+                let mut all: Vec<(Vec<u8>, Id, Id)> = (0..index.len())
+                    .map(|k| (index.path(k).to_vec(), index.content(k), commits[0].0))
+                    .chain(others.into_iter().map(|v| (v.path, v.content, v.commit)))
+                    .collect();
+                all.sort_by(|a, b| a.0.cmp(&b.0));
+                all
+            };
+            // From the list kept before this commit (if any), then as kept.
+            assert_eq!(listed(), every);
+            assert_eq!(listed(), every);
+            // From the trees alone.
+            std::fs::remove_file(&kept).unwrap();
+            assert_eq!(listed(), every);
+            every.len()
+        };
+        let commit = || {
+            let wc = repo.lock_working_copy().unwrap();
+            let c = repo
+                .commit_working_copy(&wc, &CommitOptions::default(), &NoProgress)
+                .unwrap()
+                .commit
+                .unwrap();
+            drop(wc);
+            c
+        };
+        std::fs::create_dir_all(d.join("a/deep")).unwrap();
+        std::fs::write(d.join("a/x"), "one").unwrap();
+        std::fs::write(d.join("a/deep/y"), "two").unwrap();
+        std::fs::write(d.join("b"), "three").unwrap();
+        std::os::unix::fs::symlink("target", d.join("link")).unwrap();
+        commit();
+        check();
+        std::fs::write(d.join("a/x"), "one, edited").unwrap();
+        std::fs::remove_file(d.join("b")).unwrap();
+        std::fs::remove_file(d.join("link")).unwrap();
+        std::fs::write(d.join("link"), "target").unwrap();
+        let second = commit();
+        repo.set_branch("side", Some(second), false).unwrap();
+        // Brought up to date from the list of the first commit alone.
+        let kept_before = {
+            let head = repo.head().unwrap();
+            let commits = crate::rev::all_commits(&repo, &head.view).unwrap();
+            repo.history_versions(&commits[1..]).unwrap();
+            order_hash(&commits[1..])
+        };
+        assert_eq!(
+            decode_history(&std::fs::read(&kept).unwrap()).unwrap().0,
+            kept_before
+        );
+        check();
+        std::fs::write(d.join("a/x"), "one").unwrap();
+        std::fs::rename(d.join("a/deep/y"), d.join("a-y")).unwrap();
+        commit();
+        check();
+        std::fs::write(d.join("b"), "three").unwrap();
+        std::fs::write(d.join("a/deep/y"), "four").unwrap();
+        commit();
+        // A commit on another branch: the commit before one in time (then id) order is
+        // not always its parent.
+        let wc = repo.lock_working_copy().unwrap();
+        repo.checkout(&wc, &crate::history::Target::Branch("side".into()), false)
+            .unwrap();
+        drop(wc);
+        std::fs::write(d.join("a/deep/y"), "one, edited").unwrap();
+        std::fs::write(d.join("c"), "two").unwrap();
+        commit();
+        // Every step above kept the list; this one starts from that of 4 commits.
+        let head = repo.head().unwrap();
+        let commits = crate::rev::all_commits(&repo, &head.view).unwrap();
+        repo.history_versions(&commits[1..]).unwrap();
+        assert!(check() >= 8);
+        // A damaged list is made again.
+        let commits_now = crate::rev::all_commits(&repo, &repo.head().unwrap().view).unwrap();
+        repo.history_versions(&commits_now).unwrap();
+        let mut b = std::fs::read(&kept).unwrap();
+        let at = b.len() / 2;
+        b[at] ^= 0x20;
+        std::fs::write(&kept, &b).unwrap();
+        assert_eq!(decode_history(&b), None);
+        check();
+    }
+
+    #[test]
+    fn history_lists_decode_only_whole() {
+        let v = |p: &[u8], c: u8| Version {
+            path: p.to_vec(),
+            content: Id([c; 32]),
+            commit: Id([c + 1; 32]),
+        };
+        let list = vec![v(b"a", 1), v(b"b/c", 2)];
+        let b = encode_history(&Id([5; 32]), &list).unwrap();
+        assert_eq!(decode_history(&b), Some((Id([5; 32]), list)));
+        for cut in 0..b.len() {
+            assert_eq!(decode_history(&b[..cut]), None);
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn history_bytes_decode_or_fail_without_panic(b in proptest::collection::vec(any::<u8>(), 0..300), fix in any::<bool>()) {
+            let mut b = b;
+            if fix && b.len() >= HEADER {
+                // A matching checksum, so the body's bounds checks are what is tried.
+                b[..4].copy_from_slice(HISTORY_MAGIC);
+                b[4..8].copy_from_slice(&[VERSION, 0, 0, 0]);
+                let sum = Id::hash(&b);
+                b.extend_from_slice(&sum.0);
+            }
+            let _ = decode_history(&b);
+        }
     }
 }

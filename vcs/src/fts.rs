@@ -23,6 +23,9 @@ use rusqlite::{ffi, Connection};
 const K1: f64 = 1.2;
 const B: f64 = 0.75;
 
+/// The longest term FTS5 indexes, in bytes (`FTS5_MAX_TOKEN_SIZE`): longer ones are cut.
+const MAX_TOKEN: usize = 32_768;
+
 /// The IDF given to a phrase in at least half of the rows: BM25's formula is zero or
 /// negative there; FTS5 uses this small positive value.
 const MIN_IDF: f64 = 1e-6;
@@ -74,10 +77,6 @@ pub(crate) fn register(conn: &Connection) -> rusqlite::Result<()> {
     // SAFETY: `api` is the live connection's FTS5 API; the function has the signature
     // FTS5 calls and keeps no pointer past a call but the auxiliary data FTS5 owns.
     let rc = unsafe {
-        // xQueryToken (reading a phrase's terms) came with version 3.
-        if (*api).iVersion < 3 {
-            return Err(failure(ffi::SQLITE_ERROR, "FTS5 is older than 3.45"));
-        }
         let Some(create) = (*api).xCreateFunction else {
             return Err(failure(ffi::SQLITE_ERROR, "FTS5 cannot add functions"));
         };
@@ -151,15 +150,17 @@ unsafe fn score(
     // SAFETY (the whole body): the methods are FTS5's for this query, called with its
     // context; the auxiliary data is the box this function set for the same query.
     unsafe {
+        // xQueryToken (a phrase's terms, read by `query_stats`) came with version 3 of
+        // this API (SQLite 3.45): an older one has no such field to read.
+        if api.iVersion < 3 {
+            return Err(ffi::SQLITE_ERROR);
+        }
         let mut stats = method(api.xGetAuxdata)?(fts, 0).cast::<QueryStats>();
         if stats.is_null() {
+            let set = method(api.xSetAuxdata)?;
             let fresh = Box::into_raw(Box::new(query_stats(api, fts, ctx)?));
             // On failure FTS5 has called `drop_stats` on it already.
-            ok(method(api.xSetAuxdata)?(
-                fts,
-                fresh.cast(),
-                Some(drop_stats),
-            ))?;
+            ok(set(fts, fresh.cast(), Some(drop_stats)))?;
             stats = fresh;
         }
         let stats = &*stats;
@@ -177,12 +178,11 @@ unsafe fn score(
         let mut len = 0;
         ok(method(api.xColumnSize)?(fts, -1, &mut len))?;
         let d = f64::from(len);
-        let s: f64 = stats
-            .idf
-            .iter()
-            .zip(&freq)
-            .map(|(idf, f)| idf * (f * (K1 + 1.0)) / (f + K1 * (1.0 - B + B * d / stats.avgdl)))
-            .sum();
+        // As fts5_aux.c computes it, operation for operation, so the bits are equal.
+        let mut s = 0.0;
+        for (idf, f) in stats.idf.iter().zip(&freq) {
+            s += idf * ((f * (K1 + 1.0)) / (f + K1 * (1.0 - B + B * d / stats.avgdl)));
+        }
         Ok(-s)
     }
 }
@@ -204,6 +204,8 @@ unsafe fn query_stats(
         ok(method(api.xRowCount)?(fts, &mut rows))?;
         ok(method(api.xColumnTotalSize)?(fts, -1, &mut tokens))?;
         let avgdl = tokens as f64 / rows.max(1) as f64;
+        let phrases = method(api.xPhraseCount)?(fts);
+        let (size, token) = (method(api.xPhraseSize)?, method(api.xQueryToken)?);
         let db = ffi::sqlite3_context_db_handle(ctx);
         let mut stmt = ptr::null_mut();
         ok(ffi::sqlite3_prepare_v2(
@@ -228,8 +230,6 @@ unsafe fn query_stats(
                 rc => Err(rc),
             }
         };
-        let phrases = method(api.xPhraseCount)?(fts);
-        let (size, token) = (method(api.xPhraseSize)?, method(api.xQueryToken)?);
         let mut idf = Vec::new();
         let mut result = Ok(());
         'phrases: for p in 0..phrases {
@@ -254,7 +254,7 @@ unsafe fn query_stats(
 
 /// BM25's IDF of a phrase found in `hits` of `rows` rows, as FTS5 computes it.
 fn idf_of(rows: i64, hits: i64) -> f64 {
-    let idf = ((rows - hits) as f64 + 0.5).ln() - (hits as f64 + 0.5).ln();
+    let idf = (((rows - hits) as f64 + 0.5) / (hits as f64 + 0.5)).ln();
     if idf <= 0.0 {
         MIN_IDF
     } else {
@@ -288,15 +288,16 @@ impl<'c> Tokenizer<'c> {
                 return Err(failure(ffi::SQLITE_ERROR, "FTS5 cannot find tokenizers"));
             };
             let rc = find(api, c"unicode61".as_ptr(), &mut user, &mut methods);
-            match (rc, methods.xCreate) {
-                (ffi::SQLITE_OK, Some(create)) => {
+            match (rc, methods.xCreate, methods.xTokenize) {
+                (ffi::SQLITE_OK, Some(create), Some(_)) => {
                     let mut args = [c"remove_diacritics".as_ptr(), c"2".as_ptr()];
                     create(user, args.as_mut_ptr(), 2, &mut tok)
                 }
-                (rc, _) => rc,
+                (ffi::SQLITE_OK, ..) => ffi::SQLITE_ERROR,
+                (rc, ..) => rc,
             }
         };
-        if rc != ffi::SQLITE_OK || tok.is_null() || methods.xTokenize.is_none() {
+        if rc != ffi::SQLITE_OK || tok.is_null() {
             return Err(failure(rc, "FTS5's unicode61 tokenizer is missing"));
         }
         Ok(Tokenizer {
@@ -320,11 +321,15 @@ impl<'c> Tokenizer<'c> {
                 return ffi::SQLITE_OK;
             }
             // SAFETY: `ctx` is the `&mut dyn FnMut` `terms` passed, alive for the call;
-            // FTS5 gives `n` bytes at `term`.
+            // FTS5 gives `n` bytes at `term` (no pointer to read when there are none).
             let r = catch_unwind(AssertUnwindSafe(|| unsafe {
                 let each = &mut *ctx.cast::<&mut dyn FnMut(&[u8])>();
-                let n = usize::try_from(n).unwrap_or(0);
-                each(std::slice::from_raw_parts(term.cast::<u8>(), n));
+                // The index keeps at most FTS5_MAX_TOKEN_SIZE bytes of a term (as its
+                // query parser does): counted as it keeps it.
+                let n = usize::try_from(n).unwrap_or(0).min(MAX_TOKEN);
+                if n > 0 && !term.is_null() {
+                    each(std::slice::from_raw_parts(term.cast::<u8>(), n));
+                }
             }));
             if r.is_ok() {
                 ffi::SQLITE_OK
@@ -416,18 +421,16 @@ impl TermDocs {
             "INSERT INTO term_docs (term, docs) VALUES (?1, ?2)
              ON CONFLICT (term) DO UPDATE SET docs = docs + excluded.docs",
         )?;
-        let mut removed = false;
+        let mut gone =
+            conn.prepare_cached("DELETE FROM term_docs WHERE term = ?1 AND docs <= 0")?;
         for (term, n) in &self.counts {
+            let term = ToSqlOutput::Borrowed(ValueRef::Text(term));
             if *n != 0 {
-                up.execute(rusqlite::params![
-                    ToSqlOutput::Borrowed(ValueRef::Text(term)),
-                    n
-                ])?;
-                removed |= *n < 0;
+                up.execute(rusqlite::params![term, n])?;
             }
-        }
-        if removed {
-            conn.execute("DELETE FROM term_docs WHERE docs <= 0", [])?;
+            if *n < 0 {
+                gone.execute([term])?;
+            }
         }
         Ok(())
     }
@@ -483,7 +486,11 @@ mod tests {
     /// case, non-Latin scripts and repeated terms.
     #[test]
     fn term_docs_are_the_index_s_document_frequencies() {
-        let conn = index(TEXTS);
+        // A term longer than FTS5 keeps (32,768 bytes), cut as it cuts it.
+        let long = format!("{} and {}é tail", "k".repeat(40_000), "é".repeat(20_000));
+        let mut texts = TEXTS.to_vec();
+        texts.push(&long);
+        let conn = index(&texts);
         conn.execute_batch("CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, segments_fts, row);")
             .unwrap();
         let vocab = table(&conn, "SELECT term, doc FROM temp.v ORDER BY term");
@@ -554,7 +561,7 @@ mod tests {
             assert_eq!(ours.len(), fts5.len(), "{q}");
             for ((r1, s1), (r2, s2)) in ours.iter().zip(&fts5) {
                 assert_eq!(r1, r2, "{q}");
-                assert!((s1 - s2).abs() < 1e-12, "{q}: {s1} vs {s2}");
+                assert_eq!(s1.to_bits(), s2.to_bits(), "{q}: {s1} vs {s2}");
             }
         }
         // "budget review" as a phrase is once in row 5 (4 terms; 23 terms in 5 rows),

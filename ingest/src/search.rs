@@ -448,8 +448,7 @@ fn found(
         })
     };
     for s in segments {
-        // At a view the hits are cut at `limit` in this order: no snippet is made for
-        // one that would not show (each is an FTS5 query).
+        // At a view the hits are cut at `limit` in this order: none after would show.
         if matches!(scope, Scope::View(_)) && hits.len() >= limit {
             break;
         }
@@ -459,12 +458,10 @@ fn found(
         if !seen_hits.insert((s.file, s.anchor.clone(), s.text.clone())) {
             continue;
         }
-        let snippet = match fts {
-            // (A row a concurrent sync replaced since: its text as found, cut.)
-            Some(fts) => catalog
-                .snippet(fts, s.row)?
-                .unwrap_or_else(|| cut_text(&s.text)),
-            None => cut_text(&s.text),
+        // Snippets are made once the list is cut (each is an FTS5 query): noted by row.
+        let (snippet, row) = match fts {
+            Some(_) => (String::new(), Some((s.row, cut_text(&s.text)))),
+            None => (cut_text(&s.text), None),
         };
         let anchor: serde_json::Value = serde_json::from_str(&s.anchor).unwrap_or_default();
         let Some(at) = hit_versions.get(&s.file) else {
@@ -487,7 +484,7 @@ fn found(
                     continue;
                 }
             }
-            hits.push(Hit {
+            let hit = Hit {
                 media,
                 path: path.clone(),
                 commit: *commit,
@@ -498,7 +495,8 @@ fn found(
                 kind: s.kind.clone(),
                 file_type: ty.clone(),
                 score: s.score,
-            });
+            };
+            hits.push((hit, row.clone()));
         }
     }
     // Names: every file whose path holds the words (found even when no extractor reads
@@ -544,15 +542,15 @@ fn found(
         versions.each(&mut name_hit);
     }
     names.sort_by(|a, b| a.path.cmp(&b.path));
-    hits.extend(names);
+    hits.extend(names.into_iter().map(|h| (h, None)));
     if matches!(scope, Scope::AllHistory) {
         // Grouped by file: each path's versions together, best first.
         let mut best: HashMap<String, f64> = HashMap::new();
-        for h in &hits {
+        for (h, _) in &hits {
             let e = best.entry(h.path.clone()).or_insert(h.score);
             *e = e.min(h.score);
         }
-        hits.sort_by(|a, b| {
+        hits.sort_by(|(a, _), (b, _)| {
             best[&a.path]
                 .total_cmp(&best[&b.path])
                 .then(a.path.cmp(&b.path))
@@ -560,7 +558,24 @@ fn found(
         });
     }
     hits.truncate(limit);
-    Ok(hits)
+    // The snippets of the hits shown, each segment's once.
+    let mut made: HashMap<i64, String> = HashMap::new();
+    let mut shown = Vec::with_capacity(hits.len());
+    for (mut h, row) in hits {
+        if let (Some((row, cut)), Some(fts)) = (row, fts) {
+            h.snippet = match made.get(&row) {
+                Some(s) => s.clone(),
+                None => {
+                    // (A row a concurrent sync replaced since: its text as found, cut.)
+                    let s = catalog.snippet(fts, row)?.unwrap_or(cut);
+                    made.insert(row, s.clone());
+                    s
+                }
+            };
+        }
+        shown.push(h);
+    }
+    Ok(shown)
 }
 
 #[cfg(test)]

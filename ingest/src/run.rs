@@ -414,8 +414,11 @@ pub fn ingest(
     report.audio_seconds = p.audio_seconds;
     report.speech_seconds = p.speech_seconds;
     // What was recorded is indexed for search by the command that recorded it, not by
-    // the next search (at 20,000 notes that one took 0.55 s instead of 0.01 s).
-    repo.catalog()?;
+    // the next search (at 20,000 notes that one took 0.55 s instead of 0.01 s). The
+    // catalog is only an index: if it cannot be brought up to date now (a full disk, a
+    // catalog busy for longer than its timeout), the extracts are recorded all the same
+    // and the next command that reads it tries again.
+    let _ = repo.catalog();
     Ok(report)
 }
 

@@ -325,6 +325,7 @@ pub struct Version {
 /// The history list's file, inside `file_index/`.
 const HISTORY_FILE: &str = "history";
 const HISTORY_MAGIC: &[u8; 4] = b"LFHI";
+const HISTORY_VERSION: u8 = 1;
 
 /// BLAKE3 of the ids of `commits`, in order.
 fn order_hash(commits: &[(Id, crate::object::Commit)]) -> Id {
@@ -341,7 +342,7 @@ fn order_hash(commits: &[(Id, crate::object::Commit)]) -> Id {
 fn encode_history(order: &Id, versions: &[Version]) -> Option<Vec<u8>> {
     let mut b = Vec::new();
     b.extend_from_slice(HISTORY_MAGIC);
-    b.extend_from_slice(&[VERSION, 0, 0, 0]);
+    b.extend_from_slice(&[HISTORY_VERSION, 0, 0, 0]);
     b.extend_from_slice(&order.0);
     b.extend_from_slice(&u32::try_from(versions.len()).ok()?.to_le_bytes());
     for v in versions {
@@ -360,7 +361,7 @@ fn encode_history(order: &Id, versions: &[Version]) -> Option<Vec<u8>> {
 fn decode_history(bytes: &[u8]) -> Option<(Id, Vec<Version>)> {
     if bytes.len() < HEADER + 32
         || &bytes[..4] != HISTORY_MAGIC
-        || bytes[4..8] != [VERSION, 0, 0, 0]
+        || bytes[4..8] != [HISTORY_VERSION, 0, 0, 0]
     {
         return None;
     }
@@ -373,15 +374,17 @@ fn decode_history(bytes: &[u8]) -> Option<(Id, Vec<Version>)> {
     let mut at = HEADER;
     let mut versions = Vec::with_capacity(n.min(body.len() / 68));
     for _ in 0..n {
-        let len = u32_at(body.get(at..at + 4)?, 0);
-        let path = body.get(at + 4..at + 4 + len)?.to_vec();
-        let ids = body.get(at + 4 + len..at + 4 + len + 64)?;
+        let len = u32_at(body.get(at..at.checked_add(4)?)?, 0);
+        let start = at + 4;
+        let end = start.checked_add(len)?;
+        let path = body.get(start..end)?.to_vec();
+        let ids = body.get(end..end.checked_add(64)?)?;
         versions.push(Version {
             path,
             content: Id::from_slice(&ids[..32])?,
             commit: Id::from_slice(&ids[32..])?,
         });
-        at += 4 + len + 64;
+        at = end + 64;
     }
     (at == body.len()).then_some((order, versions))
 }
@@ -416,7 +419,7 @@ impl Repo {
             Some((o, versions)) if o == order => return Ok(Some((index, versions))),
             // One commit on top of the history kept: the versions of the commit below
             // it that it does not hold, then those kept that it does not hold.
-            Some((o, kept)) if o == order_hash(rest) => {
+            Some((o, kept)) if !rest.is_empty() && o == order_hash(rest) => {
                 let mut versions = self.changes_held(&newest.tree, &rest[0], &in_newest)?;
                 versions.extend(kept.into_iter().filter(|v| !in_newest(v)));
                 versions
@@ -605,8 +608,8 @@ mod tests {
     /// holding it, are what reading every commit's tree gives, whether made from the
     /// trees' changes, brought up to date from the list kept for the history one commit
     /// shorter, or read back: here with edits, removals, a content back at an old path and
-    /// moved to another, a symlink made a file of the same bytes, and two branches (in
-    /// whatever order the commits' times put them).
+    /// moved to another, a symlink made a file of the same bytes, a file made a folder,
+    /// and two branches (in whatever order the commits' times put them).
     #[test]
     fn a_history_lists_what_every_tree_holds() {
         let dir = tempfile::tempdir().unwrap();
@@ -620,7 +623,9 @@ mod tests {
             let mut seen = std::collections::HashSet::new();
             for (c, commit) in &commits {
                 repo.visit_files_below(&commit.tree, b"", &mut |p, e| {
-                    if e.kind != EntryKind::Symlink && seen.insert((p.to_vec(), e.id)) {
+                    if !matches!(e.kind, EntryKind::Symlink | EntryKind::Gitlink)
+                        && seen.insert((p.to_vec(), e.id))
+                    {
                         every.push((p.to_vec(), e.id, *c));
                     }
                     Ok(())
@@ -647,6 +652,10 @@ mod tests {
             every.len()
         };
         let commit = || {
+            // Commit times are whole seconds: a second apart, each new commit comes first
+            // in the order, so each `check` brings the list kept by the one before up to
+            // date with one diff (a commit on the other branch included).
+            std::thread::sleep(std::time::Duration::from_millis(1050));
             let wc = repo.lock_working_copy().unwrap();
             let c = repo
                 .commit_working_copy(&wc, &CommitOptions::default(), &NoProgress)
@@ -687,6 +696,12 @@ mod tests {
         check();
         std::fs::write(d.join("b"), "three").unwrap();
         std::fs::write(d.join("a/deep/y"), "four").unwrap();
+        commit();
+        check();
+        // A file made a folder.
+        std::fs::remove_file(d.join("b")).unwrap();
+        std::fs::create_dir(d.join("b")).unwrap();
+        std::fs::write(d.join("b/inner"), "three").unwrap();
         commit();
         // A commit on another branch: the commit before one in time (then id) order is
         // not always its parent.
@@ -735,7 +750,7 @@ mod tests {
             if fix && b.len() >= HEADER {
                 // A matching checksum, so the body's bounds checks are what is tried.
                 b[..4].copy_from_slice(HISTORY_MAGIC);
-                b[4..8].copy_from_slice(&[VERSION, 0, 0, 0]);
+                b[4..8].copy_from_slice(&[HISTORY_VERSION, 0, 0, 0]);
                 let sum = Id::hash(&b);
                 b.extend_from_slice(&sum.0);
             }

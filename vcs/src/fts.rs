@@ -298,6 +298,11 @@ impl<'c> Tokenizer<'c> {
             }
         };
         if rc != ffi::SQLITE_OK || tok.is_null() {
+            let rc = if rc == ffi::SQLITE_OK {
+                ffi::SQLITE_ERROR
+            } else {
+                rc
+            };
             return Err(failure(rc, "FTS5's unicode61 tokenizer is missing"));
         }
         Ok(Tokenizer {

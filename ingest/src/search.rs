@@ -447,9 +447,11 @@ fn found(
             all
         })
     };
+    // At a view the hits are cut at `limit` in the order they are made (content, then
+    // names): once that many are made, none after would show.
+    let full = |made: usize| matches!(scope, Scope::View(_)) && made >= limit;
     for s in segments {
-        // At a view the hits are cut at `limit` in this order: none after would show.
-        if matches!(scope, Scope::View(_)) && hits.len() >= limit {
+        if full(hits.len()) {
             break;
         }
         let ty = file_type(&s.extractor).to_string();
@@ -500,12 +502,10 @@ fn found(
         }
     }
     // Names: every file whose path holds the words (found even when no extractor reads
-    // it), unless the hits are an entity's mentions. At a view they come after the
-    // content hits and the list is cut at `limit`: with that many, none would show.
+    // it), unless the hits are an entity's mentions or the list is full already.
     let mut names: Vec<Hit> = Vec::new();
     let mut names_match = q.path_matcher();
-    let names_shown =
-        mentions.is_none() && (matches!(scope, Scope::AllHistory) || hits.len() < limit);
+    let names_shown = mentions.is_none() && !full(hits.len());
     let mut name_hit = |path: &[u8], version: &Version<'_>| {
         let shown = lifeos_vcs::path::display(path);
         let path: &str = &shown;

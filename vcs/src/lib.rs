@@ -41,6 +41,7 @@ pub mod stat_cache;
 #[doc(hidden)]
 pub mod testing;
 pub mod treediff;
+mod walk;
 pub mod when;
 pub mod working_copy;
 

@@ -397,8 +397,12 @@ impl StatCache {
             return None;
         }
         let mut racy = Vec::new();
+        // Both are in path order and of one length: the same paths are at the same places.
         for (i, f) in scan.found.iter().enumerate() {
-            let c = self.get(&f.path).filter(|c| c.matches(&f.meta))?;
+            if self.path(i) != f.path.as_slice() {
+                return None;
+            }
+            let c = Some(self.entry(i)).filter(|c| c.matches(&f.meta))?;
             if !c.trusted(&f.meta, self.recorded_at_ns) {
                 racy.push((i, c));
             }

@@ -4,7 +4,6 @@
 use std::collections::BTreeMap;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 use lifeos_store::{Id, Kind, Transaction};
 
@@ -13,7 +12,7 @@ use crate::folder::through_real_folders;
 use crate::monitor::{Token, Watched};
 use crate::object::{EntryKind, Tree, TreeEntry};
 use crate::path::{display, in_folder, is_under, join, BString};
-use crate::repo::{Repo, DOT_DIR};
+use crate::repo::Repo;
 use crate::stat_cache::{NewCache, StatCache};
 
 /// The stat cache file, inside `.lifeos`.
@@ -238,20 +237,6 @@ impl Scan {
     }
 }
 
-/// The path and I/O error inside a walker error, if it has them.
-fn walk_error_parts(e: &ignore::Error) -> (Option<&Path>, Option<&std::io::Error>) {
-    match e {
-        ignore::Error::WithPath { path, err } => (Some(path), walk_error_parts(err).1),
-        ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => {
-            walk_error_parts(err)
-        }
-        ignore::Error::Loop { child, .. } => (Some(child), None),
-        ignore::Error::Io(io) => (None, Some(io)),
-        ignore::Error::Partial(errs) => errs.first().map_or((None, None), walk_error_parts),
-        _ => (None, None),
-    }
-}
-
 /// Lists every file and symlink under `root` that is not ignored, sorted by path.
 /// `.lifeos` and `.git` directories are never included; `.lifeosignore` (gitignore syntax)
 /// and `.gitignore` files are honoured.
@@ -267,41 +252,7 @@ pub fn scan_within(root: &Path, targets: &[BString]) -> Result<Scan> {
 }
 
 fn scan_limited(root: &Path, targets: Option<&[BString]>) -> Result<Scan> {
-    let out = Mutex::new(Scan::default());
-    // The filter must own what it reads (the walker's threads may outlive this call's
-    // borrows, as far as the compiler knows).
-    let root_bytes = root.as_os_str().as_bytes().to_vec();
-    let targets_owned: Option<Vec<BString>> = targets.map(<[BString]>::to_vec);
-    let walker = ignore::WalkBuilder::new(root)
-        .hidden(false)
-        .ignore(false)
-        .parents(false)
-        .git_ignore(true)
-        .git_global(false)
-        .git_exclude(false)
-        .require_git(false)
-        .follow_links(false)
-        .add_custom_ignore_filename(".lifeosignore")
-        .filter_entry(move |e| {
-            let name = e.file_name();
-            // Never record the repository itself, git's, or lifeos's own temporary files.
-            let is_dir = e.file_type().is_some_and(|t| t.is_dir());
-            let recorded = !((is_dir && (name == DOT_DIR || name == ".git"))
-                || name.as_encoded_bytes().starts_with(b".lifeos-tmp-"));
-            recorded
-                && targets_owned.as_ref().is_none_or(|t| {
-                    let rel = e
-                        .path()
-                        .as_os_str()
-                        .as_bytes()
-                        .strip_prefix(&root_bytes[..]);
-                    let rel = rel.map(|r| r.strip_prefix(b"/").unwrap_or(r));
-                    rel.is_none_or(|r| crate::monitor::on_the_way(t, r))
-                })
-        })
-        .build_parallel();
-    walker.visit(&mut ScanVisitors { root, out: &out });
-    let mut out = out.into_inner().expect("scan lock");
+    let mut out = crate::walk::walk(root, targets);
     if let Some(t) = targets {
         // A folder on the way to a target may now be a file: it is not what was asked.
         out.found.retain(|f| crate::monitor::in_targets(t, &f.path));
@@ -309,162 +260,8 @@ fn scan_limited(root: &Path, targets: Option<&[BString]>) -> Result<Scan> {
             .retain(|f| crate::monitor::in_targets(t, &f.path));
     }
     out.shared_inodes = out.found.iter().any(|f| linked_elsewhere(&f.meta));
-    // Paths are unique: an unstable sort orders them the same.
-    out.found.sort_unstable_by(|a, b| a.path.cmp(&b.path));
     out.unreadable.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(out)
-}
-
-/// Makes one [`ScanVisitor`] per walker thread.
-struct ScanVisitors<'a> {
-    root: &'a Path,
-    out: &'a Mutex<Scan>,
-}
-
-impl<'s> ignore::ParallelVisitorBuilder<'s> for ScanVisitors<'s> {
-    fn build(&mut self) -> Box<dyn ignore::ParallelVisitor + 's> {
-        Box::new(ScanVisitor {
-            root: self.root,
-            out: self.out,
-            local: Scan::default(),
-            dir: None,
-        })
-    }
-}
-
-/// One walker thread's part of a scan: gathered apart and added to the whole when the
-/// thread is done (a lock per file made the threads wait on each other), and each file
-/// statted relative to its folder, opened once (a full path costs a lookup of each of its
-/// components). `O_PATH` and `fstatat` are Linux's, as is `syncfs` in the folder moves.
-/// The folder is held by path: one renamed and replaced during the scan is statted in
-/// the folder the walker listed, which is what the listing showed.
-struct ScanVisitor<'a> {
-    root: &'a Path,
-    out: &'a Mutex<Scan>,
-    local: Scan,
-    /// The folder of the last file statted, opened as a path.
-    dir: Option<(PathBuf, std::os::fd::OwnedFd)>,
-}
-
-impl ScanVisitor<'_> {
-    /// `p` relative to the root. The walker's paths are the root's bytes joined with
-    /// names, so the root's bytes are cut off as they are (comparing components costs a
-    /// twentieth of a scan); anything else is compared by components.
-    fn rel(&self, p: &Path) -> BString {
-        let (root, path) = (self.root.as_os_str().as_bytes(), p.as_os_str().as_bytes());
-        match path.strip_prefix(root) {
-            Some(rest) if root.ends_with(b"/") => BString::from(rest),
-            Some([b'/', rest @ ..]) => BString::from(rest),
-            _ => p
-                .strip_prefix(self.root)
-                .map(|r| BString::from(r.as_os_str().as_bytes()))
-                .unwrap_or_default(),
-        }
-    }
-
-    /// The metadata of `path` itself (a symlink is not followed), read relative to its
-    /// folder; by the full path when the folder cannot be opened.
-    fn stat(&mut self, path: &Path) -> std::io::Result<Stat> {
-        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
-            return path.symlink_metadata().map(|m| Stat::from(&m));
-        };
-        if self.dir.as_ref().is_none_or(|(d, _)| d != parent) {
-            self.dir = None;
-            let c = std::ffi::CString::new(parent.as_os_str().as_bytes())?;
-            // SAFETY: `c` is a valid NUL-terminated string for the call's duration.
-            let fd = unsafe {
-                libc::open(
-                    c.as_ptr(),
-                    libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
-                )
-            };
-            if fd < 0 {
-                return path.symlink_metadata().map(|m| Stat::from(&m));
-            }
-            // SAFETY: `fd` was just opened and is owned by nothing else.
-            self.dir = Some((parent.to_path_buf(), unsafe { OwnedFd::from_raw_fd(fd) }));
-        }
-        let (_, fd) = self.dir.as_ref().expect("set above");
-        let c = std::ffi::CString::new(name.as_bytes())?;
-        // SAFETY: an all-zero `stat` is a valid value of the plain C struct.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        // SAFETY: `fd` is an open directory, `c` a NUL-terminated name, `st` writable.
-        let r = unsafe {
-            libc::fstatat(
-                fd.as_raw_fd(),
-                c.as_ptr(),
-                &mut st,
-                libc::AT_SYMLINK_NOFOLLOW,
-            )
-        };
-        if r != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(Stat {
-            mtime_ns: i128::from(st.st_mtime) * 1_000_000_000 + i128::from(st.st_mtime_nsec),
-            ctime_ns: i128::from(st.st_ctime) * 1_000_000_000 + i128::from(st.st_ctime_nsec),
-            size: st.st_size as u64,
-            ino: st.st_ino,
-            mode: st.st_mode,
-            links: u32::try_from(st.st_nlink).unwrap_or(u32::MAX),
-        })
-    }
-}
-
-impl ignore::ParallelVisitor for ScanVisitor<'_> {
-    fn visit(
-        &mut self,
-        entry: std::result::Result<ignore::DirEntry, ignore::Error>,
-    ) -> ignore::WalkState {
-        match entry {
-            Ok(e) => {
-                let Some(ft) = e.file_type() else {
-                    return ignore::WalkState::Continue;
-                };
-                if ft.is_dir() {
-                    return ignore::WalkState::Continue;
-                }
-                let path = self.rel(e.path());
-                match self.stat(e.path()) {
-                    Ok(meta) if meta.is_file() || meta.is_symlink() => {
-                        self.local.found.push(ScanEntry {
-                            path: path.into(),
-                            meta,
-                        });
-                    }
-                    Ok(_) => self.local.skipped.push(Skipped {
-                        path,
-                        reason: "not a regular file, directory or symlink".into(),
-                    }),
-                    Err(err) => self.local.failed(path, &err),
-                }
-            }
-            Err(err) => {
-                // A folder that cannot be listed (or an ignore file that cannot be
-                // read): what is below it is unknown, not gone.
-                let (path, io) = walk_error_parts(&err);
-                let path = path.map(|p| self.rel(p)).unwrap_or_default();
-                match io {
-                    Some(io) => self.local.failed(path, io),
-                    None => self.local.unreadable.push(Skipped {
-                        path,
-                        reason: err.to_string(),
-                    }),
-                }
-            }
-        }
-        ignore::WalkState::Continue
-    }
-}
-
-impl Drop for ScanVisitor<'_> {
-    fn drop(&mut self) {
-        let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
-        out.found.append(&mut self.local.found);
-        out.skipped.append(&mut self.local.skipped);
-        out.unreadable.append(&mut self.local.unreadable);
-    }
 }
 
 /// The result of snapshotting the working folder.

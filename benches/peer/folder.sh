@@ -2,9 +2,10 @@
 # A working folder of many small files, lifeos against git in one run: FOLDERS folders of
 # FILES_PER small files each (default 400 x 250 = 100,000), committed once by each tool;
 # then, RUNS times each, alternating: status with nothing changed, a commit with nothing
-# changed and a commit of one 2-byte edit. git runs with default settings, and its status
-# also in a second copy with core.untrackedCache=true. Then lifeos's three commands again
-# while `lifeos watch --index-only` runs (git has no inotify monitor of its own on Linux).
+# changed, status with one 2-byte edit and its commit. git runs with default settings, and
+# its status also in a second copy with core.untrackedCache=true. Then lifeos's commands
+# again while `lifeos watch --index-only` runs (git has no inotify monitor of its own on
+# Linux), and status and commit once after it stops.
 # Wall time and peak RSS (GNU time) as medians; prints a Markdown table, also saved to $PEER_WORKDIR/folder-results.md.
 #
 # Environment:
@@ -80,6 +81,8 @@ for ((i = 0; i < RUNS; i++)); do
     record "git commit, nothing changed" "$(measure "$WORK/git" sh -c "git add -A && git ${GIT_ID[*]} commit -q -m none || true")"
     echo "$i" >>"$WORK/lifeos/d0005/f0005.txt"
     echo "$i" >>"$WORK/git/d0005/f0005.txt"
+    record "lifeos status, one file changed" "$(measure "$WORK/lifeos" "$LIFEOS_BIN" status)"
+    record "git status, one file changed" "$(measure "$WORK/git" git status)"
     record "lifeos commit, one file" "$(measure "$WORK/lifeos" "$LIFEOS_BIN" commit -q -m one)"
     record "git commit, one file" "$(measure "$WORK/git" sh -c "git add -A && git ${GIT_ID[*]} commit -q -m one")"
 done
@@ -101,15 +104,22 @@ for ((i = 0; i < RUNS; i++)); do
 done
 kill "$MONITOR"
 wait "$MONITOR" || true
+# The commits through the monitor did not save the stat cache: the first status and
+# commit after it stops compare the folder through a cache saved for an older tree.
+log "after the monitor stopped"
+record "lifeos status, after the monitor stopped" "$(measure "$WORK/lifeos" "$LIFEOS_BIN" status)"
+record "lifeos commit, after the monitor stopped" "$(measure "$WORK/lifeos" "$LIFEOS_BIN" commit -q -m after)"
 
 {
     echo "| $((FOLDERS * FILES_PER)) files | median s | median peak RSS MB | runs |"
     echo "|---|---|---|---|"
     for k in "lifeos first commit" "git first commit" "lifeos status" "git status" \
         "git status (untrackedCache)" "lifeos commit, nothing changed" \
-        "git commit, nothing changed" "lifeos commit, one file" "git commit, one file" \
+        "git commit, nothing changed" "lifeos status, one file changed" \
+        "git status, one file changed" "lifeos commit, one file" "git commit, one file" \
         "lifeos status (watch --index-only)" "lifeos commit, nothing changed (watch --index-only)" \
-        "lifeos commit, one file (watch --index-only)"; do
+        "lifeos commit, one file (watch --index-only)" "lifeos status, after the monitor stopped" \
+        "lifeos commit, after the monitor stopped"; do
         t=$(tr ' ' '\n' <<<"${T[$k]}" | grep . | median)
         m=$(tr ' ' '\n' <<<"${M[$k]}" | grep . | median)
         n=$(wc -w <<<"${T[$k]}")

@@ -14,10 +14,11 @@ use crate::object::{Commit, Conflict, EntryKind, Event, OpEvents, Operation, Tre
 use crate::path::{display, in_folder, is_under, BString};
 use crate::repo::{now_ms, OpState, Repo};
 use crate::stat_cache::{NewCache, StatCache};
-use crate::treediff::{diff_flat, Change, FlatTree};
+use crate::treediff::{diff_flat, Change, ChangeKind, FlatTree};
 use crate::when::{parse_when, When};
 use crate::working_copy::{
-    scan, scan_within, submodule_folder_present, NoProgress, Scan, ScanEntry, Skipped, WcState,
+    scan, scan_within, submodule_folder_present, CacheEntry, NoProgress, Scan, ScanEntry, Skipped,
+    WcState,
 };
 
 /// The working folder compared with `@`.
@@ -293,8 +294,9 @@ impl Repo {
             Watched::All(token) => Some(token),
             Watched::No => None,
         };
+        // The scan first: its peak (the walk's listings) is then not on top of the cache.
+        let mut scanned = scan(self.workdir())?;
         let old = self.stat_cache();
-        let scanned = scan(self.workdir())?;
         // Exactly what the snapshot that made `@`'s tree saw, the racily clean files
         // (9.2) read to be sure: nothing changed.
         let unchanged = old
@@ -331,6 +333,18 @@ impl Repo {
             }
             return Ok(status(Vec::new(), conflicts, scanned.skipped, Vec::new()));
         }
+        if let Some(base) = &base_tree {
+            if let Some(changes) = self.changes_through_cache(base, &old, &mut scanned)? {
+                if changes.is_empty() && !scanned.shared_inodes {
+                    save_token(
+                        scanned.found.len() as u64,
+                        scanned.bytes(),
+                        &scanned.skipped,
+                    );
+                }
+                return Ok(status(changes, conflicts, scanned.skipped, Vec::new()));
+            }
+        }
         let base_flat = match base_tree {
             Some(t) => self.flatten(&t)?,
             None => FlatTree::new(),
@@ -346,6 +360,86 @@ impl Repo {
             save_token(files, bytes, &skipped);
         }
         Ok(status(changes, conflicts, skipped, unreadable))
+    }
+
+    /// What differs between the folder as `scanned` found it and `base`, through the stat
+    /// cache `old`, without flattening `base` or mapping the folder: the cache's entries
+    /// stand for the tree they were made into, so only the files it does not trust are
+    /// read; a cache saved for an older tree counts as [`Repo::cache_changes_for`] makes
+    /// it. `None` (then everything is compared) when the cache names no tree, `base` has a
+    /// submodule where the two differ, or a path could not be read: that comparison says
+    /// what happened to it.
+    fn changes_through_cache(
+        &self,
+        base: &Id,
+        old: &StatCache,
+        scanned: &mut Scan,
+    ) -> Result<Option<Vec<Change>>> {
+        let Some(since) = self.cache_changes_for(base, old)? else {
+            return Ok(None);
+        };
+        let entries = crate::stat_cache::patched(old, &since);
+        self.keep_tracked(entries.clone().map(|(p, _)| p), scanned);
+        if !scanned.unreadable.is_empty() {
+            return Ok(None);
+        }
+        let entry = |c: &CacheEntry| TreeEntry {
+            name: Vec::new(),
+            kind: c.kind,
+            id: c.id,
+            size: c.size,
+        };
+        let mut changes = Vec::new();
+        let mut to_read: Vec<(usize, Option<CacheEntry>)> = Vec::new();
+        let mut cached = entries.peekable();
+        for (i, f) in scanned.found.iter().enumerate() {
+            while let Some((p, c)) = cached.next_if(|(p, _)| *p < f.path.as_slice()) {
+                changes.push(Change {
+                    path: p.into(),
+                    kind: ChangeKind::Deleted,
+                    old: Some(entry(&c)),
+                    new: None,
+                });
+            }
+            match cached.next_if(|(p, _)| *p == f.path.as_slice()) {
+                Some((_, c)) if c.trusted(&f.meta, old.recorded_at_ns()) => {}
+                c => to_read.push((i, c.map(|(_, c)| c))),
+            }
+        }
+        for (p, c) in cached {
+            changes.push(Change {
+                path: p.into(),
+                kind: ChangeKind::Deleted,
+                old: Some(entry(&c)),
+                new: None,
+            });
+        }
+        let found = &scanned.found;
+        let read = lifeos_store::par::map(&to_read, |(i, _)| self.content_id(&found[*i]));
+        for ((i, c), r) in to_read.iter().zip(read) {
+            let Ok((kind, id, size)) = r else {
+                return Ok(None);
+            };
+            let new = TreeEntry {
+                name: Vec::new(),
+                kind,
+                id,
+                size,
+            };
+            let (kind, old) = match c {
+                Some(c) if c.kind == kind && c.id == id => continue,
+                Some(c) => (ChangeKind::Modified, Some(entry(c))),
+                None => (ChangeKind::Added, None),
+            };
+            changes.push(Change {
+                path: BString::from(found[*i].path.as_slice()),
+                kind,
+                old,
+                new: Some(new),
+            });
+        }
+        changes.sort_by(|x, y| x.path.cmp(&y.path));
+        Ok(Some(changes))
     }
 
     /// Resolves `--at WHEN` to the operation whose view it means.

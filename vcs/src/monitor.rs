@@ -415,7 +415,17 @@ impl Repo {
             bytes: side.bytes,
         };
         let old = StatCache::default();
-        match self.snapshot_edits(tx, base, old, scanned, Some(scope), started_ns, progress)? {
+        let since = std::collections::BTreeMap::new();
+        match self.snapshot_edits(
+            tx,
+            base,
+            old,
+            &since,
+            scanned,
+            Some(scope),
+            started_ns,
+            progress,
+        )? {
             // A file with another name can change through it unseen: look at everything.
             Ok(snapshot) if snapshot.shared_inodes => Ok(None),
             Ok(mut snapshot) => {

@@ -36,17 +36,20 @@ pub(crate) struct Scope {
 }
 
 impl Repo {
-    /// The snapshot of a folder whose stat cache `old` names `base`, made by editing
-    /// `base` where the scan and the cache disagree. `Ok(Err(scan))` gives the scan back
-    /// when a file could not be read: the whole snapshot then says what happened to it
-    /// (files already stored stay in `tx`, and are found there again). The new cache is
-    /// `old` with the changed paths patched in, not a map of every path.
+    /// The snapshot of a folder whose stat cache `old` with `since` patched in
+    /// ([`Repo::cache_changes_for`]; empty when `old` names it) is the cache for `base`,
+    /// made by editing `base` where the scan and the cache disagree. `Ok(Err(scan))` gives
+    /// the scan back when a file could not be read: the whole snapshot then says what
+    /// happened to it (files already stored stay in `tx`, and are found there again). The
+    /// new cache is `old` with `since` and the changed paths patched in, not a map of
+    /// every path.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn snapshot_edits(
         &self,
         tx: &mut Transaction<'_>,
         base: &Id,
         old: StatCache,
+        since: &BTreeMap<Vec<u8>, Option<CacheEntry>>,
         mut scanned: Scan,
         scope: Option<Scope>,
         started_ns: i128,
@@ -57,7 +60,7 @@ impl Repo {
         let in_scope = || -> Box<dyn Iterator<Item = (&[u8], CacheEntry)> + '_> {
             match &scope {
                 Some(s) => Box::new(s.entries.iter().map(|(p, e)| (p.as_slice(), e.clone()))),
-                None => Box::new(old.iter()),
+                None => Box::new(crate::stat_cache::patched(&old, since)),
             }
         };
         // A tracked path hidden by an ignore rule is still recorded (FORMAT 9.3); if it
@@ -150,8 +153,8 @@ impl Repo {
         // The edits, in path order: what was read or re-read, and what is gone; and the
         // same changes to the cache.
         let mut edits: Vec<Edit<'_>> = gone.iter().map(|p| (*p, None)).collect();
-        let mut changes: BTreeMap<Vec<u8>, Option<CacheEntry>> =
-            gone.iter().map(|p| (p.to_vec(), None)).collect();
+        let mut changes = since.clone();
+        changes.extend(gone.iter().map(|p| (p.to_vec(), None)));
         for &i in links.iter().chain(&to_read) {
             let (kind, id) = ids[&i];
             let meta = metas.get(&i).unwrap_or(&found[i].meta);
@@ -171,7 +174,7 @@ impl Repo {
             ));
         }
         edits.sort_by(|a, b| a.0.cmp(b.0));
-        let state_changed = !edits.is_empty() && scope.is_none();
+        let state_changed = !(edits.is_empty() && since.is_empty()) && scope.is_none();
         let tree = if edits.is_empty() {
             *base
         } else {
@@ -357,8 +360,116 @@ mod tests {
         }
     }
 
+    /// A cache saved for an older tree vouches for no path where that tree and `@`'s
+    /// differ: those become `@`'s entries never trusted (so the file is read even if its
+    /// metadata is what the cache recorded), or none where `@` has no file.
+    #[test]
+    fn an_older_cache_vouches_for_no_path_where_the_trees_differ() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let repo = Repo::init(root, lifeos_store::StoreConfig::default()).unwrap();
+        let wc = repo.lock_working_copy().unwrap();
+        let commit = || {
+            let opts = CommitOptions {
+                message: b"m",
+                ..CommitOptions::default()
+            };
+            repo.commit_working_copy(&wc, &opts, &NoProgress).unwrap();
+            let head = repo.head().unwrap();
+            repo.at_tree(&head.view).unwrap().unwrap()
+        };
+        for (p, b) in [("a", "1"), ("b", "2"), ("d/e", "3")] {
+            crate::testing::clear_way(root, p.as_bytes()).unwrap();
+            std::fs::write(root.join(p), b).unwrap();
+        }
+        commit();
+        let older = repo.stat_cache();
+        std::fs::write(root.join("a"), b"changed").unwrap();
+        std::fs::remove_file(root.join("b")).unwrap();
+        std::fs::write(root.join("c"), b"new").unwrap();
+        let base = commit();
+        let flat = repo.flatten(&base).unwrap();
+        let changes = repo.cache_changes_for(&base, &older).unwrap().unwrap();
+        let never = |p: &str| Some(CacheEntry::never_trusted(&flat[p.as_bytes()]));
+        let want: Vec<(Vec<u8>, Option<CacheEntry>)> = vec![
+            (b"a".to_vec(), never("a")),
+            (b"b".to_vec(), None),
+            (b"c".to_vec(), never("c")),
+        ];
+        assert_eq!(changes.into_iter().collect::<Vec<_>>(), want);
+        assert!(repo
+            .cache_changes_for(&base, &repo.stat_cache())
+            .unwrap()
+            .unwrap()
+            .is_empty());
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+        /// Status through the stat cache (only the files it does not trust read) is the
+        /// status of the whole comparison (`@`'s tree flattened, every path mapped), with
+        /// the cache saved for `@`'s tree or for an older one (as after commits made
+        /// through the monitor, which do not save it); a commit through an older cache
+        /// records the tree a whole snapshot makes, and saves a cache the next rounds'
+        /// status checks.
+        #[test]
+        fn status_through_the_cache_is_the_whole_comparison(
+            rounds in proptest::collection::vec(
+                (proptest::collection::vec(op(), 0..5), proptest::bool::ANY, 0..3usize), 1..6),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let root = dir.path();
+            let repo = Repo::init(root, lifeos_store::StoreConfig::default()).unwrap();
+            std::fs::write(root.join("keep"), b"k").unwrap();
+            let wc = repo.lock_working_copy().unwrap();
+            let commit = || {
+                let opts = CommitOptions {
+                    message: b"m",
+                    allow_empty: true,
+                    ..CommitOptions::default()
+                };
+                repo.commit_working_copy(&wc, &opts, &NoProgress).unwrap();
+                std::fs::read(repo.state_path()).unwrap()
+            };
+            let mut caches = vec![commit()];
+            for (ops, commit_after, older) in &rounds {
+                for op in ops {
+                    apply(root, op);
+                }
+                let saved = std::fs::read(repo.state_path()).unwrap();
+                if let Some(old) = caches.len().checked_sub(1 + older).map(|i| &caches[i]) {
+                    std::fs::write(repo.state_path(), old).unwrap();
+                }
+                let through_cache = repo.status(&wc).unwrap();
+                let mut state = repo.load_wc_state();
+                state.tree = None;
+                repo.save_wc_state(&state).unwrap();
+                let whole = repo.status(&wc).unwrap();
+                proptest::prop_assert_eq!(through_cache.changes, whole.changes);
+                proptest::prop_assert_eq!(through_cache.unreadable, whole.unreadable);
+                if *commit_after {
+                    // The older cache again, if one was taken.
+                    let older_cache = caches.len().checked_sub(1 + older).map(|i| &caches[i]);
+                    std::fs::write(repo.state_path(), older_cache.unwrap_or(&saved)).unwrap();
+                    let head = repo.head().unwrap();
+                    let base = repo.at_tree(&head.view).unwrap();
+                    let mut tx = repo.store().transaction().unwrap();
+                    let through_cache = repo.snapshot(&mut tx, base.as_ref(), &NoProgress).unwrap();
+                    let mut state = repo.load_wc_state();
+                    state.tree = None;
+                    repo.save_wc_state(&state).unwrap();
+                    let whole = repo.snapshot(&mut tx, base.as_ref(), &NoProgress).unwrap();
+                    proptest::prop_assert_eq!(through_cache.tree, whole.tree);
+                    proptest::prop_assert_eq!(through_cache.files, whole.files);
+                    drop(tx);
+                    std::fs::write(repo.state_path(), older_cache.unwrap_or(&saved)).unwrap();
+                    caches.push(commit());
+                } else {
+                    std::fs::write(repo.state_path(), saved).unwrap();
+                }
+            }
+        }
+
         /// Editing the tree the cache names gives the tree a whole snapshot builds.
         #[test]
         fn an_edited_tree_is_the_tree_a_whole_snapshot_builds(

@@ -201,7 +201,7 @@ impl NewCache {
 }
 
 /// The entries of `old` with `changes` applied, in path order.
-fn patched<'a>(
+pub(crate) fn patched<'a>(
     old: &'a StatCache,
     changes: &'a BTreeMap<Vec<u8>, Option<CacheEntry>>,
 ) -> impl Iterator<Item = (&'a [u8], CacheEntry)> + Clone + 'a {

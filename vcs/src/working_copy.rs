@@ -14,6 +14,7 @@ use crate::object::{EntryKind, Tree, TreeEntry};
 use crate::path::{display, in_folder, is_under, join, BString};
 use crate::repo::Repo;
 use crate::stat_cache::{NewCache, StatCache};
+use crate::treediff::ChangeKind;
 
 /// The stat cache file, inside `.lifeos`.
 pub const STATE_FILE: &str = "wc_state";
@@ -136,6 +137,31 @@ impl Repo {
     /// Loads the stat cache as a map to change (empty if missing or damaged).
     pub fn load_wc_state(&self) -> WcState {
         WcState::from(&self.stat_cache())
+    }
+
+    /// How the stat cache `old` differs from the cache a snapshot would have saved for
+    /// `base`, when it names another tree (the commits made through the folder monitor do
+    /// not save it): at each path where its tree and `base` differ, `base`'s entry never
+    /// trusted (the file is read and compared), or none where `base` has no file. Its
+    /// other entries stand, their files being the same in both trees. Empty when it names
+    /// `base`; `None` when it names no tree, or `base` has a submodule where they differ.
+    pub(crate) fn cache_changes_for(
+        &self,
+        base: &Id,
+        old: &StatCache,
+    ) -> Result<Option<BTreeMap<Vec<u8>, Option<CacheEntry>>>> {
+        let Some(named) = old.tree() else {
+            return Ok(None);
+        };
+        let mut changes = BTreeMap::new();
+        for c in self.diff_trees(Some(&named), Some(base))? {
+            let entry = c.new.filter(|_| c.kind != ChangeKind::Deleted);
+            if entry.as_ref().is_some_and(|e| e.kind == EntryKind::Gitlink) {
+                return Ok(None);
+            }
+            changes.insert(c.path.into(), entry.as_ref().map(CacheEntry::never_trusted));
+        }
+        Ok(Some(changes))
     }
 
     /// Saves the stat cache atomically.
@@ -576,8 +602,9 @@ impl Repo {
             Watched::All(token) => Some(token),
             Watched::No => None,
         };
-        let old = self.stat_cache();
+        // The scan first: its peak (the walk's listings) is then not on top of the cache.
         let scanned = scan(self.workdir())?;
+        let old = self.stat_cache();
         let mut snapshot = self.snapshot_scanned(tx, base, progress, started_ns, old, scanned)?;
         // A file with another name can change through it unseen: no token then.
         snapshot.monitor = token.filter(|_| !snapshot.shared_inodes);
@@ -614,10 +641,17 @@ impl Repo {
                 shared_inodes: scanned.shared_inodes,
             });
         }
-        // Only some paths differ from the tree the cache names: edit that tree.
-        let (old, mut scanned) = match base {
-            Some(b) if old.tree() == Some(*b) && scanned.unreadable.is_empty() => {
-                match self.snapshot_edits(tx, b, old, scanned, None, started_ns, progress)? {
+        // Only some paths differ from `base`: edit it, through the cache as it would be
+        // for `base`.
+        let since = match base {
+            Some(b) if scanned.unreadable.is_empty() => self.cache_changes_for(b, &old)?,
+            _ => None,
+        };
+        let (old, mut scanned) = match (base, since) {
+            (Some(b), Some(since)) => {
+                let edited =
+                    self.snapshot_edits(tx, b, old, &since, scanned, None, started_ns, progress)?;
+                match edited {
                     Ok(snapshot) => return Ok(snapshot),
                     Err(scanned) => (self.stat_cache(), scanned),
                 }

@@ -140,8 +140,16 @@ fn encode_within<'a>(
 /// The stat cache a snapshot leaves, to save once its operation is published.
 #[derive(Debug)]
 pub enum NewCache {
-    /// A whole new cache.
-    Whole(WcState),
+    /// A whole new cache, its entries in a list in strictly increasing path order (a map
+    /// of 1,000,000 paths built from the list held both at once).
+    Whole {
+        /// When the snapshot started.
+        recorded_at_ns: i128,
+        /// The tree it names.
+        tree: Option<Id>,
+        /// The entries, sorted by path, each path once.
+        entries: Vec<(Vec<u8>, CacheEntry)>,
+    },
     /// The cache the snapshot read with some paths changed (`None`: gone); every entry
     /// recorded at `recorded_at_ns`, the cache naming `tree`. A snapshot that changed a
     /// few paths of a large folder keeps the cache it read rather than a map of every
@@ -162,7 +170,7 @@ impl NewCache {
     /// The tree it names.
     pub fn tree(&self) -> Option<Id> {
         match self {
-            NewCache::Whole(s) => s.tree,
+            NewCache::Whole { tree, .. } => *tree,
             NewCache::Patched { tree, .. } => *tree,
         }
     }
@@ -170,7 +178,15 @@ impl NewCache {
     /// Encodes it in format 2 (FORMAT 9.1).
     pub fn encode(&self) -> Vec<u8> {
         match self {
-            NewCache::Whole(s) => encode(s),
+            NewCache::Whole {
+                recorded_at_ns,
+                tree,
+                entries,
+            } => encode_sorted(
+                *recorded_at_ns,
+                *tree,
+                entries.iter().map(|(p, e)| (p.as_slice(), e.clone())),
+            ),
             NewCache::Patched {
                 old,
                 changes,
@@ -183,7 +199,15 @@ impl NewCache {
     /// It as a map, to change further.
     pub fn into_state(self) -> WcState {
         match self {
-            NewCache::Whole(s) => s,
+            NewCache::Whole {
+                recorded_at_ns,
+                tree,
+                entries,
+            } => WcState {
+                recorded_at_ns,
+                tree,
+                entries: entries.into_iter().collect(),
+            },
             NewCache::Patched {
                 old,
                 changes,

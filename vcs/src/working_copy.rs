@@ -526,12 +526,18 @@ impl Repo {
         let mut more_unreadable = Vec::new();
         let found = &mut scan.found;
         let listed = found.len();
+        // Where the last tracked path was looked for: tracked paths come in path order
+        // from every caller, so the search moves forward, comparing each found path once;
+        // one out of order is looked for from the start.
+        let mut at = 0;
         for path in tracked {
-            if found[..listed]
-                .binary_search_by(|e| e.path.as_slice().cmp(path))
-                .is_ok()
-                || covered(path)
-            {
+            if at > 0 && found[at - 1].path.as_slice() >= path {
+                at = found[..listed].partition_point(|e| e.path.as_slice() < path);
+            }
+            while at < listed && found[at].path.as_slice() < path {
+                at += 1;
+            }
+            if found.get(at).is_some_and(|e| at < listed && e.path == path) || covered(path) {
                 continue;
             }
             // Not through a folder that became a symlink: that could lead out of the folder.
@@ -829,10 +835,10 @@ impl Repo {
                 .all(|(a, b)| a.0 == b.0.as_slice() && a.1 == b.1);
         drop(found);
         drop(old);
-        let state = WcState {
+        let state = NewCache::Whole {
             recorded_at_ns: started_ns,
             tree: made_of_entries,
-            entries: entries.into_iter().collect(),
+            entries,
         };
         Ok(Snapshot {
             tree,
@@ -842,7 +848,7 @@ impl Repo {
             bytes_read,
             skipped,
             unreadable,
-            state: Some(NewCache::Whole(state)),
+            state: Some(state),
             state_changed,
             read,
             monitor: None,
@@ -955,6 +961,35 @@ fn contains(root: &BTreeMap<Vec<u8>, Node>, path: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Tracked paths the scan did not list are added back once each, whether they come in
+    /// path order (as from every caller) or not.
+    #[test]
+    fn tracked_paths_are_kept_in_any_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let repo = Repo::init(root, lifeos_store::StoreConfig::default()).unwrap();
+        std::fs::write(root.join(".gitignore"), b"b\nd\n").unwrap();
+        for name in ["a", "b", "c", "d", "e"] {
+            std::fs::write(root.join(name), name).unwrap();
+        }
+        let listed =
+            |s: &Scan| -> Vec<Vec<u8>> { s.found.iter().map(|f| f.path.clone()).collect() };
+        let want: Vec<Vec<u8>> = [".gitignore", "a", "b", "c", "d", "e"]
+            .iter()
+            .map(|p| p.as_bytes().to_vec())
+            .collect();
+        for tracked in [
+            ["a", "b", "c", "d", "e"],
+            ["e", "d", "c", "b", "a"],
+            ["c", "a", "d", "e", "b"],
+        ] {
+            let mut s = scan(root).unwrap();
+            assert_eq!(listed(&s).len(), 4);
+            repo.keep_tracked(tracked.iter().map(|p| p.as_bytes()), &mut s);
+            assert_eq!(listed(&s), want, "{tracked:?}");
+        }
+    }
 
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]

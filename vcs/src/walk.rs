@@ -226,7 +226,11 @@ impl Walk<'_> {
         let mut found = Found::default();
         let mut buf = vec![0u8; LISTING_BUFFER];
         while let Some(job) = self.take() {
+            // A panic while reading ends the job all the same: the other threads then
+            // finish, and the panic is raised where the walk was called.
+            let unfinished = Unfinished(self);
             let (id, listing, below) = self.read(job, &mut buf, &mut found.scan);
+            std::mem::forget(unfinished);
             found.listings.push((id, listing));
             self.finish(below);
         }
@@ -293,6 +297,11 @@ impl Walk<'_> {
             folder_failed(scan, rel, &e);
             return (id, Listing::default(), Vec::new());
         }
+        // In name order, each name once: a listing taken while an entry is renamed into
+        // place may give its name twice.
+        let mut items = std::mem::take(&mut listing.items);
+        sorted_once(&listing, &mut items);
+        listing.items = items;
         let rules = self.rules(&rel, above, &listing, scan);
         let mut below = Vec::new();
         let dir_len = rel.len();
@@ -304,6 +313,9 @@ impl Walk<'_> {
                 rel.push(b'/');
             }
             rel.extend_from_slice(name);
+            if !self.named_in(name, &rel) {
+                return false;
+            }
             let mut meta = None;
             let mut is_dir = item.listed_as == libc::DT_DIR;
             if item.listed_as == libc::DT_UNKNOWN {
@@ -318,7 +330,7 @@ impl Walk<'_> {
                     }
                 }
             }
-            if !self.recorded(name, is_dir, &rel, rules.as_deref()) {
+            if !self.kept(name, is_dir, &rel, rules.as_deref()) {
                 return false;
             }
             if !is_dir {
@@ -332,8 +344,12 @@ impl Walk<'_> {
                         return true;
                     }
                     // Listed as something else, and made a folder since: it is read as
-                    // one.
-                    Ok(m) if m.mode & libc::S_IFMT == libc::S_IFDIR => {}
+                    // one, if the rules for a folder keep it.
+                    Ok(m) if m.mode & libc::S_IFMT == libc::S_IFDIR => {
+                        if !self.kept(name, true, &rel, rules.as_deref()) {
+                            return false;
+                        }
+                    }
                     Ok(_) => {
                         scan.skipped.push(Skipped {
                             path: BString::from(rel.as_slice()),
@@ -358,7 +374,10 @@ impl Walk<'_> {
             });
             true
         });
-        items.sort_unstable_by(|a, b| listing.key(a).cmp(listing.key(b)));
+        // A folder's name now ends with `/`, which may move it after names it preceded.
+        if !below.is_empty() {
+            items.sort_unstable_by(|a, b| listing.key(a).cmp(listing.key(b)));
+        }
         listing.items = items;
         // Taken last first: the folders nearest the start of the order are read first.
         below.reverse();
@@ -387,21 +406,20 @@ impl Walk<'_> {
         Ok(unsafe { OwnedFd::from_raw_fd(fd) })
     }
 
-    /// Whether an entry is recorded at all: not lifeos's or git's folder, not a lifeos
-    /// temporary file, on the way to a target, and not ignored.
-    fn recorded(&self, name: &[u8], is_dir: bool, rel: &[u8], rules: Option<&Rules>) -> bool {
-        if (is_dir && (name == DOT_DIR.as_bytes() || name == b".git"))
-            || name.starts_with(b".lifeos-tmp-")
-        {
-            return false;
-        }
-        if self
-            .targets
-            .is_some_and(|t| !crate::monitor::on_the_way(t, rel))
-        {
-            return false;
-        }
-        rules.is_none_or(|r| !ignored(r, &self.absolute(rel), is_dir))
+    /// Whether an entry's name lets it be recorded, before anything is asked of it: not
+    /// a lifeos temporary file, and on the way to a target.
+    fn named_in(&self, name: &[u8], rel: &[u8]) -> bool {
+        !name.starts_with(b".lifeos-tmp-")
+            && self
+                .targets
+                .is_none_or(|t| crate::monitor::on_the_way(t, rel))
+    }
+
+    /// Whether an entry [`Walk::named_in`] lets through is kept, knowing whether it is a
+    /// folder: not lifeos's or git's folder, and not ignored.
+    fn kept(&self, name: &[u8], is_dir: bool, rel: &[u8], rules: Option<&Rules>) -> bool {
+        !(is_dir && (name == DOT_DIR.as_bytes() || name == b".git"))
+            && rules.is_none_or(|r| !ignored(r, &self.absolute(rel), is_dir))
     }
 
     /// The rules in the job's folder: its parent's, with a level of its own if it has an
@@ -445,13 +463,18 @@ impl Walk<'_> {
         }))
     }
 
-    /// Records an ignore file's error: it cannot be read (or one of its lines cannot), so
-    /// what it would hide is unknown.
+    /// Records an ignore file's error as the `ignore` crate's walker did: an I/O error
+    /// alone (the file cannot be opened, or one line is not UTF-8) leaves the rules that
+    /// could be read, unreported (the file itself is read when it is recorded, and says
+    /// then if it cannot be); anything else (a bad pattern, several bad lines) makes the
+    /// file unreadable, as what it would hide is unknown.
     fn ignore_failed(&self, scan: &mut Scan, e: &ignore::Error) {
+        if e.is_io() {
+            return;
+        }
         let (path, io) = error_parts(e);
         let path = path.map(|p| self.relative(p)).unwrap_or_default();
         match io {
-            Some(io) if io.kind() == std::io::ErrorKind::NotFound => {}
             Some(io) => scan.failed(path, io),
             None => scan.unreadable.push(Skipped {
                 path,
@@ -465,6 +488,21 @@ impl Walk<'_> {
         let (root, path) = (self.root.as_os_str().as_bytes(), p.as_os_str().as_bytes());
         let rest = path.strip_prefix(root).unwrap_or(path);
         BString::from(rest.strip_prefix(b"/").unwrap_or(rest))
+    }
+}
+
+/// Sorts a listing's items by name, each name once.
+fn sorted_once(listing: &Listing, items: &mut Vec<Item>) {
+    items.sort_unstable_by(|a, b| listing.key(a).cmp(listing.key(b)));
+    items.dedup_by(|a, b| listing.key(a) == listing.key(b));
+}
+
+/// Ends a job whose reading panicked.
+struct Unfinished<'w, 'a>(&'w Walk<'a>);
+
+impl Drop for Unfinished<'_, '_> {
+    fn drop(&mut self) {
+        self.0.finish(Vec::new());
     }
 }
 
@@ -730,17 +768,56 @@ mod tests {
         }
     }
 
-    /// An ignore file that is a folder cannot be read: reported as unreadable, with its
-    /// path, while the rest of the folder is listed.
+    /// An ignore file with a pattern that does not parse is unreadable (what it would
+    /// hide is unknown), with its path; one that cannot be read at all (here a folder)
+    /// adds no rule and is not reported, as the `ignore` crate's walker did (recorded as
+    /// content, such a file says then that it cannot be read). The rest is listed.
     #[test]
-    fn an_ignore_file_that_cannot_be_read_is_reported() {
+    fn ignore_files_that_fail_are_reported_as_the_ignore_walker_did() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         std::fs::create_dir_all(root.join("sub/.gitignore")).unwrap();
         std::fs::write(root.join("sub/f"), b"f").unwrap();
+        std::fs::create_dir_all(root.join("bad")).unwrap();
+        std::fs::write(root.join("bad/.gitignore"), b"[z-a]\ny\n").unwrap();
+        std::fs::write(root.join("bad/x"), b"x").unwrap();
+        std::fs::write(root.join("bad/y"), b"y").unwrap();
         let scan = walk(root, None);
-        assert_eq!(paths(&scan), [b"sub/f".to_vec()]);
+        assert_eq!(
+            paths(&scan),
+            [
+                b"bad/.gitignore".to_vec(),
+                b"bad/x".to_vec(),
+                b"sub/f".to_vec()
+            ]
+        );
         let unreadable: Vec<&[u8]> = scan.unreadable.iter().map(|u| u.path.as_slice()).collect();
-        assert_eq!(unreadable, [&b"sub/.gitignore"[..]]);
+        assert_eq!(unreadable, [&b"bad/.gitignore"[..]]);
+    }
+
+    /// A name a folder listing gives twice (a rename into place while it is read) is
+    /// listed once.
+    #[test]
+    fn a_name_listed_twice_is_kept_once() {
+        let mut listing = Listing::default();
+        for (name, kind) in [
+            (&b"b"[..], libc::DT_REG),
+            (b"a", libc::DT_REG),
+            (b"b", libc::DT_REG),
+        ] {
+            let at = listing.names.len();
+            listing.names.extend_from_slice(name);
+            listing.names.push(0);
+            listing.items.push(Item {
+                at,
+                len: name.len(),
+                listed_as: kind,
+                what: What::Folder(0),
+            });
+        }
+        let mut items = std::mem::take(&mut listing.items);
+        sorted_once(&listing, &mut items);
+        let names: Vec<&[u8]> = items.iter().map(|i| listing.key(i)).collect();
+        assert_eq!(names, [&b"a\0"[..], b"b\0"]);
     }
 }

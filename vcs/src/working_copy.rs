@@ -144,7 +144,8 @@ impl Repo {
     /// not save it): at each path where its tree and `base` differ, `base`'s entry never
     /// trusted (the file is read and compared), or none where `base` has no file. Its
     /// other entries stand, their files being the same in both trees. Empty when it names
-    /// `base`; `None` when it names no tree, or `base` has a submodule where they differ.
+    /// `base`; `None` when it names no tree, a tree that cannot be read, or `base` has a
+    /// submodule where they differ.
     pub(crate) fn cache_changes_for(
         &self,
         base: &Id,
@@ -153,8 +154,13 @@ impl Repo {
         let Some(named) = old.tree() else {
             return Ok(None);
         };
+        // A tree the cache names that cannot be read vouches for nothing: everything is
+        // compared (which says so if `base` cannot be read either).
+        let Ok(diff) = self.diff_trees(Some(&named), Some(base)) else {
+            return Ok(None);
+        };
         let mut changes = BTreeMap::new();
-        for c in self.diff_trees(Some(&named), Some(base))? {
+        for c in diff {
             let entry = c.new.filter(|_| c.kind != ChangeKind::Deleted);
             if entry.as_ref().is_some_and(|e| e.kind == EntryKind::Gitlink) {
                 return Ok(None);

@@ -553,11 +553,7 @@ impl Repo {
             }
             Err(e) => return Err(e),
         };
-        let changes: Vec<_> = self
-            .diff_trees_tx(tx, old, Some(new))?
-            .into_iter()
-            .filter(|c| derives(&schema, &c.path))
-            .collect();
+        let changes = self.diff_trees_tx_where(tx, old, Some(new), &|p| derives(&schema, p))?;
         if changes.is_empty() {
             return Ok(out);
         }

@@ -95,7 +95,7 @@ impl Repo {
     /// skipping identical subtrees without reading them.
     pub fn diff_trees(&self, a: Option<&Id>, b: Option<&Id>) -> Result<Vec<Change>> {
         let mut out = Vec::new();
-        diff_into(&|id| self.tree(id), a, b, b"", &mut out)?;
+        diff_into(&|id| self.tree(id), a, b, b"", &|_| true, &mut out)?;
         out.sort_by(|x, y| x.path.cmp(&y.path));
         Ok(out)
     }
@@ -107,8 +107,21 @@ impl Repo {
         a: Option<&Id>,
         b: Option<&Id>,
     ) -> Result<Vec<Change>> {
+        self.diff_trees_tx_where(tx, a, b, &|_| true)
+    }
+
+    /// Like [`Repo::diff_trees_tx`], keeping only the changes whose path `keep` accepts
+    /// (the others are never made: the first commit of 1,000,000 files would otherwise
+    /// list them all to keep a few).
+    pub(crate) fn diff_trees_tx_where(
+        &self,
+        tx: &Transaction<'_>,
+        a: Option<&Id>,
+        b: Option<&Id>,
+        keep: &dyn Fn(&[u8]) -> bool,
+    ) -> Result<Vec<Change>> {
         let mut out = Vec::new();
-        diff_into(&|id| self.tree_tx(tx, id), a, b, b"", &mut out)?;
+        diff_into(&|id| self.tree_tx(tx, id), a, b, b"", keep, &mut out)?;
         out.sort_by(|x, y| x.path.cmp(&y.path));
         Ok(out)
     }
@@ -119,6 +132,7 @@ fn diff_into(
     a: Option<&Id>,
     b: Option<&Id>,
     prefix: &[u8],
+    keep: &dyn Fn(&[u8]) -> bool,
     out: &mut Vec<Change>,
 ) -> Result<()> {
     if a == b {
@@ -146,7 +160,10 @@ fn diff_into(
         let file_a = ea.filter(|e| e.kind != EntryKind::Dir);
         let file_b = eb.filter(|e| e.kind != EntryKind::Dir);
         if dir_a.is_some() || dir_b.is_some() {
-            diff_into(tree, dir_a.as_ref(), dir_b.as_ref(), &path, out)?;
+            diff_into(tree, dir_a.as_ref(), dir_b.as_ref(), &path, keep, out)?;
+        }
+        if !keep(&path) {
+            continue;
         }
         match (file_a, file_b) {
             (Some(x), Some(y)) if x.id != y.id || x.kind != y.kind => out.push(Change {
@@ -300,4 +317,69 @@ pub fn unflatten(flat: &FlatTree) -> std::result::Result<BTreeMap<BString, Tree>
             )
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::commit::CommitOptions;
+    use crate::working_copy::NoProgress;
+
+    /// A diff that keeps some paths gives exactly the whole diff's changes at those paths,
+    /// in order, through folders whose own names the filter refuses.
+    #[test]
+    fn a_kept_diff_is_the_whole_diff_at_the_kept_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let repo = Repo::init(root, lifeos_store::StoreConfig::default()).unwrap();
+        let wc = repo.lock_working_copy().unwrap();
+        let mut trees = Vec::new();
+        for files in [
+            &[
+                ("a.vcf", "1"),
+                ("b.txt", "2"),
+                ("c/d.ics", "3"),
+                ("c/e.txt", "4"),
+            ][..],
+            &[
+                ("a.vcf", "5"),
+                ("b.txt", "6"),
+                ("c/f.ics", "7"),
+                ("g/h.vcf", "8"),
+            ][..],
+        ] {
+            for p in ["a.vcf", "b.txt", "c", "g"] {
+                let path = root.join(p);
+                if path.is_dir() {
+                    std::fs::remove_dir_all(path).unwrap();
+                } else if path.exists() {
+                    std::fs::remove_file(path).unwrap();
+                }
+            }
+            for (p, text) in files {
+                let path = root.join(p);
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(path, text).unwrap();
+            }
+            let opts = CommitOptions {
+                message: b"m",
+                ..CommitOptions::default()
+            };
+            repo.commit_working_copy(&wc, &opts, &NoProgress).unwrap();
+            trees.push(repo.at_tree(&repo.head().unwrap().view).unwrap().unwrap());
+        }
+        let tx = repo.store().transaction().unwrap();
+        let keep = |p: &[u8]| !p.ends_with(b".txt");
+        for (a, b) in [(None, Some(&trees[0])), (Some(&trees[0]), Some(&trees[1]))] {
+            let whole: Vec<Change> = repo
+                .diff_trees_tx(&tx, a, b)
+                .unwrap()
+                .into_iter()
+                .filter(|c| keep(&c.path))
+                .collect();
+            let kept = repo.diff_trees_tx_where(&tx, a, b, &keep).unwrap();
+            assert!(!kept.is_empty());
+            assert_eq!(kept, whole);
+        }
+    }
 }

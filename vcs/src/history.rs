@@ -17,8 +17,8 @@ use crate::stat_cache::{NewCache, StatCache};
 use crate::treediff::{diff_flat, Change, ChangeKind, FlatTree};
 use crate::when::{parse_when, When};
 use crate::working_copy::{
-    scan, scan_within, submodule_folder_present, CacheEntry, NoProgress, Scan, ScanEntry, Skipped,
-    WcState,
+    scan, scan_within, submodule_folder_present, untrusted, CacheEntry, NoProgress, Scan,
+    ScanEntry, Skipped, Untrusted, WcState,
 };
 
 /// The working folder compared with `@`.
@@ -389,32 +389,20 @@ impl Repo {
             id: c.id,
             size: c.size,
         };
-        let mut changes = Vec::new();
-        let mut to_read: Vec<(usize, Option<CacheEntry>)> = Vec::new();
-        let mut cached = entries.peekable();
-        for (i, f) in scanned.found.iter().enumerate() {
-            while let Some((p, c)) = cached.next_if(|(p, _)| *p < f.path.as_slice()) {
-                changes.push(Change {
-                    path: p.into(),
-                    kind: ChangeKind::Deleted,
-                    old: Some(entry(&c)),
-                    new: None,
-                });
-            }
-            match cached.next_if(|(p, _)| *p == f.path.as_slice()) {
-                Some((_, c)) if c.trusted(&f.meta, old.recorded_at_ns()) => {}
-                c => to_read.push((i, c.map(|(_, c)| c))),
-            }
-        }
-        for (p, c) in cached {
-            changes.push(Change {
-                path: p.into(),
-                kind: ChangeKind::Deleted,
-                old: Some(entry(&c)),
-                new: None,
-            });
-        }
         let found = &scanned.found;
+        let Untrusted {
+            gone,
+            files: to_read,
+        } = untrusted(found, entries, old.recorded_at_ns());
+        let mut changes: Vec<Change> = gone
+            .iter()
+            .map(|(p, c)| Change {
+                path: (*p).into(),
+                kind: ChangeKind::Deleted,
+                old: Some(entry(c)),
+                new: None,
+            })
+            .collect();
         let read = lifeos_store::par::map(&to_read, |(i, _)| self.content_id(&found[*i]));
         for ((i, c), r) in to_read.iter().zip(read) {
             let Ok((kind, id, size)) = r else {

@@ -249,7 +249,7 @@ pub fn scan_targets(mut paths: Vec<BString>) -> Vec<BString> {
     for p in &mut paths {
         let name_at = p.iter().rposition(|b| *b == b'/').map_or(0, |i| i + 1);
         let name = &p[name_at..];
-        if name == b".gitignore" || name == b".lifeosignore" {
+        if name == b".gitignore" || name == crate::walk::LIFEOS_IGNORE.as_bytes() {
             p.truncate(name_at.saturating_sub(1));
         }
     }

@@ -18,7 +18,7 @@ use crate::object::{valid_name, EntryKind, Tree, TreeEntry};
 use crate::path::{display, in_folder, join, BString};
 use crate::repo::Repo;
 use crate::stat_cache::{NewCache, StatCache};
-use crate::working_copy::{CacheEntry, Scan, Snapshot, SnapshotProgress, Stat};
+use crate::working_copy::{untrusted, CacheEntry, Scan, Snapshot, SnapshotProgress, Stat};
 
 /// A change to one path of a tree: its new entry, or `None` to remove it.
 pub(crate) type Edit<'a> = (&'a [u8], Option<TreeEntry>);
@@ -72,24 +72,13 @@ impl Repo {
         let found = &scanned.found;
         // What the cache trusts keeps its entry; the rest is read, and what the cache has
         // that the scan did not find is gone.
-        let mut to_read = Vec::new();
-        let mut links = Vec::new();
-        let mut gone: Vec<&[u8]> = Vec::new();
-        let mut cached = in_scope().peekable();
-        for (i, f) in found.iter().enumerate() {
-            while let Some((p, _)) = cached.next_if(|(p, _)| *p < f.path.as_slice()) {
-                gone.push(p);
-            }
-            let entry = cached
-                .next_if(|(p, _)| *p == f.path.as_slice())
-                .map(|(_, c)| c);
-            match entry.filter(|c| c.trusted(&f.meta, old.recorded_at_ns())) {
-                Some(_) => {}
-                None if f.meta.is_symlink() => links.push(i),
-                None => to_read.push(i),
-            }
-        }
-        gone.extend(cached.map(|(p, _)| p));
+        let sides = untrusted(found, in_scope(), old.recorded_at_ns());
+        let gone: Vec<&[u8]> = sides.gone.iter().map(|(p, _)| *p).collect();
+        let (links, to_read): (Vec<usize>, Vec<usize>) = sides
+            .files
+            .iter()
+            .map(|(i, _)| *i)
+            .partition(|&i| found[i].meta.is_symlink());
         // The folder's files and bytes: the scan's, with those of the cache's entries
         // outside a limited scan.
         let (outside_files, outside_bytes) = match &scope {

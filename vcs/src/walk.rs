@@ -31,7 +31,7 @@ use crate::repo::DOT_DIR;
 use crate::working_copy::{Scan, ScanEntry, Skipped, Stat};
 
 /// The custom ignore file, which takes precedence over `.gitignore`.
-pub const LIFEOS_IGNORE: &str = ".lifeosignore";
+pub(crate) const LIFEOS_IGNORE: &str = ".lifeosignore";
 /// Bytes asked of each `getdents64` call.
 const LISTING_BUFFER: usize = 64 * 1024;
 /// Threads at most, whatever the core count.

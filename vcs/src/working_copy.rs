@@ -95,6 +95,41 @@ impl CacheEntry {
     }
 }
 
+/// The scan's files against the stat cache's entries, both in path order
+/// ([`untrusted`]).
+pub(crate) struct Untrusted<'a> {
+    /// The cache's entries no file was found at.
+    pub gone: Vec<(&'a [u8], CacheEntry)>,
+    /// The files the cache does not vouch for, by index in the scan, each with the
+    /// cache's entry at its path if it has one.
+    pub files: Vec<(usize, Option<CacheEntry>)>,
+}
+
+/// Walks the scan's files and the cache's entries (entries recorded at
+/// `recorded_at_ns`) side by side, comparing each path once.
+pub(crate) fn untrusted<'a>(
+    found: &[ScanEntry],
+    cached: impl Iterator<Item = (&'a [u8], CacheEntry)>,
+    recorded_at_ns: i128,
+) -> Untrusted<'a> {
+    let mut out = Untrusted {
+        gone: Vec::new(),
+        files: Vec::new(),
+    };
+    let mut cached = cached.peekable();
+    for (i, f) in found.iter().enumerate() {
+        while let Some(gone) = cached.next_if(|(p, _)| *p < f.path.as_slice()) {
+            out.gone.push(gone);
+        }
+        match cached.next_if(|(p, _)| *p == f.path.as_slice()) {
+            Some((_, c)) if c.trusted(&f.meta, recorded_at_ns) => {}
+            c => out.files.push((i, c.map(|(_, c)| c))),
+        }
+    }
+    out.gone.extend(cached);
+    out
+}
+
 /// The working-copy state: when it was recorded and what each path looked like.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct WcState {

@@ -236,7 +236,6 @@ impl Store {
         };
         let threshold = self.config().packs.gc_garbage_threshold;
         let mut tx = self.transaction_locked()?;
-        let mut sorter = self.row_sorter()?;
         let mut dropped = Vec::new();
         let mut damaged = Vec::new();
         let mut copied = HashSet::new();
@@ -252,7 +251,7 @@ impl Store {
             let fate = plan.fate(threshold);
             if fate == Fate::Keep {
                 report.objects_kept_unreachable += dead;
-                return sorter.add_pack(&plan.name, &plan.rows);
+                return tx.sink.add_installed(&plan.name, &plan.rows);
             }
             report.objects_removed += dead;
             if fate == Fate::Delete {
@@ -285,10 +284,11 @@ impl Store {
             Ok(())
         })?;
         report.scanned(scan);
-        let finished = tx.sink_finish()?;
+        let (finished, mut sorter) = tx.sink_finish()?;
         drop(tx);
         // One layer over every kept and new pack (and the damaged ones, kept whole).
-        for info in self.install_packs(finished)?.iter().chain(&damaged) {
+        self.install_packs(finished)?;
+        for info in &damaged {
             sorter.add_pack(&info.name, &info.entries)?;
         }
         let old_layers: Vec<_> = list_dir(&self.dir().join(INDEX_DIR))?

@@ -471,10 +471,112 @@ pub(crate) struct RowSorter {
     prefix: String,
     packs: Vec<Arc<str>>,
     run: Vec<[u8; ROW_LEN]>,
-    spills: Vec<(File, PathBuf)>,
+    spills: Vec<Arc<SpillRun>>,
+}
+
+/// One sorted run of rows spilled to a temporary file, which can also be asked whether
+/// it holds an id: a transaction that has written millions of entries keeps their ids
+/// here rather than in memory (see [`crate::Transaction`]). What it keeps in memory is a
+/// Bloom filter of 16 bits per row and where each value of an id's first two bytes
+/// starts: an absent id costs no read 99.9% of the time, a present one reads the few rows
+/// of its bucket. The file is removed when the last holder drops it.
+pub(crate) struct SpillRun {
+    file: File,
+    path: PathBuf,
+    rows: u64,
+    /// `starts[b]..starts[b + 1]` are the rows whose id begins with the two bytes `b`.
+    starts: Vec<u32>,
+    bloom: Vec<u64>,
+}
+
+/// Bits of a run's Bloom filter per row, and probes per id: about 0.05% false positives.
+const BLOOM_BITS_PER_ROW: usize = 16;
+const BLOOM_PROBES: u64 = 11;
+
+impl SpillRun {
+    /// The filter's bit positions for `id`, from bytes of the id the fanout does not use
+    /// (double hashing). Ids are BLAKE3 digests; if some were not uniform the filter would
+    /// only answer "maybe" more often, never wrongly "no".
+    fn probes(id: &Id, bits: u64) -> impl Iterator<Item = u64> {
+        let h1 = u64::from_le_bytes(id.0[16..24].try_into().expect("8 bytes"));
+        let h2 = u64::from_le_bytes(id.0[24..32].try_into().expect("8 bytes")) | 1;
+        (0..BLOOM_PROBES).map(move |i| h1.wrapping_add(i.wrapping_mul(h2)) % bits)
+    }
+
+    /// Builds the lookup structures of `rows` (sorted) written to `file`.
+    fn new(file: File, path: PathBuf, rows: &[[u8; ROW_LEN]]) -> SpillRun {
+        let words = (rows.len() * BLOOM_BITS_PER_ROW).div_ceil(64).max(1);
+        let mut bloom = vec![0u64; words];
+        let bits = words as u64 * 64;
+        let mut starts = vec![0u32; (1 << 16) + 1];
+        for row in rows {
+            let id = Id::from_slice(&row[..ID_LEN]).expect("32 bytes");
+            for bit in Self::probes(&id, bits) {
+                bloom[(bit / 64) as usize] |= 1 << (bit % 64);
+            }
+            starts[usize::from(u16::from_be_bytes([row[0], row[1]])) + 1] += 1;
+        }
+        for b in 1..starts.len() {
+            starts[b] += starts[b - 1];
+        }
+        SpillRun {
+            file,
+            path,
+            rows: rows.len() as u64,
+            starts,
+            bloom,
+        }
+    }
+
+    /// Whether the run holds a row for `id`.
+    pub(crate) fn contains(&self, id: &Id) -> Result<bool> {
+        let bits = self.bloom.len() as u64 * 64;
+        if !Self::probes(id, bits)
+            .all(|bit| self.bloom[(bit / 64) as usize] & (1 << (bit % 64)) != 0)
+        {
+            return Ok(false);
+        }
+        let b = usize::from(u16::from_be_bytes([id.0[0], id.0[1]]));
+        let (lo, hi) = (self.starts[b] as usize, self.starts[b + 1] as usize);
+        let mut buf = vec![0u8; (hi - lo) * ROW_LEN];
+        read_exact_at(&self.file, &self.path, &mut buf, (lo * ROW_LEN) as u64)?;
+        Ok(buf.chunks_exact(ROW_LEN).any(|r| r[..ID_LEN] == id.0))
+    }
+
+    /// Calls `f` with every id of the run, in order.
+    pub(crate) fn for_each_id(&self, mut f: impl FnMut(&Id)) -> Result<()> {
+        let mut buf = vec![0u8; 8192 * ROW_LEN];
+        let mut at = 0u64;
+        while at < self.rows {
+            let n = (self.rows - at).min(8192) as usize;
+            read_exact_at(
+                &self.file,
+                &self.path,
+                &mut buf[..n * ROW_LEN],
+                at * ROW_LEN as u64,
+            )?;
+            for row in buf[..n * ROW_LEN].chunks_exact(ROW_LEN) {
+                f(&Id::from_slice(&row[..ID_LEN]).expect("32 bytes"));
+            }
+            at += n as u64;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for SpillRun {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
 }
 
 impl RowSorter {
+    /// Spills every `rows` rows instead of [`SORT_RUN_ROWS`], for tests of what spills.
+    #[cfg(test)]
+    pub(crate) fn set_run_rows(&mut self, rows: usize) {
+        self.run_rows = rows;
+    }
+
     /// A sorter spilling into `tmp` with files named after the writer's session `prefix`.
     pub(crate) fn new(tmp: &Path, prefix: &str) -> RowSorter {
         RowSorter {
@@ -517,19 +619,30 @@ impl RowSorter {
         self.packs.is_empty()
     }
 
+    /// The runs spilled so far, oldest first.
+    pub(crate) fn spilled(&self) -> &[Arc<SpillRun>] {
+        &self.spills
+    }
+
     /// Sorts the rows gathered and writes them to a spill file.
     fn spill(&mut self) -> Result<()> {
         self.run.sort_unstable();
-        // Listed before it is written, so that a failed write leaves no file behind.
-        self.spills.push(tempfile_in(&self.tmp, &self.prefix)?);
-        let (file, path) = self.spills.last_mut().expect("pushed");
-        let mut w = BufWriter::with_capacity(1 << 20, &*file);
-        for row in &self.run {
-            w.write_all(row).io("writing", &*path)?;
+        let (mut file, path) = tempfile_in(&self.tmp, &self.prefix)?;
+        let written = (|| {
+            let mut w = BufWriter::with_capacity(1 << 20, &file);
+            for row in &self.run {
+                w.write_all(row)?;
+            }
+            w.flush()?;
+            drop(w);
+            std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(0)).map(drop)
+        })();
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&path);
+            return Err(e).io("writing", &path);
         }
-        w.flush().io("writing", &*path)?;
-        drop(w);
-        std::io::Seek::seek(file, std::io::SeekFrom::Start(0)).io("reading", &*path)?;
+        self.spills
+            .push(Arc::new(SpillRun::new(file, path, &self.run)));
         self.run.clear();
         Ok(())
     }
@@ -559,13 +672,16 @@ impl RowSorter {
         if !self.run.is_empty() {
             self.spill()?;
         }
-        let count = self.spills.iter().try_fold(0u64, |n, (f, p)| {
-            Ok::<_, StoreError>(n + f.metadata().io("reading", p)?.len() / ROW_LEN as u64)
-        })?;
+        let count = self.spills.iter().map(|r| r.rows).sum();
         let mut readers: Vec<(BufReader<&File>, &Path)> = self
             .spills
             .iter()
-            .map(|(f, p)| (BufReader::with_capacity(256 << 10, f), p.as_path()))
+            .map(|r| {
+                (
+                    BufReader::with_capacity(256 << 10, &r.file),
+                    r.path.as_path(),
+                )
+            })
             .collect();
         let mut next_row = |i: usize| -> Result<Option<[u8; ROW_LEN]>> {
             let (r, path) = &mut readers[i];
@@ -593,14 +709,6 @@ impl RowSorter {
             Some(Ok(decode(packs, &row)))
         });
         write_layer(dir, &self.tmp, &self.prefix, packs, count, rows)
-    }
-}
-
-impl Drop for RowSorter {
-    fn drop(&mut self) {
-        for (_, path) in self.spills.drain(..) {
-            let _ = std::fs::remove_file(path);
-        }
     }
 }
 
@@ -778,6 +886,44 @@ mod tests {
                 .collect();
             assert!(left.is_empty(), "{left:?}");
         }
+    }
+
+    /// The runs a sorter spills answer for every id they hold and for none other, and give
+    /// back their ids in order; their files go with the last holder.
+    #[test]
+    fn spilled_runs_answer_for_their_ids_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let ids: Vec<Id> = (0..1000u32).map(|i| Id::hash(&i.to_le_bytes())).collect();
+        let rows: Vec<crate::pack::FooterRow> = ids
+            .iter()
+            .map(|id| crate::pack::FooterRow {
+                id: *id,
+                offset: 7,
+                kind: Kind::Chunk,
+            })
+            .collect();
+        let mut sorter = RowSorter::new(dir.path(), "t");
+        sorter.run_rows = 300;
+        sorter.add_pack(&"0".repeat(32), &rows).unwrap();
+        let runs: Vec<Arc<SpillRun>> = sorter.spilled().to_vec();
+        assert_eq!(runs.len(), 3);
+        for (r, run) in runs.iter().enumerate() {
+            let mut held = ids[r * 300..(r + 1) * 300].to_vec();
+            held.sort();
+            let mut got = Vec::new();
+            run.for_each_id(|id| got.push(*id)).unwrap();
+            assert_eq!(got, held);
+            for id in &ids {
+                assert_eq!(run.contains(id).unwrap(), held.binary_search(id).is_ok());
+            }
+            for i in 0..10_000u32 {
+                assert!(!run.contains(&Id::hash(&(i + 5000).to_le_bytes())).unwrap());
+            }
+        }
+        drop(sorter);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 3);
+        drop(runs);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 
     proptest::proptest! {

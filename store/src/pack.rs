@@ -461,8 +461,10 @@ impl PackWriter {
 
     /// Writes the footer and makes the pack durable where it is, in the temporary folder.
     /// Nothing else can see it there; [`FinishedPack::install`] moves it into `packs/`
-    /// when its transaction commits.
-    pub fn finish(mut self) -> Result<FinishedPack> {
+    /// when its transaction commits. Returns it with the rows the index lists for it:
+    /// its entries sorted by id, with the members of its blocks (each at its block's
+    /// offset).
+    pub fn finish(mut self) -> Result<(FinishedPack, Vec<FooterRow>)> {
         self.entries.sort_unstable();
         self.entries.dedup_by_key(|e| e.id);
         let mut table = Vec::with_capacity(self.entries.len() * FOOTER_ROW_LEN);
@@ -478,7 +480,6 @@ impl PackWriter {
         trailer.extend_from_slice(FOOTER_MAGIC);
         self.out.write_all(&table).io("writing", &self.tmp_path)?;
         self.out.write_all(&trailer).io("writing", &self.tmp_path)?;
-        let size = self.offset + table.len() as u64 + FOOTER_TRAILER_LEN;
         let mut entries = self.entries;
         if !self.members.is_empty() {
             entries.append(&mut self.members);
@@ -492,14 +493,13 @@ impl PackWriter {
             .io("writing", &self.tmp_path)?;
         file.sync_all().io("syncing", &self.tmp_path)?;
         drop(file);
-        Ok(FinishedPack {
-            tmp_path: self.tmp_path,
-            info: PackInfo {
+        Ok((
+            FinishedPack {
+                tmp_path: self.tmp_path,
                 name: digest.to_hex()[..32].to_string(),
-                entries,
-                size,
             },
-        })
+            entries,
+        ))
     }
 }
 
@@ -508,16 +508,15 @@ impl PackWriter {
 #[derive(Debug)]
 pub struct FinishedPack {
     tmp_path: PathBuf,
-    /// The pack's name and entries.
-    pub info: PackInfo,
+    /// The pack's name (32 hex digits), its file being `packs/<name>.pack` once installed.
+    pub name: String,
 }
 
 impl FinishedPack {
     /// Moves the pack into `packs_dir` under its name (the caller fsyncs the folder).
-    pub fn install(self, packs_dir: &Path) -> Result<PackInfo> {
-        let dest = packs_dir.join(format!("{}.pack", self.info.name));
-        std::fs::rename(&self.tmp_path, &dest).io("renaming into place", &dest)?;
-        Ok(self.info)
+    pub fn install(self, packs_dir: &Path) -> Result<()> {
+        let dest = packs_dir.join(format!("{}.pack", self.name));
+        std::fs::rename(&self.tmp_path, &dest).io("renaming into place", &dest)
     }
 
     /// Removes the temporary file of a pack that will not be installed.
@@ -869,9 +868,10 @@ mod tests {
         let (raw, members) = b.take();
         let (h, stored) = crate::store::encode_entry(&mut z, Id::hash(&raw), Kind::Block, &raw);
         w.append_block(&h, &stored, &members).unwrap();
-        let done = w.finish().unwrap();
-        let path = done.install(dir.path()).unwrap();
-        std::fs::read(dir.path().join(format!("{}.pack", path.name))).unwrap()
+        let (done, _) = w.finish().unwrap();
+        let name = done.name.clone();
+        done.install(dir.path()).unwrap();
+        std::fs::read(dir.path().join(format!("{name}.pack"))).unwrap()
     }
 
     /// Delta bases from the same pack (found by a scan), themselves read without bases.

@@ -119,15 +119,22 @@ struct Shared<'a, 't> {
 /// The parts of a transaction the pipeline's threads share.
 pub(crate) struct Claims<'t> {
     pub(crate) store: &'t crate::Store,
-    pub(crate) claimed: &'t Mutex<crate::IdSet>,
+    pub(crate) claimed: &'t Mutex<crate::store::Claimed>,
 }
 
 impl Claims<'_> {
     pub(crate) fn claim(&self, id: &Id) -> Result<bool> {
-        if self.claimed.lock().expect("claimed lock").contains(id) || self.store.contains(id)? {
+        let seen = {
+            let claimed = self.claimed.lock().expect("claimed lock");
+            if claimed.contains(id)? {
+                return Ok(false);
+            }
+            claimed.runs_seen()
+        };
+        if self.store.contains(id)? {
             return Ok(false);
         }
-        Ok(self.claimed.lock().expect("claimed lock").insert(*id))
+        self.claimed.lock().expect("claimed lock").insert(*id, seen)
     }
 }
 

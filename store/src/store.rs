@@ -11,9 +11,9 @@ use crate::block::{Block, BlockBuilder};
 use crate::config::StoreConfig;
 use crate::error::{IoContext, Result, StoreError};
 use crate::id::{Id, IdMap, IdSet};
-use crate::index::{merged_rows, write_layer, Layer, Location, RowSorter};
+use crate::index::{merged_rows, write_layer, Layer, Location, RowSorter, SpillRun};
 use crate::manifest::{ChunkRef, Manifest};
-use crate::pack::{self, EntryHeader, FinishedPack, Kind, PackInfo, PackWriter};
+use crate::pack::{self, EntryHeader, FinishedPack, FooterRow, Kind, PackWriter};
 
 /// Directory names inside the repository directory.
 pub const PACKS_DIR: &str = "packs";
@@ -881,18 +881,23 @@ impl Store {
 
     fn new_transaction(&self, lock: Option<File>) -> Result<Transaction<'_>> {
         let prefix = self.session_prefix()?;
+        let claimed = Arc::new(Mutex::new(Claimed::default()));
         Ok(Transaction {
             store: self,
             lock,
             sink: PackSink {
                 tmp_dir: self.dir.join(TMP_DIR),
+                rows: RowSorter::new(&self.dir.join(TMP_DIR), &prefix),
                 prefix,
                 target: self.config.packs.target_size,
                 current: None,
                 finishing: Vec::new(),
+                done: Vec::new(),
+                failed: None,
+                claimed: claimed.clone(),
                 seq: self.pack_seq.clone(),
             },
-            claimed: Mutex::new(IdSet::default()),
+            claimed,
             pending: IdMap::default(),
             blocks: Vec::new(),
             compressor: zstd::bulk::Compressor::new(self.config.compression.zstd_level).map_err(
@@ -1058,39 +1063,16 @@ impl Store {
 
     /// Moves finished packs into `packs/` and fsyncs the folder. A pack whose rename
     /// failed stays in the temporary folder and is removed with its session.
-    pub(crate) fn install_packs(&self, finished: Vec<FinishedPack>) -> Result<Vec<PackInfo>> {
+    pub(crate) fn install_packs(&self, finished: Vec<FinishedPack>) -> Result<()> {
         let dir = self.dir.join(PACKS_DIR);
-        let mut infos = Vec::with_capacity(finished.len());
         let mut rest = finished.into_iter();
         for p in rest.by_ref() {
-            match p.install(&dir) {
-                Ok(info) => infos.push(info),
-                Err(e) => {
-                    rest.for_each(FinishedPack::discard);
-                    return Err(e);
-                }
+            if let Err(e) = p.install(&dir) {
+                rest.for_each(FinishedPack::discard);
+                return Err(e);
             }
         }
-        sync_dir(&dir)?;
-        Ok(infos)
-    }
-
-    /// Writes one index layer covering the given packs, from their footers.
-    pub(crate) fn write_layer_for(&self, infos: &[PackInfo]) -> Result<String> {
-        let mut sorter = self.row_sorter()?;
-        for info in infos {
-            sorter.add_pack(&info.name, &info.entries)?;
-        }
-        sorter.write(&self.dir.join(INDEX_DIR))
-    }
-
-    /// A sorter for the rows of a new index layer, spilling into this session's
-    /// temporary files.
-    pub(crate) fn row_sorter(&self) -> Result<RowSorter> {
-        Ok(RowSorter::new(
-            &self.dir.join(TMP_DIR),
-            &self.session_prefix()?,
-        ))
+        sync_dir(&dir)
     }
 
     /// The names of all pack files present.
@@ -1171,7 +1153,7 @@ impl Store {
                 let file = File::open(&path).io("opening", &path)?;
                 for row in pack::read_footer(&file, &path)? {
                     let ids = tx.sink.copy(&file, &path, row.offset)?;
-                    tx.claimed.get_mut().expect("claimed lock").extend(ids);
+                    tx.claimed.lock().expect("claimed lock").extend(ids);
                 }
             }
         }
@@ -1299,9 +1281,20 @@ pub struct PackSink {
     prefix: String,
     target: u64,
     current: Option<PackWriter>,
-    finishing: Vec<JoinHandle<Result<FinishedPack>>>,
+    finishing: Vec<Finishing>,
+    /// Packs finished, whose rows are in `rows`.
+    done: Vec<FinishedPack>,
+    /// The first failure of a pack finished in the background, reported by `finish`.
+    failed: Option<StoreError>,
+    /// The rows of the finished packs: the transaction's index layer once sorted. The runs
+    /// it spills are handed to `claimed`, which then lets go of their ids.
+    rows: RowSorter,
+    claimed: Arc<Mutex<Claimed>>,
     seq: Arc<std::sync::atomic::AtomicU64>,
 }
+
+/// A pack being finished in the background: the pack and its rows once done.
+type Finishing = JoinHandle<Result<(FinishedPack, Vec<FooterRow>)>>;
 
 impl PackSink {
     /// Appends one entry.
@@ -1346,7 +1339,7 @@ impl PackSink {
             .as_ref()
             .is_some_and(|p| p.len() >= self.target || !p.fits(stored_len))
         {
-            self.close_current();
+            self.close_current()?;
         }
         if self.current.is_none() {
             let n = self.seq.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
@@ -1356,36 +1349,83 @@ impl PackSink {
         Ok(self.current.as_mut().expect("current pack"))
     }
 
-    fn close_current(&mut self) {
+    /// Closes the current pack, to be finished in the background, and takes in the packs
+    /// finished meanwhile.
+    fn close_current(&mut self) -> Result<()> {
         if let Some(p) = self.current.take() {
             self.finishing.push(std::thread::spawn(move || p.finish()));
         }
+        let mut i = 0;
+        while i < self.finishing.len() {
+            if self.finishing[i].is_finished() {
+                let h = self.finishing.swap_remove(i);
+                self.take_finished(h)?;
+            } else {
+                i += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes in a pack finished in the background: its rows go to the sorter, and a run it
+    /// spills to `claimed`. A pack that failed is remembered for `finish` to report.
+    fn take_finished(&mut self, h: Finishing) -> Result<()> {
+        let (pack, rows) = match h.join() {
+            Ok(Ok(done)) => done,
+            Ok(Err(e)) => {
+                self.failed.get_or_insert(e);
+                return Ok(());
+            }
+            Err(_) => {
+                self.failed.get_or_insert(StoreError::PipelineStopped);
+                return Ok(());
+            }
+        };
+        let spilled = self.rows.spilled().len();
+        let added = self.rows.add_pack(&pack.name, &rows);
+        self.done.push(pack);
+        added?;
+        drop(rows);
+        self.pass_spilled(spilled)
+    }
+
+    /// Adds the rows of a pack that is already in `packs/` (one `gc` keeps) to the layer
+    /// the transaction will write.
+    pub(crate) fn add_installed(&mut self, name: &str, rows: &[FooterRow]) -> Result<()> {
+        let spilled = self.rows.spilled().len();
+        self.rows.add_pack(name, rows)?;
+        self.pass_spilled(spilled)
+    }
+
+    /// Hands the runs the sorter spilled after the first `from` to `claimed`.
+    fn pass_spilled(&mut self, from: usize) -> Result<()> {
+        let new = &self.rows.spilled()[from..];
+        if new.is_empty() {
+            return Ok(());
+        }
+        let mut claimed = self.claimed.lock().expect("claimed lock");
+        new.iter().try_for_each(|run| claimed.absorb(run.clone()))
     }
 
     /// Closes the current pack and waits until every pack is durable (still in the
-    /// temporary folder). On any failure every pack is discarded.
-    fn finish(&mut self) -> Result<Vec<FinishedPack>> {
-        self.close_current();
-        let mut done = Vec::new();
-        let mut first_err = None;
-        for h in self.finishing.drain(..) {
-            match h.join() {
-                Ok(Ok(p)) => done.push(p),
-                Ok(Err(e)) => {
-                    first_err.get_or_insert(e);
-                }
-                Err(_) => {
-                    first_err.get_or_insert(StoreError::PipelineStopped);
-                }
-            }
+    /// temporary folder); returns them and the sorter holding their rows. On any failure
+    /// every pack is discarded.
+    fn finish(&mut self) -> Result<(Vec<FinishedPack>, RowSorter)> {
+        let closed = self.close_current();
+        let mut result = closed;
+        for h in std::mem::take(&mut self.finishing) {
+            let taken = self.take_finished(h);
+            result = result.and(taken);
         }
-        match first_err {
-            Some(e) => {
-                done.into_iter().for_each(FinishedPack::discard);
-                Err(e)
-            }
-            None => Ok(done),
+        if let Some(e) = self.failed.take() {
+            result = result.and(Err(e));
         }
+        if let Err(e) = result {
+            self.discard();
+            return Err(e);
+        }
+        let rows = std::mem::replace(&mut self.rows, RowSorter::new(&self.tmp_dir, &self.prefix));
+        Ok((std::mem::take(&mut self.done), rows))
     }
 
     /// Stops writing: removes the temporary files of every pack, finished or not.
@@ -1394,10 +1434,67 @@ impl PackSink {
             p.abandon();
         }
         for h in self.finishing.drain(..) {
-            if let Ok(Ok(p)) = h.join() {
+            if let Ok(Ok((p, _))) = h.join() {
                 p.discard();
             }
         }
+        self.done.drain(..).for_each(FinishedPack::discard);
+    }
+}
+
+/// The ids a transaction has written or is writing, so that it writes none twice. The
+/// recent ones are held in memory; those of finished packs move, a sorted run of 512 Ki
+/// rows at a time, to the runs spilled for the transaction's index layer, which answer
+/// from a Bloom filter and one read. A transaction writing ten million chunks so holds
+/// about 2 bytes for each and a run's worth of ids, not 50 bytes for each.
+#[derive(Default)]
+pub(crate) struct Claimed {
+    recent: IdSet,
+    runs: Vec<Arc<SpillRun>>,
+}
+
+impl Claimed {
+    /// Whether `id` was claimed.
+    pub(crate) fn contains(&self, id: &Id) -> Result<bool> {
+        if self.recent.contains(id) {
+            return Ok(true);
+        }
+        for run in &self.runs {
+            if run.contains(id)? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// How many runs it holds: what [`Claimed::insert`] need not look in again.
+    pub(crate) fn runs_seen(&self) -> usize {
+        self.runs.len()
+    }
+
+    /// Claims `id`, which was not in the first `seen` runs: true if it was not claimed
+    /// before.
+    pub(crate) fn insert(&mut self, id: Id, seen: usize) -> Result<bool> {
+        for run in &self.runs[seen..] {
+            if run.contains(&id)? {
+                return Ok(false);
+            }
+        }
+        Ok(self.recent.insert(id))
+    }
+
+    /// Claims ids written without asking (copied whole from another pack).
+    pub(crate) fn extend(&mut self, ids: impl IntoIterator<Item = Id>) {
+        self.recent.extend(ids);
+    }
+
+    /// Takes in a run of rows spilled from finished packs: its ids are answered from it
+    /// and need not be held in memory any more.
+    fn absorb(&mut self, run: Arc<SpillRun>) -> Result<()> {
+        self.runs.push(run.clone());
+        run.for_each_id(|id| {
+            self.recent.remove(id);
+        })
     }
 }
 
@@ -1419,7 +1516,7 @@ pub struct Transaction<'s> {
     lock: Option<File>,
     pub(crate) sink: PackSink,
     /// Ids already present or being written in this transaction.
-    pub(crate) claimed: Mutex<IdSet>,
+    pub(crate) claimed: Arc<Mutex<Claimed>>,
     pending: IdMap<(Kind, Vec<u8>)>,
     /// The blocks being filled by [`Transaction::write_grouped`], one per kind.
     blocks: Vec<(Kind, BlockBuilder)>,
@@ -1462,7 +1559,7 @@ impl<'s> Transaction<'s> {
 
     /// Whether `id` is stored or already written by this transaction.
     pub fn contains(&self, id: &Id) -> Result<bool> {
-        if self.claimed.lock().expect("claimed lock").contains(id) {
+        if self.claimed.lock().expect("claimed lock").contains(id)? {
             return Ok(true);
         }
         self.store.contains(id)
@@ -1655,7 +1752,7 @@ impl<'s> Transaction<'s> {
     /// [`Committed`] keeps the repository lock: the caller publishes what refers to the
     /// new objects (the operation) and only then drops it.
     pub fn commit(mut self) -> Result<Committed> {
-        let finished = self.sink_finish()?;
+        let (finished, rows) = self.sink_finish()?;
         let lock = self.lock.take();
         if finished.is_empty() {
             return Ok(Committed {
@@ -1664,8 +1761,8 @@ impl<'s> Transaction<'s> {
             });
         }
         let install = self.store.install_lock(false)?;
-        let infos = self.store.install_packs(finished)?;
-        let name = self.store.write_layer_for(&infos)?;
+        self.store.install_packs(finished)?;
+        let name = rows.write(&self.store.dir.join(INDEX_DIR))?;
         drop(install);
         self.store.reload_index()?;
         Ok(Committed {
@@ -1674,8 +1771,9 @@ impl<'s> Transaction<'s> {
         })
     }
 
-    /// Closes every pack written and makes it durable, without installing it.
-    pub(crate) fn sink_finish(&mut self) -> Result<Vec<FinishedPack>> {
+    /// Closes every pack written and makes it durable, without installing it; returns the
+    /// packs and the sorter of their rows.
+    pub(crate) fn sink_finish(&mut self) -> Result<(Vec<FinishedPack>, RowSorter)> {
         for slot in 0..self.blocks.len() {
             self.close_block(slot)?;
         }
@@ -1746,6 +1844,54 @@ mod tests {
             .filter_map(|p| p.file_name()?.to_str().map(String::from))
             .filter(|n| !n.ends_with(".lock") && !n.ends_with(".locking"))
             .collect()
+    }
+
+    /// A transaction whose finished packs' rows have spilled out of memory still writes
+    /// no id twice: the ids are answered from the spilled runs (or from memory, for the
+    /// packs not yet finished), and the layer lists each once.
+    #[test]
+    fn a_transaction_writes_no_id_twice_once_its_ids_spilled() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(dir.path(), small_packs()).unwrap();
+        // 1 KiB that zstd cannot shrink: about a thousand to a pack.
+        let chunks: Vec<Vec<u8>> = (0..6000).map(|i| noise(1024, i)).collect();
+        let mut tx = store.transaction().unwrap();
+        tx.sink.rows.set_run_rows(200);
+        for c in &chunks {
+            assert_ne!(
+                tx.write_delta(Id::hash(c), Kind::Chunk, c, None).unwrap(),
+                Written::Existing
+            );
+        }
+        // The packs closed so far are finished in the background; wait for them.
+        for h in std::mem::take(&mut tx.sink.finishing) {
+            tx.sink.take_finished(h).unwrap();
+        }
+        assert!(tx.sink.rows.spilled().len() >= 20, "the rows spilled");
+        let recent = tx.claimed.lock().unwrap().recent.len();
+        assert!(recent <= 1300, "{recent} ids still held in memory");
+        for c in chunks.iter().rev() {
+            assert!(tx.contains(&Id::hash(c)).unwrap());
+            assert_eq!(
+                tx.write_delta(Id::hash(c), Kind::Chunk, c, None).unwrap(),
+                Written::Existing
+            );
+        }
+        assert!(!tx.contains(&Id::hash(b"never written")).unwrap());
+        drop(tx.commit().unwrap());
+        let mut rows = 0;
+        for name in store.pack_names().unwrap() {
+            let path = store.pack_file_path(&name);
+            rows += pack::read_footer(&File::open(&path).unwrap(), &path)
+                .unwrap()
+                .len();
+        }
+        assert_eq!(rows, chunks.len());
+        assert_eq!(store.stats().unwrap().chunks, chunks.len() as u64);
+        for c in &chunks {
+            assert_eq!(&store.read_object(&Id::hash(c), Kind::Chunk).unwrap(), c);
+        }
+        assert_eq!(tmp_files(dir.path()), Vec::<String>::new());
     }
 
     /// What a remote brings compressed is stored as it came and read back as the same

@@ -513,6 +513,35 @@ fn small_commits_are_searchable_at_once() {
     assert_eq!(hits(d, &["visa"]).len(), 1);
 }
 
+/// A commit of more files than a small change holds (500 that an extractor takes) is left
+/// whole to `lifeos ingest`; one of exactly 500 is indexed with the commit.
+#[test]
+fn a_commit_of_more_than_500_extractable_files_is_left_to_ingest() {
+    let repo = repo(false);
+    let d = repo.path();
+    for i in 0..500 {
+        write(
+            d,
+            &format!("small/n{i:03}.md"),
+            format!("# Note {i}\nalpha{i}\n").as_bytes(),
+        );
+    }
+    ok(d, &["commit", "-m", "500"]);
+    assert_eq!(hits(d, &["alpha499"]).len(), 1, "indexed with the commit");
+    for i in 0..501 {
+        write(
+            d,
+            &format!("large/n{i:03}.md"),
+            format!("# Note {i}\nbeta{i}\n").as_bytes(),
+        );
+    }
+    ok(d, &["commit", "-m", "501"]);
+    assert!(hits(d, &["beta0"]).is_empty(), "left to ingest");
+    assert!(hits(d, &["beta500"]).is_empty(), "left to ingest");
+    ok(d, &["ingest"]);
+    assert_eq!(hits(d, &["beta500"]).len(), 1);
+}
+
 #[test]
 fn a_video_with_sidecar_subtitles_is_searchable_at_once() {
     let repo = repo(false);

@@ -534,31 +534,37 @@ pub fn extract_small_change(
         return Ok(Vec::new());
     }
     // Recordings are left to `lifeos ingest`: transcription is too slow for a commit.
-    let jobs: Vec<(String, &BString, &Id, Box<dyn Extractor>)> = files
-        .iter()
+    // The jobs are gathered until they stop being a small change: a first commit of a
+    // million files gives up after the first few hundred, not after a list of them all.
+    let mut jobs: Vec<(String, &BString, &Id, Box<dyn Extractor>)> = Vec::new();
+    let mut total = 0u64;
+    for (p, id, size) in files {
         // Extractors and exclude globs take the name itself (lossy where it is not
         // UTF-8, as `lifeos ingest` does), not the quoted form people see.
-        .map(|(p, id, _)| (String::from_utf8_lossy(p).into_owned(), p, id))
-        .filter(|(name, _, _)| !settings.excluded(name))
-        .filter_map(|(name, p, id)| {
-            let head = || {
-                let mut head = Vec::new();
-                if let Ok(f) = std::fs::File::open(in_folder(repo.workdir(), p)) {
-                    let _ = f.take(4096).read_to_end(&mut head);
-                }
-                head
-            };
-            choose(&name, &head, &|| settings.ocr(), &|| None).map(|ex| (name, p, id, ex))
-        })
-        .filter(|(_, _, _, ex)| !ex.streams())
-        .collect();
-    let sizes: HashMap<&Id, u64> = files.iter().map(|(_, id, n)| (id, *n)).collect();
-    let total: u64 = jobs.iter().map(|(_, _, id, _)| sizes[id]).sum();
-    if jobs.is_empty()
-        || jobs.len() > SMALL_FILES
-        || total > SMALL_BYTES
-        || jobs.iter().any(|(_, _, id, _)| sizes[id] > SMALL_FILE)
-    {
+        let name = String::from_utf8_lossy(p).into_owned();
+        if settings.excluded(&name) {
+            continue;
+        }
+        let head = || {
+            let mut head = Vec::new();
+            if let Ok(f) = std::fs::File::open(in_folder(repo.workdir(), p)) {
+                let _ = f.take(4096).read_to_end(&mut head);
+            }
+            head
+        };
+        let Some(ex) = choose(&name, &head, &|| settings.ocr(), &|| None) else {
+            continue;
+        };
+        if ex.streams() {
+            continue;
+        }
+        total += size;
+        if jobs.len() == SMALL_FILES || total > SMALL_BYTES || *size > SMALL_FILE {
+            return Ok(Vec::new());
+        }
+        jobs.push((name, p, id, ex));
+    }
+    if jobs.is_empty() {
         return Ok(Vec::new());
     }
     let results: Vec<Option<Extract>> = lifeos_store::par::map(&jobs, |(name, path, id, ex)| {

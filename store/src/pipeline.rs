@@ -294,6 +294,32 @@ impl Transaction<'_> {
         paths: &[PathBuf],
         progress: &(dyn Fn(u64) + Sync),
     ) -> Result<Vec<Result<StoredFile>>> {
+        let mut results: Vec<Option<Result<StoredFile>>> = paths.iter().map(|_| None).collect();
+        self.store_files_each(
+            paths.len(),
+            &|i| paths[i].clone(),
+            progress,
+            &mut |i, res| results[i] = Some(res),
+        )?;
+        Ok(results
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|| Err(pipeline_broken())))
+            .collect())
+    }
+
+    /// Stores `count` files on every core, the `i`th at `path(i)`, and hands each one's
+    /// result (the stored file or why it could not be stored) to `stored` on this thread
+    /// as it comes, in no particular order: nothing is held for the files already done,
+    /// however many there are. `progress` receives byte counts as they are read. A
+    /// failure to write packs (a full disk) fails the whole call, and then not every file
+    /// has had a result.
+    pub fn store_files_each(
+        &mut self,
+        count: usize,
+        path: &(dyn Fn(usize) -> PathBuf + Sync),
+        progress: &(dyn Fn(u64) + Sync),
+        stored: &mut dyn FnMut(usize, Result<StoredFile>),
+    ) -> Result<()> {
         let threads = crate::par::threads();
         let level = self.store().config().compression.zstd_level;
         let chunking = self.store().config().chunking;
@@ -302,9 +328,8 @@ impl Transaction<'_> {
             claimed: &self.claimed,
         };
         let sink = &mut self.sink;
-        let results: Vec<Mutex<Option<Result<StoredFile>>>> =
-            paths.iter().map(|_| Mutex::new(None)).collect();
         let next = std::sync::atomic::AtomicUsize::new(0);
+        let mut delivered = 0usize;
         let (chunk_tx, chunk_rx) = bounded::<ChunkJob>(threads * 4);
         let (entry_tx, entry_rx) = bounded::<Entry>(threads * 4);
         let write_result = std::thread::scope(|s| {
@@ -331,17 +356,26 @@ impl Transaction<'_> {
                 progress,
             };
             std::thread::scope(|r| {
+                let (result_tx, result_rx) = bounded::<(usize, Result<StoredFile>)>(threads * 4);
                 for _ in 0..threads {
-                    r.spawn(|| loop {
+                    let result_tx = result_tx.clone();
+                    let (shared, next) = (&shared, &next);
+                    r.spawn(move || loop {
                         let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(path) = paths.get(i) else { break };
-                        let res = shared.store_file(path);
+                        if i >= count {
+                            break;
+                        }
+                        let res = shared.store_file(&path(i));
                         let stop = matches!(res, Err(StoreError::PipelineStopped));
-                        *results[i].lock().expect("result lock") = Some(res);
-                        if stop {
+                        if result_tx.send((i, res)).is_err() || stop {
                             break;
                         }
                     });
+                }
+                drop(result_tx);
+                for (i, res) in result_rx {
+                    delivered += 1;
+                    stored(i, res);
                 }
             });
             drop(shared);
@@ -357,14 +391,10 @@ impl Transaction<'_> {
             }
         });
         write_result?;
-        Ok(results
-            .into_iter()
-            .map(|m| {
-                m.into_inner()
-                    .expect("result lock")
-                    .unwrap_or_else(|| Err(pipeline_broken()))
-            })
-            .collect())
+        if delivered < count {
+            return Err(pipeline_broken());
+        }
+        Ok(())
     }
 }
 

@@ -752,43 +752,59 @@ impl Repo {
                 }
             }
         }
-        let paths: Vec<PathBuf> = to_read
-            .iter()
-            .map(|&i| in_folder(self.workdir(), &found[i].path))
+        // The paths are taken out of the scan while the files are read, so that the
+        // readers can borrow them as each result updates the scan's metadata; each result
+        // is taken in as it comes, not gathered first.
+        let mut paths: Vec<Vec<u8>> = found
+            .iter_mut()
+            .map(|f| std::mem::take(&mut f.path))
             .collect();
-        let results = tx.store_files(&paths, &|n| progress.read(n))?;
-        drop(paths);
         let mut bytes_read = 0;
-        let mut read = Vec::new();
-        for (&i, res) in to_read.iter().zip(results) {
-            match res {
-                Ok(stored) => {
-                    let exec = stored.stat.executable();
-                    ids[i] = Some((
-                        if exec {
-                            EntryKind::Executable
-                        } else {
-                            EntryKind::File
-                        },
-                        stored.id,
-                    ));
-                    bytes_read += stored.size;
-                    read.push((found[i].path.clone().into(), stored.id, stored.size));
-                    // What was read is what is recorded.
-                    found[i].meta = stored.stat;
+        let mut read: Vec<(BString, Id, u64)> = Vec::new();
+        let mut fatal = None;
+        tx.store_files_each(
+            to_read.len(),
+            &|k| in_folder(self.workdir(), &paths[to_read[k]]),
+            &|n| progress.read(n),
+            &mut |k, res| {
+                let i = to_read[k];
+                match res {
+                    Ok(stored) => {
+                        let exec = stored.stat.executable();
+                        ids[i] = Some((
+                            if exec {
+                                EntryKind::Executable
+                            } else {
+                                EntryKind::File
+                            },
+                            stored.id,
+                        ));
+                        bytes_read += stored.size;
+                        read.push((paths[i].clone().into(), stored.id, stored.size));
+                        // What was read is what is recorded.
+                        found[i].meta = stored.stat;
+                    }
+                    Err(lifeos_store::StoreError::Io { source, .. }) => {
+                        failures.failed(paths[i].clone().into(), &source)
+                    }
+                    Err(e @ lifeos_store::StoreError::Unstable(_)) => {
+                        failures.unreadable.push(Skipped {
+                            path: paths[i].clone().into(),
+                            reason: e.to_string(),
+                        })
+                    }
+                    Err(e) => {
+                        fatal.get_or_insert(e);
+                    }
                 }
-                Err(lifeos_store::StoreError::Io { source, .. }) => {
-                    failures.failed(found[i].path.clone().into(), &source)
-                }
-                Err(e @ lifeos_store::StoreError::Unstable(_)) => {
-                    failures.unreadable.push(Skipped {
-                        path: found[i].path.clone().into(),
-                        reason: e.to_string(),
-                    })
-                }
-                Err(e) => return Err(e.into()),
-            }
+            },
+        )?;
+        if let Some(e) = fatal {
+            return Err(e.into());
         }
+        // The results came in any order.
+        read.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        failures.skipped.sort_by(|a, b| a.path.cmp(&b.path));
         skipped.append(&mut failures.skipped);
         unreadable.append(&mut failures.unreadable);
         unreadable.sort_by(|a, b| a.path.cmp(&b.path));
@@ -802,8 +818,9 @@ impl Repo {
         .then(TreeWriter::default);
         let mut files = 0;
         let mut bytes = 0;
-        for (i, f) in found.iter_mut().enumerate() {
+        for (i, f) in found.iter().enumerate() {
             let Some((kind, id)) = ids[i] else { continue };
+            let path = std::mem::take(&mut paths[i]);
             let meta = &f.meta;
             let size = meta.size;
             let entry = TreeEntry {
@@ -813,14 +830,14 @@ impl Repo {
                 size,
             };
             match &mut stream {
-                Some(w) => w.add(tx, &f.path, entry)?,
-                None => insert(&mut root, &f.path, entry)?,
+                Some(w) => w.add(tx, &path, entry)?,
+                None => insert(&mut root, &path, entry)?,
             }
             files += 1;
             bytes += size;
             let entry = CacheEntry::from_meta(meta, kind, id);
-            // Moved, not copied: the scan's entry is not used again.
-            entries.push((std::mem::take(&mut f.path), entry));
+            // Moved, not copied: the scan's path is not used again.
+            entries.push((path, entry));
         }
         // What could not be read keeps its last recorded version (never a deletion).
         if let Some(base) = base {

@@ -163,6 +163,13 @@ impl Repo {
             ));
         }
         edits.sort_by(|a, b| a.0.cmp(b.0));
+        // A file read whose content is what the cache has (not for a path the cache's tree
+        // and `base` differ at): only its metadata changed.
+        let refreshes = sides.files.iter().any(|(i, cached)| {
+            cached.as_ref().is_some_and(|c| {
+                ids.get(i) == Some(&(c.kind, c.id)) && !since.contains_key(&found[*i].path)
+            })
+        });
         let state_changed = !(edits.is_empty() && since.is_empty()) && scope.is_none();
         let tree = if edits.is_empty() {
             *base
@@ -194,6 +201,7 @@ impl Repo {
                 changes,
                 recorded_at_ns: started_ns,
                 tree: Some(tree),
+                refreshes,
             }),
             state_changed,
             read,
@@ -349,6 +357,18 @@ mod tests {
         }
     }
 
+    /// Commits the folder; returns the tree recorded.
+    fn commit_all(repo: &Repo, wc: &crate::folder::WorkingCopyLock) -> Id {
+        let opts = CommitOptions {
+            message: b"m",
+            ..CommitOptions::default()
+        };
+        repo.commit_working_copy(wc, &opts, &NoProgress)
+            .unwrap()
+            .snapshot
+            .tree
+    }
+
     /// A cache saved for an older tree vouches for no path where that tree and `@`'s
     /// differ: those become `@`'s entries never trusted (so the file is read even if its
     /// metadata is what the cache recorded), or none where `@` has no file.
@@ -358,20 +378,12 @@ mod tests {
         let root = dir.path();
         let repo = Repo::init(root, lifeos_store::StoreConfig::default()).unwrap();
         let wc = repo.lock_working_copy().unwrap();
-        let commit = || {
-            let opts = CommitOptions {
-                message: b"m",
-                ..CommitOptions::default()
-            };
-            repo.commit_working_copy(&wc, &opts, &NoProgress).unwrap();
-            let head = repo.head().unwrap();
-            repo.at_tree(&head.view).unwrap().unwrap()
-        };
+        let commit = || commit_all(&repo, &wc);
         for (p, b) in [("a", "1"), ("b", "2"), ("d/e", "3")] {
             crate::testing::clear_way(root, p.as_bytes()).unwrap();
             std::fs::write(root.join(p), b).unwrap();
         }
-        commit();
+        let first = commit();
         let older = repo.stat_cache();
         std::fs::write(root.join("a"), b"changed").unwrap();
         std::fs::remove_file(root.join("b")).unwrap();
@@ -387,10 +399,90 @@ mod tests {
         ];
         assert_eq!(changes.into_iter().collect::<Vec<_>>(), want);
         assert!(repo
-            .cache_changes_for(&base, &repo.stat_cache())
+            .cache_changes_for(&first, &older)
             .unwrap()
             .unwrap()
             .is_empty());
+    }
+
+    /// A commit that changes a few paths leaves the stat cache as it was: it names the
+    /// older tree, and status reads those paths again. The paths add up over such
+    /// commits; a commit past 64 paths, or 8 MiB, saves a cache naming its tree. Status
+    /// is right throughout, also for an edit the waiting cache's entry would match.
+    #[test]
+    fn a_small_change_leaves_the_cache_to_wait_until_the_changes_add_up() {
+        use crate::treediff::ChangeKind::Modified;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let repo = Repo::init(root, lifeos_store::StoreConfig::default()).unwrap();
+        let wc = repo.lock_working_copy().unwrap();
+        let commit = || commit_all(&repo, &wc);
+        let status = || {
+            let st = repo.status(&wc).unwrap();
+            st.changes
+                .iter()
+                .map(|c| (c.path.to_vec(), c.kind))
+                .collect::<Vec<_>>()
+        };
+        let unchanged = |saved: &[u8]| std::fs::read(repo.state_path()).unwrap() == saved;
+        // Files written long ago are not racily clean once a cache is saved.
+        let long_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        let write_old = |name: &str, content: &[u8], when: std::time::SystemTime| {
+            std::fs::write(root.join(name), content).unwrap();
+            let f = std::fs::File::options()
+                .write(true)
+                .open(root.join(name))
+                .unwrap();
+            f.set_modified(when).unwrap();
+        };
+        write_old("a", b"1", long_ago);
+        write_old("b", b"2", long_ago);
+        let first = commit();
+        let saved = std::fs::read(repo.state_path()).unwrap();
+        assert_eq!(repo.stat_cache().tree(), Some(first));
+        std::fs::write(root.join("a"), b"3").unwrap();
+        let second = commit();
+        assert_ne!(second, first);
+        assert!(unchanged(&saved), "left as it was");
+        assert_eq!(status(), []);
+        // Back to the content the waiting cache recorded for `a`: still a change.
+        std::fs::write(root.join("a"), b"1").unwrap();
+        assert_eq!(status(), [(b"a".to_vec(), Modified)]);
+        std::fs::write(root.join("a"), b"3").unwrap();
+        assert_eq!(status(), []);
+        // 63 more paths, and `a`, read again as the cache's tree has another version:
+        // 64, waiting.
+        for i in 0..63 {
+            write_old(&format!("n{i:02}"), b"n", long_ago);
+        }
+        commit();
+        assert!(unchanged(&saved), "64 paths: left as it was");
+        assert_eq!(status(), []);
+        // A file touched, its content the same: the commit saves the cache, so that it is
+        // not read again each time.
+        write_old("b", b"2", long_ago - std::time::Duration::from_secs(60));
+        let touched = commit();
+        assert!(!unchanged(&saved), "refreshed: saved");
+        assert_eq!(repo.stat_cache().tree(), Some(touched));
+        let refreshed = std::fs::read(repo.state_path()).unwrap();
+        write_old("a", b"5", long_ago);
+        commit();
+        assert!(unchanged(&refreshed), "one path: waiting again");
+        for i in 0..65 {
+            write_old(&format!("m{i:02}"), b"m", long_ago);
+        }
+        let saving = commit();
+        assert_eq!(
+            repo.stat_cache().tree(),
+            Some(saving),
+            "over 64 paths: saved"
+        );
+        assert_eq!(status(), []);
+        // One large file is enough.
+        write_old("big", &vec![7u8; (8 << 20) + 1], long_ago);
+        let large = commit();
+        assert_eq!(repo.stat_cache().tree(), Some(large), "over 8 MiB: saved");
+        assert_eq!(status(), []);
     }
 
     proptest::proptest! {
@@ -496,14 +588,19 @@ mod tests {
                 proptest::prop_assert_eq!(whole.tree, edited.snapshot.tree);
                 proptest::prop_assert_eq!(whole.files, edited.snapshot.files);
                 proptest::prop_assert_eq!(whole.bytes, edited.snapshot.bytes);
+                let made = edited.snapshot.state.map(|s| s.into_state());
                 proptest::prop_assert_eq!(
                     whole.state.map(|s| s.into_state().entries),
-                    edited.snapshot.state.map(|s| s.into_state().entries).or_else(|| Some(repo.load_wc_state().entries))
+                    made.as_ref().map(|s| s.entries.clone()).or_else(|| Some(repo.load_wc_state().entries))
                 );
                 drop(tx);
-                // Back to a cache that names the tree, for the next round's edits.
-                let mut state = repo.load_wc_state();
-                state.tree = Some(edited.snapshot.tree);
+                // Back to a cache that names the tree, for the next round's edits: the one
+                // the commit made (saved, or left to wait), or the one that stood.
+                let state = made.unwrap_or_else(|| {
+                    let mut state = repo.load_wc_state();
+                    state.tree = Some(edited.snapshot.tree);
+                    state
+                });
                 repo.save_wc_state(&state).unwrap();
             }
         }

@@ -163,10 +163,43 @@ pub enum NewCache {
         recorded_at_ns: i128,
         /// The tree the snapshot made.
         tree: Option<Id>,
+        /// Whether it records new metadata for a file whose content the cache had right
+        /// (touched, or racily clean): unsaved, that file would be read again each time.
+        refreshes: bool,
     },
 }
 
+/// A cache patched at no more paths than this, holding no more bytes than
+/// [`WAIT_BYTES`], need not be saved ([`NewCache::can_wait`]).
+const WAIT_PATHS: usize = 64;
+/// See [`WAIT_PATHS`].
+const WAIT_BYTES: u64 = 8 << 20;
+
 impl NewCache {
+    /// Whether saving it can wait: the cache read, of this format, patched at a few paths
+    /// of a few bytes whose content changed. Left unsaved, the cache on disk names its older tree, and the next
+    /// snapshot takes each path where that tree and `@`'s differ as never trusted (as
+    /// after commits through the monitor): it reads those few files again instead of this
+    /// commit writing a whole cache (106 MB at a million files) for them. The paths add
+    /// up over the commits that leave it, so one that passes the limits saves it.
+    pub fn can_wait(&self) -> bool {
+        match self {
+            NewCache::Whole { .. } => false,
+            NewCache::Patched {
+                old,
+                changes,
+                refreshes,
+                ..
+            } => {
+                !refreshes
+                    && !old.converted()
+                    && old.tree().is_some()
+                    && changes.len() <= WAIT_PATHS
+                    && changes.values().flatten().map(|e| e.size).sum::<u64>() <= WAIT_BYTES
+            }
+        }
+    }
+
     /// The tree it names.
     pub fn tree(&self) -> Option<Id> {
         match self {
@@ -192,6 +225,7 @@ impl NewCache {
                 changes,
                 recorded_at_ns,
                 tree,
+                ..
             } => encode_sorted(*recorded_at_ns, *tree, patched(old, changes)),
         }
     }
@@ -213,6 +247,7 @@ impl NewCache {
                 changes,
                 recorded_at_ns,
                 tree,
+                ..
             } => WcState {
                 recorded_at_ns,
                 tree,
@@ -710,6 +745,7 @@ mod tests {
                 changes,
                 recorded_at_ns: 5,
                 tree: Some(Id::hash(b"t")),
+                refreshes: false,
             };
             proptest::prop_assert_eq!(patched.encode(), applied.encode());
             proptest::prop_assert_eq!(patched.into_state(), applied);

@@ -1384,9 +1384,15 @@ impl PackSink {
         let spilled = self.rows.spilled().len();
         let added = self.rows.add_pack(&pack.name, &rows);
         self.done.push(pack);
-        added?;
         drop(rows);
-        self.pass_spilled(spilled)
+        let passed = added.and_then(|()| self.pass_spilled(spilled));
+        if passed.is_err() {
+            // The pack's rows are not all in the sorter (or their ids not all answered
+            // for): whatever the caller does with this error, the transaction must not
+            // commit.
+            self.failed.get_or_insert(StoreError::PipelineStopped);
+        }
+        passed
     }
 
     /// Adds the rows of a pack that is already in `packs/` (one `gc` keeps) to the layer

@@ -352,6 +352,14 @@ impl Repo {
         }
     }
 
+    /// Removes the side file; true if none is left.
+    pub(crate) fn remove_side_file(&self) -> bool {
+        match std::fs::remove_file(self.dot_dir().join(SIDE_FILE)) {
+            Ok(()) => true,
+            Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+        }
+    }
+
     /// The files of tree `base` at or below `targets`, in path order; `None` if one is a
     /// submodule (what is inside it is not this tree's: the whole snapshot handles it).
     pub(crate) fn tree_within(

@@ -440,10 +440,28 @@ mod tests {
         let first = commit();
         let saved = std::fs::read(repo.state_path()).unwrap();
         assert_eq!(repo.stat_cache().tree(), Some(first));
+        // A monitor's side file tied to that cache, as a watcher would have left it.
+        repo.save_side_file(&crate::monitor::SideFile {
+            token: crate::monitor::Token {
+                instance: 1,
+                seq: 1,
+            },
+            tree: first,
+            cache_sum: repo.cache_sum().unwrap(),
+            files: 2,
+            bytes: 2,
+            skipped: Vec::new(),
+        });
+        let side = repo.dot_dir().join(crate::monitor::SIDE_FILE);
+        assert!(side.exists());
         std::fs::write(root.join("a"), b"3").unwrap();
         let second = commit();
         assert_ne!(second, first);
         assert!(unchanged(&saved), "left as it was");
+        assert!(
+            !side.exists(),
+            "the token tied to the waiting cache is dropped"
+        );
         assert_eq!(status(), []);
         // Back to the content the waiting cache recorded for `a`: still a change.
         std::fs::write(root.join("a"), b"1").unwrap();

@@ -221,11 +221,14 @@ impl Repo {
         }
         let mut saved = None;
         // Through the monitor the cache is saved whenever it changed: the monitor's token
-        // goes with it.
-        let save = snapshot
-            .state
-            .as_ref()
-            .filter(|s| snapshot.state_changed && (snapshot.monitor.is_some() || !s.can_wait()));
+        // goes with it. Left to wait, the cache keeps its checksum, so a side file tied to
+        // it is removed: no later command may take up that token again once `@` is back
+        // at its tree (events it never saw may have passed, as through a hard link this
+        // snapshot met).
+        let save = snapshot.state.as_ref().filter(|s| {
+            snapshot.state_changed
+                && (snapshot.monitor.is_some() || !s.can_wait() || !self.remove_side_file())
+        });
         if let Some(state) = save {
             let bytes = state.encode();
             lifeos_store::store::write_atomic(&self.state_path(), &bytes)?;

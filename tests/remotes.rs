@@ -218,6 +218,38 @@ fn a_small_edit_to_a_large_file_pushes_a_few_chunks() {
     assert!(second["objects"].as_u64().unwrap() <= 12, "{second}");
 }
 
+/// An S3 server may store an upload past 8 MiB as several pieces and hash it again
+/// (SeaweedFS does), so a push closes each pack before it would pass 8 MiB.
+#[test]
+fn every_remote_pack_is_at_most_8_mib() {
+    let a = repo(false);
+    write(a.path(), "video.mp4", &noise(30 << 20, 5));
+    ok(a.path(), &["commit", "-m", "video"]);
+    let elsewhere = tempfile::tempdir().unwrap();
+    let url = elsewhere.path().join("backup");
+    lok(
+        a.path(),
+        None,
+        &["remote", "add", "origin", url.to_str().unwrap()],
+    );
+    let pushed = ljson(a.path(), None, &["push"]);
+    let mut sizes: Vec<u64> = std::fs::read_dir(url.join("packs"))
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .collect();
+    sizes.sort_unstable();
+    assert_eq!(
+        sizes.len() as u64,
+        pushed["packs"].as_u64().unwrap(),
+        "{pushed}"
+    );
+    assert_eq!(sizes.iter().sum::<u64>(), pushed["bytes"].as_u64().unwrap());
+    assert!(sizes.len() >= 4, "{sizes:?}");
+    assert!(sizes.iter().all(|&n| n <= 8 << 20), "{sizes:?}");
+    // Packs are filled close to the limit, not cut short.
+    assert!(sizes[sizes.len() - 2] > 7 << 20, "{sizes:?}");
+}
+
 #[test]
 fn two_devices_pushing_at_the_same_moment_both_land() {
     let s3 = S3Server::start();

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
 use lifeos_remote::places::{self, RemoteSpec, Remotes, REMOTES_DIR};
-use lifeos_remote::{Create, Remote, RemoteError};
+use lifeos_remote::{Create, PushPlan, Remote, RemoteError};
 use lifeos_vcs::Repo;
 use serde_json::json;
 
@@ -377,9 +377,20 @@ fn absolute_url(url: &str) -> CliResult<String> {
 
 /// `lifeos push [NAME]`.
 pub fn push(repo: &Repo, name: Option<String>, pass: PassArgs, json: bool) -> CliResult<u8> {
-    let (name, remote, _) = open_remote(repo, name.as_deref(), true, &pass)?;
+    // The walk of what to send runs while the remote is opened (its key derived from
+    // the passphrase): neither waits for the other.
+    let (plan, opened) = std::thread::scope(|s| {
+        let walk = s.spawn(|| PushPlan::new(repo));
+        let opened = open_remote(repo, name.as_deref(), true, &pass);
+        (
+            walk.join()
+                .expect("the walk of what to push does not panic"),
+            opened,
+        )
+    });
+    let (name, remote, _) = opened?;
     let bar = Bar::new("push", json);
-    let r = remote.push(repo, &bar)?;
+    let r = remote.push(plan?, &bar)?;
     drop(bar);
     if json {
         print_json(

@@ -26,7 +26,7 @@ use lifeos_vcs::VcsError;
 
 pub use check::{RemoteCheck, RemoteGc};
 pub use format::Place;
-pub use transfer::{serve_lazily, FetchReport, Progress, PushReport, Quiet};
+pub use transfer::{serve_lazily, FetchReport, Progress, PushPlan, PushReport, Quiet};
 
 use format::{RemoteConfig, CONFIG_KEY, HEADS_DIR, INDEX_DIR, KEYS_DIR};
 

@@ -4,14 +4,17 @@
 use std::collections::{HashMap, HashSet};
 
 use lifeos_store::store::random_hex;
-use lifeos_store::{Id, Kind};
+use lifeos_store::{Id, Kind, Transaction};
+use lifeos_vcs::check::Reachable;
 use lifeos_vcs::Repo;
 
 use crate::format::{self, IndexRow, Place, INDEX_DIR, PACKS_DIR, PACK_MAGIC};
 use crate::{Remote, RemoteError, Result};
 
-/// A remote pack is sent once it holds this many bytes.
-const PACK_TARGET: usize = 8 << 20;
+/// A remote pack holds at most this many bytes, unless one object is larger (it then goes
+/// alone). Kept at 8 MiB: SeaweedFS splits an upload past 8 MiB into several chunks and
+/// then hashes it twice (docs/DECISIONS.md, "Remote packs of at most 8 MiB").
+const PACK_MAX: usize = 8 << 20;
 
 /// Packs uploaded at once.
 const UPLOADERS: usize = 4;
@@ -133,7 +136,7 @@ struct PackOut {
 
 impl PackOut {
     fn new() -> PackOut {
-        let mut bytes = Vec::with_capacity(PACK_TARGET + (1 << 20));
+        let mut bytes = Vec::with_capacity(PACK_MAX);
         bytes.extend_from_slice(PACK_MAGIC);
         PackOut {
             bytes,
@@ -142,20 +145,25 @@ impl PackOut {
     }
 }
 
-impl Remote {
-    /// Uploads every object reachable from the repository's operation log that the
-    /// remote lacks, in packs each followed by its index, then publishes the local
-    /// operation heads (create-if-absent) and removes the remote heads they descend
-    /// from. A push stopped part way leaves packs no head refers to; the next push
-    /// sends only what is still missing.
-    pub fn push(&self, repo: &Repo, progress: &dyn Progress) -> Result<PushReport> {
+/// What a push is to send, found before the remote is opened (so the walk can run while
+/// the passphrase's key is derived): the local operation heads, merged into one first, and
+/// everything they reach. It holds the repository lock shared until the push ends, so a
+/// local gc waits rather than removing what the push reads.
+pub struct PushPlan<'r> {
+    repo: &'r Repo,
+    _lock: Transaction<'r>,
+    heads: Vec<Id>,
+    reach: Reachable<HashSet<Id>>,
+}
+
+impl<'r> PushPlan<'r> {
+    /// Walks what `repo`'s operation heads reach; refuses a repository with problems
+    /// (except, in a lazy clone, file chunks it has not read yet).
+    pub fn new(repo: &'r Repo) -> Result<PushPlan<'r>> {
         let store = repo.store();
-        let _announced = self.push_lock()?;
         // Several local heads are merged first, so one head is published.
         repo.head()?;
-        // Held shared for the whole push: a local gc waits rather than removing what
-        // is being read.
-        let _lock = store.transaction()?;
+        let lock = store.transaction()?;
         let heads = repo.op_heads()?;
         let mut problems = Vec::new();
         let reach = repo.reachable_from::<HashSet<Id>>(heads.clone(), true, &mut problems)?;
@@ -168,6 +176,26 @@ impl Remote {
                 p.detail
             )));
         }
+        Ok(PushPlan {
+            repo,
+            _lock: lock,
+            heads,
+            reach,
+        })
+    }
+}
+
+impl Remote {
+    /// Uploads every object of `plan` that the remote lacks, in packs each followed by
+    /// its index, then publishes the local operation heads (create-if-absent) and
+    /// removes the remote heads they descend from. A push stopped part way leaves packs
+    /// no head refers to; the next push sends only what is still missing.
+    pub fn push(&self, plan: PushPlan<'_>, progress: &dyn Progress) -> Result<PushReport> {
+        let _announced = self.push_lock()?;
+        let PushPlan {
+            repo, heads, reach, ..
+        } = &plan;
+        let store = repo.store();
         let catalog = self.catalog()?;
         let mut missing: Vec<Id> = reach
             .ids
@@ -214,6 +242,15 @@ impl Remote {
                 for id in &missing {
                     let (kind, raw, stored) = store.read_entry_stored(id)?;
                     let blob = format::encode_object(keys, id, kind, &raw, &stored);
+                    if !out.rows.is_empty()
+                        && out.bytes.len() + blob.len() > PACK_MAX
+                        && to_upload
+                            .send(std::mem::replace(&mut out, PackOut::new()))
+                            .is_err()
+                    {
+                        // The uploader stopped; its error is reported below.
+                        return Ok(());
+                    }
                     out.rows.push(IndexRow {
                         id: *id,
                         kind,
@@ -222,14 +259,6 @@ impl Remote {
                     });
                     out.bytes.extend_from_slice(&blob);
                     progress.advance(blob.len() as u64);
-                    if out.bytes.len() >= PACK_TARGET
-                        && to_upload
-                            .send(std::mem::replace(&mut out, PackOut::new()))
-                            .is_err()
-                    {
-                        // The uploader stopped; its error is reported below.
-                        return Ok(());
-                    }
                 }
                 if !out.rows.is_empty() {
                     let _ = to_upload.send(out);
@@ -263,7 +292,7 @@ impl Remote {
         // Every object is on the remote: the heads can now refer to them.
         let remote_heads = self.heads()?;
         let on_remote: HashSet<Id> = remote_heads.iter().map(|(_, id)| *id).collect();
-        for h in &heads {
+        for h in heads {
             if !on_remote.contains(h)
                 && self
                     .backend

@@ -3,7 +3,7 @@
 //! remote every one of them except the config is sealed (`lifeos_store::crypt`), for the
 //! place it is kept, so nothing but sizes and counts can be read without the key.
 
-use lifeos_store::crypt::Keys;
+use lifeos_store::crypt::{Keys, SEALED_HEAD, TAG_LEN};
 use lifeos_store::enc::{Reader, Writer};
 use lifeos_store::pack::verify_content;
 use lifeos_store::{Id, Kind, StoredAs};
@@ -117,6 +117,21 @@ pub fn encode_object(
     raw: &[u8],
     stored: &StoredAs,
 ) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode_object_into(keys, id, kind, raw, stored, &mut out);
+    out
+}
+
+/// [`encode_object`], appended to `out` (a pack being filled) and sealed where it lies:
+/// the object's bytes are copied once.
+pub fn encode_object_into(
+    keys: Option<&Keys>,
+    id: &Id,
+    kind: Kind,
+    raw: &[u8],
+    stored: &StoredAs,
+    out: &mut Vec<u8>,
+) {
     let packed: Option<std::borrow::Cow<'_, [u8]>> = match stored {
         StoredAs::Zstd(frame) => Some(frame.as_slice().into()),
         StoredAs::Raw => None,
@@ -125,19 +140,19 @@ pub fn encode_object(
             .filter(|z| z.len() < raw.len())
             .map(Into::into),
     };
-    let mut plain = Vec::with_capacity(2 + packed.as_ref().map_or(raw.len(), |p| p.len()));
-    plain.push(kind as u8);
-    match packed {
-        Some(z) => {
-            plain.push(1);
-            plain.extend_from_slice(&z);
-        }
-        None => {
-            plain.push(0);
-            plain.extend_from_slice(raw);
-        }
+    let (codec, body) = match &packed {
+        Some(z) => (1, &z[..]),
+        None => (0, raw),
+    };
+    let start = out.len();
+    let head = if keys.is_some() { SEALED_HEAD } else { 0 };
+    out.reserve(head + 2 + body.len() + TAG_LEN);
+    out.resize(start + head, 0);
+    out.extend_from_slice(&[kind as u8, codec]);
+    out.extend_from_slice(body);
+    if let Some(k) = keys {
+        k.seal_in_place(&object_context(id), out, start);
     }
-    seal(keys, &object_context(id), plain)
 }
 
 /// Reads an object written by [`encode_object`] and checks it against its id and kind:
@@ -157,15 +172,50 @@ pub fn decode_object_parts(
     keys: Option<&Keys>,
     id: &Id,
     kind: Kind,
-    stored: Vec<u8>,
+    mut stored: Vec<u8>,
 ) -> Result<(Vec<u8>, Option<Vec<u8>>), RemoteError> {
+    match open_object(keys, id, kind, &mut stored)? {
+        Opened::Raw(r) => {
+            stored.truncate(r.end);
+            stored.drain(..r.start);
+            Ok((stored, None))
+        }
+        Opened::Zstd { raw, frame } => Ok((raw, Some(stored[frame].to_vec()))),
+    }
+}
+
+/// An object opened where it lies (see [`open_object`]).
+#[derive(Debug)]
+pub enum Opened {
+    /// Kept raw: its bytes are this range of the blob.
+    Raw(std::ops::Range<usize>),
+    /// Kept as the zstd frame at `frame` in the blob, which decompressed to `raw`.
+    Zstd {
+        /// The object's bytes.
+        raw: Vec<u8>,
+        /// Where the frame is in the blob.
+        frame: std::ops::Range<usize>,
+    },
+}
+
+/// Opens the object `blob` holds (decrypting it in place on an encrypted remote) and
+/// checks it against its id and kind, as [`decode_object`] does, without copying it.
+pub fn open_object(
+    keys: Option<&Keys>,
+    id: &Id,
+    kind: Kind,
+    blob: &mut [u8],
+) -> Result<Opened, RemoteError> {
     let what = format!("object {}", id.to_hex());
-    let mut plain = open(keys, &object_context(id), stored, &what)?;
+    let plain = match keys {
+        Some(k) => k.open_in_place(&object_context(id), blob, &what)?,
+        None => 0..blob.len(),
+    };
     let damaged = |reason: String| RemoteError::Damaged {
         what: what.clone(),
         reason,
     };
-    let (k, codec) = match plain.as_slice() {
+    let (k, codec) = match &blob[plain.clone()] {
         [k, codec, ..] => (*k, *codec),
         _ => return Err(damaged("shorter than its two header bytes".into())),
     };
@@ -175,18 +225,25 @@ pub fn decode_object_parts(
             kind.name()
         )));
     }
-    let body = plain.split_off(2);
-    let (raw, frame) = match codec {
-        0 => (body, None),
-        1 => {
-            let raw = zstd::bulk::decompress(&body, lifeos_store::pack::MAX_ENTRY_LEN as usize)
-                .map_err(|e| damaged(format!("zstd: {e}")))?;
-            (raw, Some(body))
-        }
+    let body = plain.start + 2..plain.end;
+    let opened = match codec {
+        0 => Opened::Raw(body),
+        1 => Opened::Zstd {
+            raw: zstd::bulk::decompress(
+                &blob[body.clone()],
+                lifeos_store::pack::MAX_ENTRY_LEN as usize,
+            )
+            .map_err(|e| damaged(format!("zstd: {e}")))?,
+            frame: body,
+        },
         c => return Err(damaged(format!("unknown codec {c}"))),
     };
-    verify_content(kind, id, &raw).map_err(damaged)?;
-    Ok((raw, frame))
+    let raw = match &opened {
+        Opened::Raw(r) => &blob[r.clone()],
+        Opened::Zstd { raw, .. } => raw,
+    };
+    verify_content(kind, id, raw).map_err(damaged)?;
+    Ok(opened)
 }
 
 /// Where an object is on the remote.
@@ -333,6 +390,24 @@ mod tests {
             let last = bad.len() - 1;
             bad[last] ^= 1;
             assert!(decode_object(k, &id, Kind::Tree, bad).is_err());
+
+            // Appended to a pack after other objects, raw and compressed, each opens in
+            // place to its own bytes.
+            let chunk = b"incompressible enough".to_vec();
+            let chunk_id = Id::hash(&chunk);
+            let mut pack = PACK_MAGIC.to_vec();
+            encode_object_into(k, &id, Kind::Tree, &raw, &StoredAs::Other, &mut pack);
+            let split = pack.len();
+            encode_object_into(k, &chunk_id, Kind::Chunk, &chunk, &StoredAs::Raw, &mut pack);
+            let (first, second) = pack.split_at_mut(split);
+            match open_object(k, &id, Kind::Tree, &mut first[PACK_MAGIC.len()..]).unwrap() {
+                Opened::Zstd { raw: r, .. } => assert_eq!(r, raw),
+                other => panic!("expected a zstd frame, got {other:?}"),
+            }
+            match open_object(k, &chunk_id, Kind::Chunk, second).unwrap() {
+                Opened::Raw(r) => assert_eq!(&second[r], chunk.as_slice()),
+                other => panic!("expected raw bytes, got {other:?}"),
+            }
         }
     }
 

@@ -123,7 +123,7 @@ impl Backend for S3Backend {
         self.runtime.block_on(async {
             match self.store.get(&path).await {
                 Ok(r) => match r.bytes().await {
-                    Ok(b) => Ok(Some(b.to_vec())),
+                    Ok(b) => Ok(Some(Vec::from(b))),
                     Err(e) => Err(self.fail("reading", key, e)),
                 },
                 Err(object_store::Error::NotFound { .. }) => Ok(None),
@@ -141,7 +141,7 @@ impl Backend for S3Backend {
             self.store
                 .get_range(&path, range)
                 .await
-                .map(|b| b.to_vec())
+                .map(Vec::from)
                 .map_err(|e| self.fail("reading", key, e))
         })
     }

@@ -8,7 +8,7 @@ use lifeos_store::{Id, Kind, Transaction};
 use lifeos_vcs::check::Reachable;
 use lifeos_vcs::Repo;
 
-use crate::format::{self, IndexRow, Place, INDEX_DIR, PACKS_DIR, PACK_MAGIC};
+use crate::format::{self, IndexRow, Opened, Place, INDEX_DIR, PACKS_DIR, PACK_MAGIC};
 use crate::{Remote, RemoteError, Result};
 
 /// A remote pack holds at most this many bytes, unless one object is larger (it then goes
@@ -36,13 +36,10 @@ struct ReadRange<'c> {
     objects: Vec<(&'c Id, &'c Place)>,
 }
 
-/// An object read, checked and ready to store.
-struct Arrival {
-    id: Id,
-    kind: Kind,
-    raw: Vec<u8>,
-    frame: Option<Vec<u8>>,
-    len: u32,
+/// A ranged read's bytes, its objects opened and checked in place, ready to store.
+struct Arrival<'c> {
+    bytes: Vec<u8>,
+    objects: Vec<(&'c Id, &'c Place, Opened)>,
 }
 
 /// The ranged reads that fetch `want`: per pack, runs of objects with gaps under
@@ -241,24 +238,26 @@ impl Remote {
                 let mut out = PackOut::new();
                 for id in &missing {
                     let (kind, raw, stored) = store.read_entry_stored(id)?;
-                    let blob = format::encode_object(keys, id, kind, &raw, &stored);
-                    if !out.rows.is_empty()
-                        && out.bytes.len() + blob.len() > PACK_MAX
-                        && to_upload
-                            .send(std::mem::replace(&mut out, PackOut::new()))
-                            .is_err()
-                    {
-                        // The uploader stopped; its error is reported below.
-                        return Ok(());
+                    let start = out.bytes.len();
+                    format::encode_object_into(keys, id, kind, &raw, &stored, &mut out.bytes);
+                    let len = out.bytes.len() - start;
+                    if !out.rows.is_empty() && out.bytes.len() > PACK_MAX {
+                        // It does not fit: it starts the next pack.
+                        let mut next = PackOut::new();
+                        next.bytes.extend_from_slice(&out.bytes[start..]);
+                        out.bytes.truncate(start);
+                        if to_upload.send(std::mem::replace(&mut out, next)).is_err() {
+                            // The uploader stopped; its error is reported below.
+                            return Ok(());
+                        }
                     }
                     out.rows.push(IndexRow {
                         id: *id,
                         kind,
-                        offset: out.bytes.len() as u64,
-                        len: blob.len() as u32,
+                        offset: (out.bytes.len() - len) as u64,
+                        len: len as u32,
                     });
-                    out.bytes.extend_from_slice(&blob);
-                    progress.advance(blob.len() as u64);
+                    progress.advance(len as u64);
                 }
                 if !out.rows.is_empty() {
                     let _ = to_upload.send(out);
@@ -328,34 +327,30 @@ impl Remote {
         Ok(())
     }
 
-    /// Reads one range and checks each object in it.
-    fn read_range(&self, r: &ReadRange<'_>) -> Vec<Result<Arrival>> {
-        let bytes = match self.backend.get_range(&r.key, r.start..r.end) {
-            Ok(b) => b,
-            Err(e) => return vec![Err(e.into())],
-        };
-        r.objects
-            .iter()
-            .map(|(id, p)| {
-                let from = (p.offset - r.start) as usize;
-                let blob =
-                    bytes
-                        .get(from..from + p.len as usize)
-                        .ok_or_else(|| RemoteError::Damaged {
-                            what: r.key.clone(),
-                            reason: format!("it ends before object {id}"),
-                        })?;
-                let (raw, frame) =
-                    format::decode_object_parts(self.keys.as_ref(), id, p.kind, blob.to_vec())?;
-                Ok(Arrival {
-                    id: **id,
-                    kind: p.kind,
+    /// Reads one range and opens and checks each object in it, where it lies.
+    fn read_range<'c>(&self, r: &ReadRange<'c>) -> Result<Arrival<'c>> {
+        let mut bytes = self.backend.get_range(&r.key, r.start..r.end)?;
+        let mut objects = Vec::with_capacity(r.objects.len());
+        for &(id, p) in &r.objects {
+            let from = (p.offset - r.start) as usize;
+            let blob =
+                bytes
+                    .get_mut(from..from + p.len as usize)
+                    .ok_or_else(|| RemoteError::Damaged {
+                        what: r.key.clone(),
+                        reason: format!("it ends before object {id}"),
+                    })?;
+            // Ranges within the blob, made ranges within the read.
+            let opened = match format::open_object(self.keys.as_ref(), id, p.kind, blob)? {
+                Opened::Raw(b) => Opened::Raw(from + b.start..from + b.end),
+                Opened::Zstd { raw, frame } => Opened::Zstd {
                     raw,
-                    frame,
-                    len: p.len,
-                })
-            })
-            .collect()
+                    frame: from + frame.start..from + frame.end,
+                },
+            };
+            objects.push((id, p, opened));
+        }
+        Ok(Arrival { bytes, objects })
     }
 
     /// Downloads what the repository lacks (with `all_data`, every object; without, all
@@ -383,7 +378,9 @@ impl Remote {
         let mut tx = store.transaction()?;
         let ranges = read_ranges(want);
         let next = std::sync::atomic::AtomicUsize::new(0);
-        let (found, arrivals) = std::sync::mpsc::sync_channel::<Result<Arrival>>(16);
+        // Each arrival is one read's bytes (up to READ_MAX): two wait to be stored, so the
+        // readers' memory stays under READERS + 3 reads.
+        let (found, arrivals) = std::sync::mpsc::sync_channel::<Result<Arrival>>(2);
         std::thread::scope(|scope| -> Result<()> {
             for _ in 0..READERS {
                 let found = found.clone();
@@ -393,11 +390,10 @@ impl Remote {
                     let Some(range) = ranges.get(i) else {
                         return;
                     };
-                    for item in self.read_range(range) {
-                        let failed = item.is_err();
-                        if found.send(item).is_err() || failed {
-                            return;
-                        }
+                    let item = self.read_range(range);
+                    let failed = item.is_err();
+                    if found.send(item).is_err() || failed {
+                        return;
                     }
                 });
             }
@@ -406,10 +402,19 @@ impl Remote {
             // (their sends fail once this loop has returned).
             for item in arrivals {
                 let a = item?;
-                tx.write_as(a.id, a.kind, &a.raw, a.frame.as_deref())?;
-                report.objects += 1;
-                report.bytes += u64::from(a.len);
-                progress.advance(u64::from(a.len));
+                for (id, place, opened) in &a.objects {
+                    match opened {
+                        Opened::Raw(r) => {
+                            tx.write_as(**id, place.kind, &a.bytes[r.clone()], None)?
+                        }
+                        Opened::Zstd { raw, frame } => {
+                            tx.write_as(**id, place.kind, raw, Some(&a.bytes[frame.clone()]))?
+                        }
+                    };
+                    report.objects += 1;
+                    report.bytes += u64::from(place.len);
+                    progress.advance(u64::from(place.len));
+                }
             }
             Ok(())
         })?;

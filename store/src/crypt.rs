@@ -8,7 +8,7 @@
 //! writing a slot, without touching the data it protects.
 
 use argon2::{Algorithm, Argon2, Params, Version};
-use chacha20poly1305::aead::{Aead, KeyInit, Payload};
+use chacha20poly1305::aead::{AeadInPlace, KeyInit};
 use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 use zeroize::{Zeroize, Zeroizing};
 
@@ -19,6 +19,8 @@ use crate::Id;
 pub const NONCE_LEN: usize = 24;
 /// Bytes the AEAD tag adds to what it seals.
 pub const TAG_LEN: usize = 16;
+/// Bytes a sealed blob holds before its ciphertext: the version byte and the nonce.
+pub const SEALED_HEAD: usize = 1 + NONCE_LEN;
 /// The version byte a sealed blob starts with.
 pub const SEALED_VERSION: u8 = 1;
 /// The type tag of a key slot's encoding (FORMAT.md 1.5).
@@ -147,37 +149,64 @@ impl Keys {
     /// blob moved to another place does not open there). Layout: [`SEALED_VERSION`], a
     /// random nonce of [`NONCE_LEN`] bytes, then the ciphertext with its tag.
     pub fn seal(&self, context: &[u8], plain: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(SEALED_HEAD + plain.len() + TAG_LEN);
+        out.resize(SEALED_HEAD, 0);
+        out.extend_from_slice(plain);
+        self.seal_in_place(context, &mut out, 0);
+        out
+    }
+
+    /// Seals in place: `buf[start + SEALED_HEAD..]` is the plaintext, and the
+    /// [`SEALED_HEAD`] bytes before it are the caller's room for the version and nonce.
+    /// Afterwards `buf[start..]` is the sealed blob [`Keys::seal`] would have made, tag
+    /// appended, with no copy of the plaintext made.
+    pub fn seal_in_place(&self, context: &[u8], buf: &mut Vec<u8>, start: usize) {
         let mut nonce = [0u8; NONCE_LEN];
         getrandom::fill(&mut nonce).expect("the OS random source is available");
-        let sealed = self
+        buf[start] = SEALED_VERSION;
+        buf[start + 1..start + SEALED_HEAD].copy_from_slice(&nonce);
+        let tag = self
             .cipher
-            .encrypt(
+            .encrypt_in_place_detached(
                 XNonce::from_slice(&nonce),
-                Payload {
-                    msg: plain,
-                    aad: context,
-                },
+                context,
+                &mut buf[start + SEALED_HEAD..],
             )
             .expect("XChaCha20-Poly1305 seals any message that fits in memory");
-        let mut out = Vec::with_capacity(1 + NONCE_LEN + sealed.len());
-        out.push(SEALED_VERSION);
-        out.extend_from_slice(&nonce);
-        out.extend_from_slice(&sealed);
-        out
+        buf.extend_from_slice(&tag);
     }
 
     /// Opens a blob sealed by [`Keys::seal`] for `context`; `what` names it in errors.
     pub fn open(&self, context: &[u8], sealed: &[u8], what: &str) -> Result<Vec<u8>, CryptError> {
-        let (nonce, body) = split_sealed(sealed, what)?;
+        let mut buf = sealed.to_vec();
+        let plain = self.open_in_place(context, &mut buf, what)?;
+        buf.truncate(plain.end);
+        buf.drain(..plain.start);
+        Ok(buf)
+    }
+
+    /// Opens a sealed blob where it lies: on success the plaintext is
+    /// `sealed[returned range]`; on failure `sealed` holds nothing of it (a blob that does
+    /// not authenticate is never decrypted).
+    pub fn open_in_place(
+        &self,
+        context: &[u8],
+        sealed: &mut [u8],
+        what: &str,
+    ) -> Result<std::ops::Range<usize>, CryptError> {
+        check_sealed(sealed, what)?;
+        let end = sealed.len() - TAG_LEN;
+        let (head, rest) = sealed.split_at_mut(SEALED_HEAD);
+        let (body, tag) = rest.split_at_mut(end - SEALED_HEAD);
         self.cipher
-            .decrypt(
-                XNonce::from_slice(nonce),
-                Payload {
-                    msg: body,
-                    aad: context,
-                },
+            .decrypt_in_place_detached(
+                XNonce::from_slice(&head[1..]),
+                context,
+                body,
+                chacha20poly1305::Tag::from_slice(tag),
             )
-            .map_err(|_| CryptError::Unauthentic { what: what.into() })
+            .map_err(|_| CryptError::Unauthentic { what: what.into() })?;
+        Ok(SEALED_HEAD..end)
     }
 
     /// The name an object with id `id` has on the remote: BLAKE3 keyed by the naming key,
@@ -187,9 +216,8 @@ impl Keys {
     }
 }
 
-/// The nonce and the ciphertext (with tag) of a sealed blob, after checking its version
-/// and length.
-fn split_sealed<'a>(sealed: &'a [u8], what: &str) -> Result<(&'a [u8], &'a [u8]), CryptError> {
+/// Checks a sealed blob's version and length.
+fn check_sealed(sealed: &[u8], what: &str) -> Result<(), CryptError> {
     let malformed = |reason: String| CryptError::Malformed {
         what: what.into(),
         reason,
@@ -210,7 +238,7 @@ fn split_sealed<'a>(sealed: &'a [u8], what: &str) -> Result<(&'a [u8], &'a [u8])
             1 + NONCE_LEN + TAG_LEN
         )));
     }
-    Ok((&sealed[1..1 + NONCE_LEN], &sealed[1 + NONCE_LEN..]))
+    Ok(())
 }
 
 /// The master key wrapped under a key derived from one passphrase.
@@ -450,7 +478,19 @@ mod tests {
             let keys = MasterKey([7; 32]).keys();
             let sealed = keys.seal(&context, &plain);
             prop_assert_eq!(sealed.len(), plain.len() + 1 + NONCE_LEN + TAG_LEN);
-            prop_assert_eq!(keys.open(&context, &sealed, "blob").unwrap(), plain);
+            prop_assert_eq!(keys.open(&context, &sealed, "blob").unwrap(), plain.clone());
+            // Sealed in place after other bytes, it is a blob that opens in place, and
+            // the bytes before it are untouched.
+            let before = &context[..context.len().min(7)];
+            let mut buf = before.to_vec();
+            buf.resize(before.len() + SEALED_HEAD, 0);
+            buf.extend_from_slice(&plain);
+            keys.seal_in_place(&context, &mut buf, before.len());
+            prop_assert_eq!(&buf[..before.len()], before);
+            let blob = &mut buf[before.len()..];
+            prop_assert_eq!(blob.len(), sealed.len());
+            let range = keys.open_in_place(&context, blob, "blob").unwrap();
+            prop_assert_eq!(&blob[range], plain.as_slice());
         }
 
         #[test]

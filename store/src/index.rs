@@ -338,7 +338,7 @@ pub fn write_layer(
         .io("creating", &tmp_path)?;
     let result = (|| {
         let mut out = HashingWriter {
-            inner: BufWriter::with_capacity(1 << 20, file),
+            inner: BufWriter::with_capacity(crate::WRITE_BUFFER, file),
             hasher: blake3::Hasher::new(),
         };
         // The row count is only known at the end; rows are streamed, so the header is
@@ -355,7 +355,7 @@ pub fn write_layer(
         let mut count = 0u64;
         let mut last: Option<Id> = None;
         {
-            let mut w = BufWriter::with_capacity(1 << 20, &mut spill.0);
+            let mut w = BufWriter::with_capacity(crate::WRITE_BUFFER, &mut spill.0);
             for row in rows {
                 let (id, loc) = row?;
                 if last == Some(id) {
@@ -629,7 +629,7 @@ impl RowSorter {
         self.run.sort_unstable();
         let (mut file, path) = tempfile_in(&self.tmp, &self.prefix)?;
         let written = (|| {
-            let mut w = BufWriter::with_capacity(1 << 20, &file);
+            let mut w = BufWriter::with_capacity(crate::WRITE_BUFFER, &file);
             for row in &self.run {
                 w.write_all(row)?;
             }

@@ -387,7 +387,7 @@ impl PackWriter {
             .create_new(true)
             .open(&tmp_path)
             .io("creating", &tmp_path)?;
-        let mut out = BufWriter::with_capacity(1 << 20, file);
+        let mut out = BufWriter::with_capacity(crate::WRITE_BUFFER, file);
         let mut header = [0u8; PACK_HEADER_LEN as usize];
         header[..8].copy_from_slice(PACK_MAGIC);
         header[8..12].copy_from_slice(&PACK_VERSION.to_le_bytes());

@@ -137,7 +137,7 @@ impl Repo {
                     .mode(mode)
                     .open(&tmp)
                     .io("creating", &tmp)?;
-                let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+                let mut w = std::io::BufWriter::with_capacity(lifeos_store::WRITE_BUFFER, f);
                 let n = self.store().read_file(&job.id, &mut w)?;
                 w.into_inner()
                     .map_err(|e| e.into_error())

@@ -559,7 +559,7 @@ impl Repo {
                 size: e.size,
             });
         }
-        let results = lifeos_store::par::map(&jobs, |job| {
+        let results = crate::restore::by_folder_in_turn(&jobs, |job| {
             self.interrupt.check()?;
             self.write_file(job)
         });

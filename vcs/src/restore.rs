@@ -197,7 +197,7 @@ impl Repo {
         jobs: &[FileJob],
         progress: &(dyn Fn(u64) + Sync),
     ) -> Vec<Result<u64>> {
-        lifeos_store::par::map(jobs, |job| {
+        by_folder_in_turn(jobs, |job| {
             let r = self.write_file(job);
             if let Ok(n) = &r {
                 progress(*n);
@@ -205,6 +205,50 @@ impl Repo {
             r
         })
     }
+}
+
+/// Applies `f` to every job on every core and returns the results in job order, taking
+/// the jobs one folder after another in turn (one job of each folder, then the next of
+/// each), so that where there are several folders the threads create files in
+/// different ones. Two threads creating files in one folder wait on its lock: on ext4
+/// the waiting thread spins, and a checkout of the peer library spent a third of its
+/// CPU time so.
+pub(crate) fn by_folder_in_turn<R: Send>(
+    jobs: &[FileJob],
+    f: impl Fn(&FileJob) -> R + Sync,
+) -> Vec<R> {
+    let order = folder_turns(jobs);
+    let results = lifeos_store::par::map(&order, |&i| f(&jobs[i]));
+    let mut in_order: Vec<Option<R>> = jobs.iter().map(|_| None).collect();
+    for (i, r) in order.into_iter().zip(results) {
+        in_order[i] = Some(r);
+    }
+    in_order
+        .into_iter()
+        .map(|r| r.expect("every job is in the order once"))
+        .collect()
+}
+
+/// The jobs' indexes, one of each folder in turn (each folder's in their order).
+fn folder_turns(jobs: &[FileJob]) -> Vec<usize> {
+    let mut folders: Vec<std::collections::VecDeque<usize>> = Vec::new();
+    let mut folder_of: std::collections::HashMap<&Path, usize> = Default::default();
+    for (i, job) in jobs.iter().enumerate() {
+        let parent = job.dest.parent().unwrap_or(Path::new(""));
+        let k = *folder_of.entry(parent).or_insert_with(|| {
+            folders.push(Default::default());
+            folders.len() - 1
+        });
+        folders[k].push_back(i);
+    }
+    let mut order = Vec::with_capacity(jobs.len());
+    while !folders.is_empty() {
+        folders.retain_mut(|f| {
+            order.extend(f.pop_front());
+            !f.is_empty()
+        });
+    }
+    order
 }
 
 #[cfg(test)]
@@ -257,6 +301,26 @@ mod tests {
             .unwrap();
         assert_eq!(std::fs::read(&f).unwrap(), b"new");
         assert_eq!(std::fs::read_dir(&out).unwrap().count(), 3);
+    }
+
+    #[test]
+    fn jobs_are_taken_folder_by_folder_in_turn_and_answered_in_order() {
+        let job = |dest: &str| FileJob {
+            repo_path: BString::from(dest),
+            dest: PathBuf::from(dest),
+            id: Id::hash(dest.as_bytes()),
+            kind: EntryKind::File,
+            size: 0,
+        };
+        let jobs: Vec<FileJob> = ["a/1", "a/2", "a/3", "b/1", "c/1", "c/2"]
+            .into_iter()
+            .map(job)
+            .collect();
+        // a/1 b/1 c/1, then a/2 c/2, then a/3.
+        assert_eq!(folder_turns(&jobs), [0, 3, 4, 1, 5, 2]);
+        let back = by_folder_in_turn(&jobs, |j| j.dest.clone());
+        let want: Vec<PathBuf> = jobs.iter().map(|j| j.dest.clone()).collect();
+        assert_eq!(back, want);
     }
 
     #[test]

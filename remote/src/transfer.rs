@@ -133,7 +133,9 @@ struct PackOut {
 
 impl PackOut {
     fn new() -> PackOut {
-        let mut bytes = Vec::with_capacity(PACK_MAX);
+        // Room for the object that does not fit, appended before it is moved to the next
+        // pack: without it, the last object of every pack doubled the buffer.
+        let mut bytes = Vec::with_capacity(PACK_MAX + (1 << 20));
         bytes.extend_from_slice(PACK_MAGIC);
         PackOut {
             bytes,

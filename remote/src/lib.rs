@@ -120,17 +120,20 @@ impl Remote {
         passphrase: &dyn Fn() -> Result<Vec<u8>>,
         cache: Option<PathBuf>,
     ) -> Result<Remote> {
-        let config = match backend.get(CONFIG_KEY)? {
-            Some(bytes) => RemoteConfig::decode(&bytes)?,
+        let (config, made) = match backend.get(CONFIG_KEY)? {
+            Some(bytes) => (RemoteConfig::decode(&bytes)?, None),
             None => match create {
                 Create::No => return Err(RemoteError::Empty(backend.location())),
                 Create::Plain => Self::create(&*backend, None)?,
                 Create::Encrypted => Self::create(&*backend, Some(&passphrase()?))?,
             },
         };
-        let keys = match &config.key_check {
-            None => None,
-            Some(check) => Some(Self::unlock(&*backend, check, &passphrase()?)?),
+        let keys = match (&config.key_check, made) {
+            (None, _) => None,
+            // Made here: its master key is at hand, and opening the slot just written
+            // would only derive the same key from the passphrase again.
+            (Some(_), Some(master)) => Some(master.keys()),
+            (Some(check), None) => Some(Self::unlock(&*backend, check, &passphrase()?)?),
         };
         Ok(Remote {
             backend: backend.into(),
@@ -139,10 +142,14 @@ impl Remote {
         })
     }
 
-    /// Writes a new remote's config (and its first key slot), unless another device
-    /// created one first: then that one is read.
-    fn create(backend: &dyn Backend, passphrase: Option<&[u8]>) -> Result<RemoteConfig> {
+    /// Writes a new remote's config (and its first key slot, returning its master key),
+    /// unless another device created one first: then that one is read.
+    fn create(
+        backend: &dyn Backend,
+        passphrase: Option<&[u8]>,
+    ) -> Result<(RemoteConfig, Option<MasterKey>)> {
         let mut slot_key = None;
+        let mut made = None;
         let config = match passphrase {
             None => RemoteConfig {
                 format: format::LAYOUT_VERSION,
@@ -155,15 +162,17 @@ impl Remote {
                 let key = format!("{KEYS_DIR}{}", lifeos_store::store::random_hex(8));
                 backend.put(&key, slot.encode())?;
                 slot_key = Some(key);
-                RemoteConfig {
+                let config = RemoteConfig {
                     format: format::LAYOUT_VERSION,
                     encrypted: true,
                     key_check: Some(RemoteConfig::key_check_of(&master.keys())),
-                }
+                };
+                made = Some(master);
+                config
             }
         };
         if backend.create(CONFIG_KEY, &config.encode())? {
-            return Ok(config);
+            return Ok((config, made));
         }
         // Another device created the remote at the same moment: its config stands, and
         // the slot written here (for a master key nothing uses) goes.
@@ -176,7 +185,7 @@ impl Remote {
                 what: CONFIG_KEY.into(),
                 reason: "it exists and cannot be read".into(),
             })?;
-        RemoteConfig::decode(&bytes)
+        Ok((RemoteConfig::decode(&bytes)?, None))
     }
 
     /// The master key's working keys, from the first slot `passphrase` opens whose key
@@ -342,5 +351,75 @@ impl Remote {
             });
         }
         format::decode_object(self.keys.as_ref(), id, place.kind, bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lifeos_store::remote::DirBackend;
+    use std::ops::Range;
+
+    /// A folder remote whose config is not there the first time it is asked for: as
+    /// for a device that looked just before another one created the remote.
+    struct LateToCreate {
+        dir: DirBackend,
+        asked: std::sync::atomic::AtomicBool,
+    }
+
+    impl Backend for LateToCreate {
+        fn location(&self) -> String {
+            self.dir.location()
+        }
+        fn get(&self, key: &str) -> lifeos_store::Result<Option<Vec<u8>>> {
+            if key == CONFIG_KEY && !self.asked.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                return Ok(None);
+            }
+            self.dir.get(key)
+        }
+        fn get_range(&self, key: &str, range: Range<u64>) -> lifeos_store::Result<Vec<u8>> {
+            self.dir.get_range(key, range)
+        }
+        fn put(&self, key: &str, bytes: Vec<u8>) -> lifeos_store::Result<()> {
+            self.dir.put(key, bytes)
+        }
+        fn create(&self, key: &str, bytes: &[u8]) -> lifeos_store::Result<bool> {
+            self.dir.create(key, bytes)
+        }
+        fn list(&self, prefix: &str) -> lifeos_store::Result<Vec<(String, u64)>> {
+            self.dir.list(prefix)
+        }
+        fn delete(&self, key: &str) -> lifeos_store::Result<()> {
+            self.dir.delete(key)
+        }
+    }
+
+    #[test]
+    fn a_remote_made_here_uses_the_key_its_slot_wraps_and_a_late_device_takes_the_first() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = || Box::new(DirBackend::open(root.path()).unwrap());
+        let pass = || Ok(b"correct horse".to_vec());
+        let name = |r: &Remote| r.keys.as_ref().unwrap().name(&Id::hash(b"an operation"));
+        let made = Remote::open(dir(), Create::Encrypted, &pass, None).unwrap();
+        let opened = Remote::open(dir(), Create::No, &pass, None).unwrap();
+        assert_eq!(name(&made), name(&opened));
+        let late = Remote::open(
+            Box::new(LateToCreate {
+                dir: DirBackend::open(root.path()).unwrap(),
+                asked: false.into(),
+            }),
+            Create::Encrypted,
+            &pass,
+            None,
+        )
+        .unwrap();
+        assert_eq!(name(&late), name(&made));
+        // The late device's own slot, for a master key nothing uses, is gone.
+        assert_eq!(dir().list(KEYS_DIR).unwrap().len(), 1);
+        let wrong = || Ok(b"wrong".to_vec());
+        assert!(matches!(
+            Remote::open(dir(), Create::No, &wrong, None),
+            Err(RemoteError::Crypt(CryptError::WrongPassphrase))
+        ));
     }
 }

@@ -231,3 +231,61 @@ fn repository_with_version_1_action_records_reads_its_receipts_and_runs_what_is_
     let e = fails(d, &["rollback", tag["id"].as_str().unwrap()]);
     assert!(e.contains("names no operation to revert"), "{e}");
 }
+
+/// `remote-encrypted-v1.tar` holds `remote/`, an encrypted folder remote written by
+/// lifeos at e611ea9, when XChaCha20-Poly1305 was the RustCrypto crate's: this version
+/// clones it byte for byte, checks every sealed object, and pushes on top of it.
+#[test]
+fn an_encrypted_remote_written_by_an_earlier_version_clones_and_takes_pushes() {
+    let (tmp, _) = unpack("remote-encrypted-v1.tar");
+    let url = tmp.path().join("remote");
+    let url = url.to_str().unwrap();
+    let with = |pass: &str, d: &Path, args: &[&str]| {
+        cmd(d)
+            .env("LIFEOS_PASSPHRASE", pass)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let pass = "fixture passphrase";
+    let parent = tempfile::tempdir().unwrap();
+    let wrong = with("not it", parent.path(), &["clone", url, "w"]);
+    assert!(!wrong.status.success());
+    assert!(String::from_utf8_lossy(&wrong.stderr).contains("wrong passphrase"));
+    assert!(!parent.path().join("w").exists());
+
+    succeeded(with(pass, parent.path(), &["clone", url, "b"]), &["clone"]);
+    let b = parent.path().join("b");
+    assert_eq!(
+        rev_id(&b, "main"),
+        "bfc1fbe4806f98f2b2e4a378649970837e887210e06cb063f4d87106f1982630"
+    );
+    assert_eq!(
+        std::fs::read(b.join("notes/budget.md")).unwrap(),
+        b"The budget meeting moved to Friday afternoon.\nsecond line\n"
+    );
+    assert_eq!(
+        std::fs::metadata(b.join("photo.bin")).unwrap().len(),
+        300_000
+    );
+    ok(&b, &["fsck"]);
+    succeeded(
+        with(pass, &b, &["fsck", "--remote", "origin", "--read-data"]),
+        &["fsck", "--remote"],
+    );
+
+    std::fs::write(b.join("notes/new.md"), b"written by this version\n").unwrap();
+    ok(&b, &["commit", "-m", "third version"]);
+    succeeded(with(pass, &b, &["push"]), &["push"]);
+    succeeded(with(pass, parent.path(), &["clone", url, "c"]), &["clone"]);
+    let c = parent.path().join("c");
+    assert_eq!(rev_id(&c, "main"), rev_id(&b, "main"));
+    assert_eq!(
+        std::fs::read(c.join("notes/new.md")).unwrap(),
+        b"written by this version\n"
+    );
+    succeeded(
+        with(pass, &c, &["fsck", "--remote", "origin", "--read-data"]),
+        &["fsck", "--remote"],
+    );
+}

@@ -123,7 +123,7 @@ pub fn encode_object(
 }
 
 /// [`encode_object`], appended to `out` (a pack being filled) and sealed where it lies:
-/// the object's bytes are copied once.
+/// the object's bytes are copied once (when `out` has room for them).
 pub fn encode_object_into(
     keys: Option<&Keys>,
     id: &Id,

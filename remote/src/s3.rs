@@ -73,12 +73,19 @@ impl S3Backend {
                         "endpoint {e} is plain http to another machine; use https:// (plain http is allowed only for 127.0.0.1)"
                     )));
                 }
-                // Plain http to this machine needs no certificates: loading the system's
-                // took about 80 ms of every command's start.
-                builder = builder.with_allow_http(true).with_config(
-                    AmazonS3ConfigKey::Client(ClientConfigKey::NoSystemCertificates),
-                    "true",
-                );
+                builder = builder.with_allow_http(true);
+                // Plain http to this machine with keys from the environment makes no TLS
+                // connection at all (credentials from a role would: STS is https), so the
+                // system's certificates, about 80 ms of every command's start, are not
+                // loaded.
+                let static_keys = std::env::var_os("AWS_ACCESS_KEY_ID").is_some()
+                    && std::env::var_os("AWS_SECRET_ACCESS_KEY").is_some();
+                if static_keys {
+                    builder = builder.with_config(
+                        AmazonS3ConfigKey::Client(ClientConfigKey::NoSystemCertificates),
+                        "true",
+                    );
+                }
             }
             builder = builder.with_endpoint(e);
         }

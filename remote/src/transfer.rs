@@ -134,7 +134,8 @@ struct PackOut {
 impl PackOut {
     fn new() -> PackOut {
         // Room for the object that does not fit, appended before it is moved to the next
-        // pack: without it, the last object of every pack doubled the buffer.
+        // pack: without it, the last object of every pack doubled the buffer. (An
+        // object over 1 MiB, such as a large manifest, still grows it.)
         let mut bytes = Vec::with_capacity(PACK_MAX + (1 << 20));
         bytes.extend_from_slice(PACK_MAGIC);
         PackOut {
@@ -380,8 +381,9 @@ impl Remote {
         let mut tx = store.transaction()?;
         let ranges = read_ranges(want);
         let next = std::sync::atomic::AtomicUsize::new(0);
-        // Each arrival is one read's bytes (up to READ_MAX): two wait to be stored, so the
-        // readers' memory stays under READERS + 3 reads.
+        // Each arrival is one read's bytes (up to READ_MAX, unless one object is larger)
+        // and the objects in it that zstd inflated: two wait to be stored, so at most
+        // READERS + 3 reads are held at once.
         let (found, arrivals) = std::sync::mpsc::sync_channel::<Result<Arrival>>(2);
         std::thread::scope(|scope| -> Result<()> {
             for _ in 0..READERS {

@@ -181,8 +181,9 @@ impl Keys {
     }
 
     /// Opens a sealed blob where it lies: on success the plaintext is
-    /// `sealed[returned range]`; on failure `sealed` holds nothing of it (a blob that does
-    /// not authenticate is never decrypted).
+    /// `sealed[returned range]`; on failure `sealed` holds nothing of it (the tag is
+    /// checked as the bytes are decrypted, and a blob that does not authenticate is
+    /// zeroed before the error returns).
     pub fn open_in_place(
         &self,
         context: &[u8],
@@ -210,14 +211,12 @@ impl Keys {
     fn xchacha(&self, nonce: &[u8; NONCE_LEN]) -> (LessSafeKey, Nonce) {
         let (head, tail) = nonce.split_at(16);
         let head: &[u8; 16] = head.try_into().expect("16 bytes");
-        let mut subkey = Zeroizing::new([0u8; 32]);
-        subkey.copy_from_slice(&chacha20::hchacha::<chacha20::cipher::consts::U10>(
-            (&*self.seal).into(),
-            head.into(),
-        ));
-        let key = LessSafeKey::new(
-            UnboundKey::new(&CHACHA20_POLY1305, &subkey[..]).expect("a 32-byte key"),
-        );
+        let mut subkey =
+            chacha20::hchacha::<chacha20::cipher::consts::U10>((&*self.seal).into(), head.into());
+        let key =
+            LessSafeKey::new(UnboundKey::new(&CHACHA20_POLY1305, &subkey).expect("a 32-byte key"));
+        // ring keeps its own copy of the subkey, which it does not clear when dropped.
+        subkey.as_mut_slice().zeroize();
         let mut short = [0u8; 12];
         short[4..].copy_from_slice(tail);
         (key, Nonce::assume_unique_for_key(short))

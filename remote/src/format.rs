@@ -198,6 +198,19 @@ pub enum Opened {
     },
 }
 
+impl Opened {
+    /// The same, for a blob that starts `by` bytes into a larger buffer.
+    pub fn shifted(self, by: usize) -> Opened {
+        match self {
+            Opened::Raw(r) => Opened::Raw(r.start + by..r.end + by),
+            Opened::Zstd { raw, frame } => Opened::Zstd {
+                raw,
+                frame: frame.start + by..frame.end + by,
+            },
+        }
+    }
+}
+
 /// Opens the object `blob` holds (decrypting it in place on an encrypted remote) and
 /// checks it against its id and kind, as [`decode_object`] does, without copying it.
 pub fn open_object(

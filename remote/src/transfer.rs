@@ -343,15 +343,8 @@ impl Remote {
                         what: r.key.clone(),
                         reason: format!("it ends before object {id}"),
                     })?;
-            // Ranges within the blob, made ranges within the read.
-            let opened = match format::open_object(self.keys.as_ref(), id, p.kind, blob)? {
-                Opened::Raw(b) => Opened::Raw(from + b.start..from + b.end),
-                Opened::Zstd { raw, frame } => Opened::Zstd {
-                    raw,
-                    frame: from + frame.start..from + frame.end,
-                },
-            };
-            objects.push((id, p, opened));
+            let opened = format::open_object(self.keys.as_ref(), id, p.kind, blob)?;
+            objects.push((id, p, opened.shifted(from)));
         }
         Ok(Arrival { bytes, objects })
     }

@@ -37,6 +37,7 @@ pub use store::{ObjectSource, Store, StoreStats, StoredAs, Transaction, Written}
 /// The buffer of every large file lifeos writes (packs, index layers, a checkout's
 /// files). Linux 6.x gives a buffered write page-cache folios as large as the write: a
 /// 1 MiB write asks for order-8 pages, and on a machine whose memory is fragmented it
-/// can wait on compaction (640 MiB written 1 MiB at a time took 0.12 s or, one run in
-/// three, 1.2 to 1.6 s; 256 KiB at a time took 0.13 to 0.15 s every run).
+/// can wait on compaction (640 MiB written 1 MiB at a time took 0.12 to 0.13 s in three
+/// runs of five and 1.15 and 1.62 s in the other two; 256 KiB at a time took 0.13 to
+/// 0.15 s every run).
 pub const WRITE_BUFFER: usize = 256 << 10;

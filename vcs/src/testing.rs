@@ -5,6 +5,19 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
+/// Writes `rel` under `root` (making its folders) with modification time `when`: a
+/// file written long enough ago is not racily clean to the snapshot that reads it.
+pub fn write_at(root: &Path, rel: &str, bytes: &[u8], when: std::time::SystemTime) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().expect("a path under root")).expect("folders made");
+    std::fs::write(&p, bytes).expect("file written");
+    std::fs::File::options()
+        .write(true)
+        .open(&p)
+        .and_then(|f| f.set_modified(when))
+        .expect("modification time set");
+}
+
 /// Makes room for a file at `rel` under `root`: a folder there, or a file where a folder on
 /// its way must be, is removed, and the folders on its way are made.
 pub fn clear_way(root: &Path, rel: &[u8]) -> std::io::Result<()> {

@@ -225,10 +225,13 @@ impl Repo {
         // it is removed: no later command may take up that token again once `@` is back
         // at its tree (events it never saw may have passed, as through a hard link this
         // snapshot met).
-        let save = snapshot.state.as_ref().filter(|s| {
-            snapshot.state_changed
-                && (snapshot.monitor.is_some() || !s.can_wait() || !self.remove_side_file())
-        });
+        let waits = snapshot.monitor.is_none()
+            && snapshot.state.as_ref().is_some_and(|s| s.can_wait())
+            && self.remove_side_file();
+        let save = snapshot
+            .state
+            .as_ref()
+            .filter(|_| snapshot.state_changed && !waits);
         if let Some(state) = save {
             let bytes = state.encode();
             lifeos_store::store::write_atomic(&self.state_path(), &bytes)?;
@@ -1162,16 +1165,8 @@ mod tests {
     /// Writes `rel` under `root` with a modification time 10 s ago, outside the racy
     /// window of the next snapshot.
     fn write_old(root: &Path, rel: &str, bytes: &[u8]) {
-        let p = root.join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(&p, bytes).unwrap();
         let past = std::time::SystemTime::now() - std::time::Duration::from_secs(10);
-        std::fs::File::options()
-            .write(true)
-            .open(&p)
-            .unwrap()
-            .set_modified(past)
-            .unwrap();
+        crate::testing::write_at(root, rel, bytes, past);
     }
 
     #[test]

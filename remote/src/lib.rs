@@ -30,6 +30,9 @@ pub use transfer::{serve_lazily, FetchReport, Progress, PushPlan, PushReport, Qu
 
 use format::{RemoteConfig, CONFIG_KEY, HEADS_DIR, INDEX_DIR, KEYS_DIR};
 
+/// Pack indexes read from the remote at once.
+const INDEX_READERS: usize = 8;
+
 /// Everything that can go wrong with a remote.
 #[derive(Debug, thiserror::Error)]
 pub enum RemoteError {
@@ -287,23 +290,30 @@ impl Remote {
     pub fn catalog(&self) -> Result<HashMap<Id, Place>> {
         let mut map = HashMap::new();
         let listed = self.backend.list(INDEX_DIR)?;
-        let mut names = std::collections::HashSet::new();
-        for (key, _) in &listed {
+        let names: std::collections::HashSet<&str> = listed
+            .iter()
+            .map(|(key, _)| &key[INDEX_DIR.len()..])
+            .collect();
+        // Each index is a small object: reading them one after another would wait on one
+        // request at a time.
+        let read = lifeos_store::par::map_on(INDEX_READERS, &listed, |(key, _)| -> Result<_> {
             let name = &key[INDEX_DIR.len()..];
-            names.insert(name.to_string());
             let cached = self.cache.as_ref().map(|c| c.join(name));
-            let bytes = match cached.as_ref().and_then(|p| std::fs::read(p).ok()) {
-                Some(b) => b,
-                None => {
-                    let Some(b) = self.backend.get(key)? else {
-                        continue;
-                    };
-                    if let Some(p) = &cached {
-                        self.save_cached(p, &b)?;
-                    }
-                    b
-                }
+            if let Some(b) = cached.as_ref().and_then(|p| std::fs::read(p).ok()) {
+                return Ok(Some(b));
+            }
+            let Some(b) = self.backend.get(key)? else {
+                // Removed since the listing (by `gc --remote`): so are its pack's objects.
+                return Ok(None);
             };
+            if let Some(p) = &cached {
+                self.save_cached(p, &b)?;
+            }
+            Ok(Some(b))
+        });
+        for ((key, _), bytes) in listed.iter().zip(read) {
+            let Some(bytes) = bytes? else { continue };
+            let name = &key[INDEX_DIR.len()..];
             for r in format::decode_index(self.keys.as_ref(), name, bytes)? {
                 map.insert(
                     r.id,
@@ -321,7 +331,7 @@ impl Remote {
             if let Ok(rd) = std::fs::read_dir(dir) {
                 for e in rd.flatten() {
                     let n = e.file_name().to_string_lossy().into_owned();
-                    if !names.contains(&n) && !n.starts_with('.') {
+                    if !names.contains(n.as_str()) && !n.starts_with('.') {
                         let _ = std::fs::remove_file(e.path());
                     }
                 }

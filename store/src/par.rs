@@ -13,10 +13,16 @@ pub fn threads() -> usize {
 /// Applies `f` to every item on [`threads`] threads (items are taken in order as threads
 /// become free); returns the results in item order.
 pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    map_on(threads(), items, f)
+}
+
+/// Like [`map`], on `n` threads: for work that mostly waits (network requests), where
+/// more threads than cores keep more requests in flight.
+pub fn map_on<T: Sync, R: Send>(n: usize, items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
     let next = AtomicUsize::new(0);
     let slots: Vec<Mutex<Option<R>>> = items.iter().map(|_| Mutex::new(None)).collect();
     std::thread::scope(|s| {
-        for _ in 0..threads().min(items.len().max(1)) {
+        for _ in 0..n.max(1).min(items.len().max(1)) {
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(item) = items.get(i) else { break };

@@ -122,13 +122,7 @@ fn speech(c: &mut Criterion) {
                 std::fs::create_dir_all(&root).unwrap();
                 std::fs::copy(&m4a, root.join("speech.m4a")).unwrap();
                 let repo = Repo::init(&root, lifeos_store::StoreConfig::default()).unwrap();
-                let wc = repo.lock_working_copy().unwrap();
-                let opts = lifeos_vcs::commit::CommitOptions {
-                    message: b"rec",
-                    ..Default::default()
-                };
-                repo.commit_working_copy(&wc, &opts, &lifeos_vcs::working_copy::NoProgress)
-                    .unwrap();
+                lifeos_vcs::testing::commit_folder(&repo, b"rec");
                 let t = Instant::now();
                 let r =
                     lifeos_ingest::run::ingest(&repo, false, &Default::default(), &|_| {}).unwrap();

@@ -432,4 +432,68 @@ mod tests {
             Err(RemoteError::Crypt(CryptError::WrongPassphrase))
         ));
     }
+
+    #[test]
+    fn history_goes_in_packs_of_its_own_and_chunks_in_their_local_order() {
+        let folder = tempfile::tempdir().unwrap();
+        let repo =
+            lifeos_vcs::Repo::init(folder.path(), lifeos_store::StoreConfig::default()).unwrap();
+        // Bytes zstd cannot shrink, so that the video takes several 8 MiB packs.
+        let mut video = vec![0u8; 20 << 20];
+        getrandom::fill(&mut video).unwrap();
+        std::fs::write(folder.path().join("video.mp4"), &video).unwrap();
+        std::fs::create_dir(folder.path().join("notes")).unwrap();
+        for i in 0..40 {
+            let note = format!("note {i}: the budget, again\n").repeat(50 + i);
+            std::fs::write(folder.path().join(format!("notes/{i}.md")), note).unwrap();
+        }
+        lifeos_vcs::testing::commit_folder(&repo, b"library");
+        let root = tempfile::tempdir().unwrap();
+        let backend = Box::new(DirBackend::open(root.path()).unwrap());
+        let remote = Remote::open(backend, Create::Plain, &|| Ok(Vec::new()), None).unwrap();
+        remote
+            .push(PushPlan::new(&repo).unwrap(), &transfer::Quiet)
+            .unwrap();
+        let catalog = remote.catalog().unwrap();
+        let mut packs: HashMap<&str, (usize, usize)> = HashMap::new();
+        for place in catalog.values() {
+            let (chunks, others) = packs.entry(&place.pack).or_default();
+            match place.kind {
+                lifeos_store::Kind::Chunk => *chunks += 1,
+                _ => *others += 1,
+            }
+        }
+        assert!(
+            packs.values().all(|&(c, o)| c == 0 || o == 0),
+            "a pack mixes chunks and history: {packs:?}"
+        );
+        assert!(packs.values().any(|&(c, _)| c == 0), "{packs:?}");
+        assert!(
+            packs.values().filter(|&&(_, o)| o == 0).count() >= 3,
+            "{packs:?}"
+        );
+        // Chunks were read here in the order they lie: within a remote pack, their
+        // places in the local packs only grow.
+        let store = repo.store();
+        let mut by_pack: HashMap<&str, Vec<(u64, String, u32)>> = HashMap::new();
+        for (id, place) in &catalog {
+            if place.kind == lifeos_store::Kind::Chunk {
+                let here = store.locate(id).unwrap().unwrap();
+                by_pack.entry(&place.pack).or_default().push((
+                    place.offset,
+                    here.pack.to_string(),
+                    here.offset,
+                ));
+            }
+        }
+        for chunks in by_pack.values_mut() {
+            chunks.sort();
+            assert!(
+                chunks
+                    .windows(2)
+                    .all(|w| (&w[0].1, w[0].2) < (&w[1].1, w[1].2)),
+                "chunks out of their local order: {chunks:?}"
+            );
+        }
+    }
 }

@@ -16,6 +16,10 @@ use crate::{Remote, RemoteError, Result};
 /// then hashes it twice (docs/DECISIONS.md, "Remote packs of at most 8 MiB").
 const PACK_MAX: usize = 8 << 20;
 
+/// An object's place in a push's order: whether it is a file chunk (chunks go last),
+/// where it lies here (pack and offset; none if it is not here), and its id.
+type SendOrder = (bool, Option<(std::sync::Arc<str>, u32)>, Id);
+
 /// Packs uploaded at once.
 const UPLOADERS: usize = 4;
 
@@ -197,13 +201,16 @@ impl Remote {
         } = &plan;
         let store = repo.store();
         let catalog = self.catalog()?;
-        let mut missing: Vec<Id> = reach
-            .ids
-            .iter()
-            .filter(|id| !catalog.contains_key(*id))
-            .copied()
-            .collect();
-        missing.sort();
+        // Everything but file chunks goes first, in packs of its own, so that a lazy
+        // clone reads the history in a few whole packs. Chunks follow in the order they
+        // lie here, so that reading them here goes through each pack once, front to back.
+        let mut missing: Vec<SendOrder> = Vec::new();
+        for id in reach.ids.iter().filter(|id| !catalog.contains_key(*id)) {
+            let at = store.locate(id)?;
+            let chunk = at.as_ref().is_some_and(|l| l.kind == Kind::Chunk);
+            missing.push((chunk, at.map(|l| (l.pack, l.offset)), *id));
+        }
+        missing.sort_unstable();
         let mut report = PushReport {
             present: (reach.ids.len() - missing.len()) as u64,
             ..PushReport::default()
@@ -239,7 +246,19 @@ impl Remote {
                 .collect();
             let filled = (|| -> Result<()> {
                 let mut out = PackOut::new();
-                for id in &missing {
+                let mut chunks = false;
+                for (chunk, _, id) in &missing {
+                    if *chunk && !chunks && !out.rows.is_empty() {
+                        // The history's last pack ends where the chunks begin.
+                        if to_upload
+                            .send(std::mem::replace(&mut out, PackOut::new()))
+                            .is_err()
+                        {
+                            // The uploader stopped; its error is reported below.
+                            return Ok(());
+                        }
+                    }
+                    chunks = *chunk;
                     let (kind, raw, stored) = store.read_entry_stored(id)?;
                     let start = out.bytes.len();
                     format::encode_object_into(keys, id, kind, &raw, &stored, &mut out.bytes);

@@ -41,3 +41,14 @@ pub fn clear_way(root: &Path, rel: &[u8]) -> std::io::Result<()> {
         _ => Ok(()),
     }
 }
+
+/// Commits `repo`'s whole folder with `message`, as `lifeos commit -m` does.
+pub fn commit_folder(repo: &crate::Repo, message: &[u8]) -> crate::commit::CommitOutcome {
+    let wc = repo.lock_working_copy().expect("working-copy lock");
+    let opts = crate::commit::CommitOptions {
+        message,
+        ..Default::default()
+    };
+    repo.commit_working_copy(&wc, &opts, &crate::working_copy::NoProgress)
+        .expect("commit")
+}

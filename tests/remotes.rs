@@ -61,6 +61,17 @@ fn fsck_ok(dir: &Path) {
     assert_eq!(f["ok"], true, "{f}");
 }
 
+/// Adds a folder remote `origin` to the repository at `dir`, in a new temporary folder
+/// (returned, with the remote's path), with `more` arguments to `remote add`.
+fn folder_remote(dir: &Path, more: &[&str]) -> (tempfile::TempDir, std::path::PathBuf) {
+    let elsewhere = tempfile::tempdir().unwrap();
+    let url = elsewhere.path().join("backup");
+    let mut args = vec!["remote", "add", "origin", url.to_str().unwrap()];
+    args.extend(more);
+    lok(dir, None, &args);
+    (elsewhere, url)
+}
+
 /// Every file under `dir`, read whole.
 fn every_file(dir: &Path, out: &mut Vec<(std::path::PathBuf, Vec<u8>)>) {
     for e in std::fs::read_dir(dir).unwrap().flatten() {
@@ -99,10 +110,8 @@ fn library() -> tempfile::TempDir {
 #[test]
 fn a_directory_remote_on_a_second_path_round_trips_byte_for_byte() {
     let a = library();
-    let elsewhere = tempfile::tempdir().unwrap();
-    let url = elsewhere.path().join("backup");
+    let (_elsewhere, url) = folder_remote(a.path(), &[]);
     let url = url.to_str().unwrap();
-    lok(a.path(), None, &["remote", "add", "origin", url]);
     let first = ljson(a.path(), None, &["push"]);
     assert_eq!(first["schema"], "lifeos.push.v1");
     assert_eq!(first["encrypted"], false);
@@ -225,13 +234,7 @@ fn every_remote_pack_is_at_most_8_mib() {
     let a = repo(false);
     write(a.path(), "video.mp4", &noise(30 << 20, 5));
     ok(a.path(), &["commit", "-m", "video"]);
-    let elsewhere = tempfile::tempdir().unwrap();
-    let url = elsewhere.path().join("backup");
-    lok(
-        a.path(),
-        None,
-        &["remote", "add", "origin", url.to_str().unwrap()],
-    );
+    let (_elsewhere, url) = folder_remote(a.path(), &[]);
     let pushed = ljson(a.path(), None, &["push"]);
     let mut sizes: Vec<u64> = std::fs::read_dir(url.join("packs"))
         .unwrap()
@@ -505,13 +508,7 @@ fn a_passphrase_changes_without_uploading_data_again() {
 #[test]
 fn remote_checks_find_damage_and_gc_never_races_a_push() {
     let a = library();
-    let elsewhere = tempfile::tempdir().unwrap();
-    let root = elsewhere.path().join("r");
-    lok(
-        a.path(),
-        None,
-        &["remote", "add", "origin", root.to_str().unwrap()],
-    );
+    let (_elsewhere, root) = folder_remote(a.path(), &[]);
     lok(a.path(), None, &["push"]);
     let checked = ljson(
         a.path(),
@@ -573,5 +570,97 @@ fn remote_checks_find_damage_and_gc_never_races_a_push() {
     assert!(
         !parent.path().join("b").exists(),
         "a failed clone left its folder"
+    );
+}
+
+/// A pseudo-terminal: the master end, and the slave end as a file.
+fn pty() -> (std::fs::File, std::fs::File) {
+    use std::os::fd::FromRawFd;
+    let (mut master, mut slave) = (0, 0);
+    // SAFETY: openpty writes two new descriptors into the integers it is given; the other
+    // arguments may be null.
+    let r = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(r, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: both descriptors were just opened and nothing else owns them.
+    unsafe {
+        (
+            std::fs::File::from_raw_fd(master),
+            std::fs::File::from_raw_fd(slave),
+        )
+    }
+}
+
+#[test]
+fn a_passphrase_prompt_holds_no_lock_while_it_waits() {
+    use std::io::{Read, Write};
+    use std::os::unix::process::CommandExt;
+    let a = library();
+    let (_elsewhere, url) = folder_remote(a.path(), &["--encrypt"]);
+    lok(a.path(), None, &["push"]);
+    write(
+        a.path(),
+        "notes/later.md",
+        b"written after the first push\n",
+    );
+    ok(a.path(), &["commit", "-m", "later"]);
+    // A push with no passphrase at hand asks on its terminal.
+    let (mut master, slave) = pty();
+    let mut push = cmd(a.path());
+    push.env_remove("LIFEOS_PASSPHRASE")
+        .arg("push")
+        .stdin(slave.try_clone().unwrap())
+        .stdout(slave.try_clone().unwrap())
+        .stderr(slave);
+    // SAFETY: setsid and ioctl are async-signal-safe; the child takes the terminal on
+    // its standard input as its controlling terminal, which the prompt reads.
+    unsafe {
+        push.pre_exec(|| {
+            if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let push = push.spawn().unwrap();
+    let mut reader = master.try_clone().unwrap();
+    let (said, hear) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 256];
+        while let Ok(n) = reader.read(&mut buf) {
+            if n == 0 || said.send(buf[..n].to_vec()).is_err() {
+                break;
+            }
+        }
+    });
+    let mut shown = Vec::new();
+    while !holds(&shown, b"passphrase") {
+        match hear.recv_timeout(std::time::Duration::from_secs(60)) {
+            Ok(b) => shown.extend(b),
+            Err(e) => panic!("no prompt ({e}); the terminal showed {shown:?}"),
+        }
+    }
+    // While the person has not answered, gc (which takes the repository lock alone) runs.
+    let gc = cmd(a.path()).arg("gc").spawn().unwrap();
+    let out = finishes_within(gc, 120);
+    assert!(out.status.success(), "gc: {out:?}");
+    master.write_all(format!("{PASS}\n").as_bytes()).unwrap();
+    let status = finishes_within(push, 120).status;
+    while let Ok(b) = hear.try_recv() {
+        shown.extend(b);
+    }
+    assert!(status.success(), "{}", String::from_utf8_lossy(&shown));
+    let parent = tempfile::tempdir().unwrap();
+    lok(parent.path(), None, &["clone", url.to_str().unwrap(), "b"]);
+    assert_eq!(
+        std::fs::read(parent.path().join("b/notes/later.md")).unwrap(),
+        b"written after the first push\n"
     );
 }

@@ -102,6 +102,9 @@ pub struct PassArgs {
     pub passphrase_file: Option<PathBuf>,
 }
 
+/// The variable a remote's passphrase is read from.
+const PASSPHRASE_VAR: &str = "LIFEOS_PASSPHRASE";
+
 /// A passphrase from a file, a variable or the terminal.
 fn passphrase(file: Option<&Path>, var: &str, what: &str) -> lifeos_remote::Result<Vec<u8>> {
     if let Some(f) = file {
@@ -189,7 +192,7 @@ fn open_spec(
     Remote::open(
         places::backend(spec)?,
         mode,
-        &|| passphrase(pass_file.as_deref(), "LIFEOS_PASSPHRASE", "passphrase"),
+        &|| passphrase(pass_file.as_deref(), PASSPHRASE_VAR, "passphrase"),
         Some(dot.join(REMOTES_DIR).join(name).join("index")),
     )
 }
@@ -346,7 +349,7 @@ pub fn remote(repo: &Repo, cmd: RemoteCmd) -> CliResult<u8> {
             let (name, remote, _) = open_remote(repo, name.as_deref(), false, &pass)?;
             let old = passphrase(
                 pass.passphrase_file.as_deref(),
-                "LIFEOS_PASSPHRASE",
+                PASSPHRASE_VAR,
                 "current passphrase",
             )?;
             let new = passphrase(
@@ -377,17 +380,26 @@ fn absolute_url(url: &str) -> CliResult<String> {
 
 /// `lifeos push [NAME]`.
 pub fn push(repo: &Repo, name: Option<String>, pass: PassArgs, json: bool) -> CliResult<u8> {
-    // The walk of what to send runs while the remote is opened (its key derived from
-    // the passphrase): neither waits for the other.
-    let (plan, opened) = std::thread::scope(|s| {
-        let walk = s.spawn(|| PushPlan::new(repo));
-        let opened = open_remote(repo, name.as_deref(), true, &pass);
-        (
-            walk.join()
-                .expect("the walk of what to push does not panic"),
-            opened,
-        )
-    });
+    // The walk of what to send holds the repository lock (shared: `gc` waits for it).
+    // With the passphrase at hand, the walk runs while the remote is opened (its key
+    // derived from the passphrase) and neither waits for the other; a passphrase that may
+    // be asked on the terminal is asked first, so the lock is never held while a person
+    // answers, and a wrong one fails before anything is walked.
+    let asks = pass.passphrase_file.is_none() && std::env::var_os(PASSPHRASE_VAR).is_none();
+    let (plan, opened) = if asks {
+        let opened = open_remote(repo, name.as_deref(), true, &pass)?;
+        (PushPlan::new(repo), Ok(opened))
+    } else {
+        std::thread::scope(|s| {
+            let walk = s.spawn(|| PushPlan::new(repo));
+            let opened = open_remote(repo, name.as_deref(), true, &pass);
+            (
+                walk.join()
+                    .expect("the walk of what to push does not panic"),
+                opened,
+            )
+        })
+    };
     let (name, remote, _) = opened?;
     let bar = Bar::new("push", json);
     let r = remote.push(plan?, &bar)?;

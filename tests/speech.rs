@@ -1,9 +1,9 @@
 //! Speech: recordings and videos become timestamped, searchable text. Fixtures are real
 //! speech made with espeak-ng, placed at known times with ffmpeg and encoded as WAV, MP3,
 //! FLAC, M4A (AAC) and an MP4 with a video track; the model is ggml tiny.en, named by
-//! `LIFEOS_TEST_MODEL` (scripts/test.sh sets it: the reference file in ../shared/models
-//! when the checkout has one beside it, otherwise the model lifeos converts from the
-//! PyPI wheel; the converter test checks that both are the same bytes).
+//! `LIFEOS_TEST_MODEL` (scripts/test.sh sets it: the model lifeos converts from the PyPI
+//! wheel, checked against the reference sha256, or the reference file itself where the
+//! checkout has one beside it; the converter test checks the conversion's sha256).
 
 mod common;
 

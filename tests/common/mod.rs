@@ -266,11 +266,16 @@ pub fn imagemagick() -> Option<Command> {
 }
 
 /// The speech tests' model (ggml tiny.en): `LIFEOS_TEST_MODEL`, which scripts/test.sh
-/// sets, else the reference file in ../shared/models beside the checkout.
+/// sets, else the one scripts/test.sh converts from the PyPI wheel into the cache
+/// (`${XDG_CACHE_HOME:-~/.cache}/lifeos/test-models`), for `cargo test` run after it.
 pub fn test_model() -> PathBuf {
     let p = match std::env::var_os("LIFEOS_TEST_MODEL") {
         Some(p) => PathBuf::from(p),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/models/ggml-tiny.en.bin"),
+        None => std::env::var_os("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+            .unwrap_or_default()
+            .join("lifeos/test-models/whisper-tiny.en.bin"),
     };
     assert!(
         p.is_file(),

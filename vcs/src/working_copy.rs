@@ -225,7 +225,8 @@ impl Repo {
         // it is removed: no later command may take up that token again once `@` is back
         // at its tree (events it never saw may have passed, as through a hard link this
         // snapshot met).
-        let waits = snapshot.monitor.is_none()
+        let waits = snapshot.state_changed
+            && snapshot.monitor.is_none()
             && snapshot.state.as_ref().is_some_and(|s| s.can_wait())
             && self.remove_side_file();
         let save = snapshot

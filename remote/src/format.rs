@@ -242,11 +242,11 @@ pub fn open_object(
     let opened = match codec {
         0 => Opened::Raw(body),
         1 => Opened::Zstd {
-            raw: zstd::bulk::decompress(
+            raw: lifeos_store::pack::inflate(
                 &blob[body.clone()],
                 lifeos_store::pack::MAX_ENTRY_LEN as usize,
             )
-            .map_err(|e| damaged(format!("zstd: {e}")))?,
+            .map_err(damaged)?,
             frame: body,
         },
         c => return Err(damaged(format!("unknown codec {c}"))),

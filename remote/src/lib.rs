@@ -353,7 +353,9 @@ impl Remote {
     pub fn read_object(&self, id: &Id, place: &Place) -> Result<Vec<u8>> {
         let key = format!("{}{}", format::PACKS_DIR, place.pack);
         let end = place.offset + u64::from(place.len);
-        let bytes = self.backend.get_range(&key, place.offset..end)?;
+        let mut bytes = Vec::new();
+        self.backend
+            .get_range(&key, place.offset..end, &mut bytes)?;
         if bytes.len() != place.len as usize {
             return Err(RemoteError::Damaged {
                 what: key,
@@ -370,14 +372,16 @@ mod tests {
     use lifeos_store::remote::DirBackend;
     use std::ops::Range;
 
-    /// A folder remote whose config is not there the first time it is asked for: as
-    /// for a device that looked just before another one created the remote.
-    struct LateToCreate {
+    /// A folder remote that records the keys of its ranged reads. Unless `asked`
+    /// starts true, its config is not there the first time it is asked for: as for a
+    /// device that looked just before another one created the remote.
+    struct Watched {
         dir: DirBackend,
         asked: std::sync::atomic::AtomicBool,
+        ranges_read: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
     }
 
-    impl Backend for LateToCreate {
+    impl Backend for Watched {
         fn location(&self) -> String {
             self.dir.location()
         }
@@ -387,8 +391,14 @@ mod tests {
             }
             self.dir.get(key)
         }
-        fn get_range(&self, key: &str, range: Range<u64>) -> lifeos_store::Result<Vec<u8>> {
-            self.dir.get_range(key, range)
+        fn get_range(
+            &self,
+            key: &str,
+            range: Range<u64>,
+            into: &mut Vec<u8>,
+        ) -> lifeos_store::Result<()> {
+            self.ranges_read.lock().unwrap().push(key.to_string());
+            self.dir.get_range(key, range, into)
         }
         fn put(&self, key: &str, bytes: Vec<u8>) -> lifeos_store::Result<()> {
             self.dir.put(key, bytes)
@@ -414,9 +424,10 @@ mod tests {
         let opened = Remote::open(dir(), Create::No, &pass, None).unwrap();
         assert_eq!(name(&made), name(&opened));
         let late = Remote::open(
-            Box::new(LateToCreate {
+            Box::new(Watched {
                 dir: DirBackend::open(root.path()).unwrap(),
                 asked: false.into(),
+                ranges_read: Default::default(),
             }),
             Create::Encrypted,
             &pass,
@@ -433,12 +444,12 @@ mod tests {
         ));
     }
 
-    #[test]
-    fn history_goes_in_packs_of_its_own_and_chunks_in_their_local_order() {
+    /// A repository holding a committed library of a 20 MiB video (of bytes zstd cannot
+    /// shrink, so that it takes several 8 MiB remote packs) and 40 notes.
+    fn library() -> (tempfile::TempDir, lifeos_vcs::Repo) {
         let folder = tempfile::tempdir().unwrap();
         let repo =
             lifeos_vcs::Repo::init(folder.path(), lifeos_store::StoreConfig::default()).unwrap();
-        // Bytes zstd cannot shrink, so that the video takes several 8 MiB packs.
         let mut video = vec![0u8; 20 << 20];
         getrandom::fill(&mut video).unwrap();
         std::fs::write(folder.path().join("video.mp4"), &video).unwrap();
@@ -448,6 +459,52 @@ mod tests {
             std::fs::write(folder.path().join(format!("notes/{i}.md")), note).unwrap();
         }
         lifeos_vcs::testing::commit_folder(&repo, b"library");
+        (folder, repo)
+    }
+
+    #[test]
+    fn a_fetch_of_everything_reads_each_pack_whole_in_one_request() {
+        let (_folder, repo) = library();
+        let root = tempfile::tempdir().unwrap();
+        let ranges_read = std::sync::Arc::default();
+        let remote = Remote::open(
+            Box::new(Watched {
+                dir: DirBackend::open(root.path()).unwrap(),
+                asked: true.into(),
+                ranges_read: std::sync::Arc::clone(&ranges_read),
+            }),
+            Create::Plain,
+            &|| Ok(Vec::new()),
+            None,
+        )
+        .unwrap();
+        remote
+            .push(PushPlan::new(&repo).unwrap(), &transfer::Quiet)
+            .unwrap();
+        let clone = tempfile::tempdir().unwrap();
+        let clone =
+            lifeos_vcs::Repo::init(clone.path(), lifeos_store::StoreConfig::default()).unwrap();
+        let report = remote
+            .fetch(&clone, "origin", true, &transfer::Quiet)
+            .unwrap();
+        assert!(report.merged.is_some());
+        let mut packs: Vec<String> = DirBackend::open(root.path())
+            .unwrap()
+            .list(format::PACKS_DIR)
+            .unwrap()
+            .into_iter()
+            .map(|(key, _)| key)
+            .collect();
+        assert!(packs.len() >= 4, "{packs:?}");
+        let mut read = ranges_read.lock().unwrap().clone();
+        read.sort();
+        packs.sort();
+        assert_eq!(read, packs, "each pack read once");
+    }
+
+    #[test]
+    fn history_goes_in_packs_of_its_own_and_chunks_in_their_local_order() {
+        let (_folder, repo) = library();
         let root = tempfile::tempdir().unwrap();
         let backend = Box::new(DirBackend::open(root.path()).unwrap());
         let remote = Remote::open(backend, Create::Plain, &|| Ok(Vec::new()), None).unwrap();

@@ -12,7 +12,8 @@ use futures::TryStreamExt as _;
 use object_store::aws::{AmazonS3, AmazonS3Builder, AmazonS3ConfigKey, S3ConditionalPut};
 use object_store::path::Path as StorePath;
 use object_store::{
-    ClientConfigKey, ObjectStore, ObjectStoreExt as _, PutMode, PutOptions, PutPayload, RetryConfig,
+    ClientConfigKey, GetOptions, ObjectStore, ObjectStoreExt as _, PutMode, PutOptions, PutPayload,
+    RetryConfig,
 };
 
 use lifeos_store::remote::{check_key, Backend};
@@ -139,17 +140,33 @@ impl Backend for S3Backend {
         })
     }
 
-    fn get_range(&self, key: &str, range: Range<u64>) -> Result<Vec<u8>> {
+    fn get_range(&self, key: &str, range: Range<u64>, into: &mut Vec<u8>) -> Result<()> {
         let path = self.path(key)?;
+        into.clear();
         if range.is_empty() {
-            return Ok(Vec::new());
+            return Ok(());
         }
+        // The callers' ranges come from pack indexes: an object or a run of them.
+        into.reserve(((range.end - range.start) as usize).min(64 << 20));
         self.runtime.block_on(async {
-            self.store
-                .get_range(&path, range)
+            let opts = GetOptions {
+                range: Some(range.into()),
+                ..GetOptions::default()
+            };
+            let mut body = self
+                .store
+                .get_opts(&path, opts)
                 .await
-                .map(Vec::from)
-                .map_err(|e| self.fail("reading", key, e))
+                .map_err(|e| self.fail("reading", key, e))?
+                .into_stream();
+            while let Some(piece) = body
+                .try_next()
+                .await
+                .map_err(|e| self.fail("reading", key, e))?
+            {
+                into.extend_from_slice(&piece);
+            }
+            Ok(())
         })
     }
 

@@ -26,11 +26,16 @@ const UPLOADERS: usize = 4;
 /// Neighbouring objects of one pack closer than this are read with one ranged read.
 const READ_GAP: u64 = 256 << 10;
 
-/// A ranged read covers at most this many bytes (unless one object is larger).
-const READ_MAX: u64 = 4 << 20;
+/// A ranged read covers at most this many bytes (unless one object is larger): a whole
+/// pack, so a fetch of everything reads each pack with one request: SeaweedFS served the
+/// peer workload's packs in 1.35 s and 0.84-0.86 CPU-s whole, in 2.17-2.26 s and
+/// 1.01-1.07 CPU-s in halves (docs/DECISIONS.md, "Whole packs per read").
+const READ_MAX: u64 = PACK_MAX as u64;
 
-/// Ranged reads in flight at once.
-const READERS: usize = 4;
+/// Ranged reads in flight at once. With the two arrivals waiting to be stored and the
+/// one being stored, at most `READERS + 3` reads of up to [`READ_MAX`] bytes are held:
+/// 48 MiB, within a clone's memory budget of 100 MB.
+const READERS: usize = 3;
 
 /// A run of objects of one pack read with one ranged read.
 struct ReadRange<'c> {
@@ -349,9 +354,10 @@ impl Remote {
         Ok(())
     }
 
-    /// Reads one range and opens and checks each object in it, where it lies.
-    fn read_range<'c>(&self, r: &ReadRange<'c>) -> Result<Arrival<'c>> {
-        let mut bytes = self.backend.get_range(&r.key, r.start..r.end)?;
+    /// Reads one range into `bytes` and opens and checks each object in it, where it
+    /// lies.
+    fn read_range<'c>(&self, r: &ReadRange<'c>, mut bytes: Vec<u8>) -> Result<Arrival<'c>> {
+        self.backend.get_range(&r.key, r.start..r.end, &mut bytes)?;
         let mut objects = Vec::with_capacity(r.objects.len());
         for &(id, p) in &r.objects {
             let from = (p.offset - r.start) as usize;
@@ -395,18 +401,22 @@ impl Remote {
         let next = std::sync::atomic::AtomicUsize::new(0);
         // Each arrival is one read's bytes (up to READ_MAX, unless one object is larger)
         // and the objects in it that zstd inflated: two wait to be stored, so at most
-        // READERS + 3 reads are held at once.
+        // READERS + 3 reads are held at once (their buffers are kept between reads).
         let (found, arrivals) = std::sync::mpsc::sync_channel::<Result<Arrival>>(2);
+        // Stored arrivals' buffers, read into again: so many megabytes are not
+        // allocated, faulted in and unmapped per read.
+        let spare = std::sync::Mutex::new(Vec::<Vec<u8>>::new());
         std::thread::scope(|scope| -> Result<()> {
             for _ in 0..READERS {
                 let found = found.clone();
-                let (ranges, next) = (&ranges, &next);
+                let (ranges, next, spare) = (&ranges, &next, &spare);
                 scope.spawn(move || loop {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some(range) = ranges.get(i) else {
                         return;
                     };
-                    let item = self.read_range(range);
+                    let buf = spare.lock().map(|mut s| s.pop()).ok().flatten();
+                    let item = self.read_range(range, buf.unwrap_or_default());
                     let failed = item.is_err();
                     if found.send(item).is_err() || failed {
                         return;
@@ -430,6 +440,9 @@ impl Remote {
                     report.objects += 1;
                     report.bytes += u64::from(place.len);
                     progress.advance(u64::from(place.len));
+                }
+                if let Ok(mut s) = spare.lock() {
+                    s.push(a.bytes);
                 }
             }
             Ok(())

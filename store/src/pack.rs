@@ -274,6 +274,24 @@ fn decompress_delta(
     })
 }
 
+/// Decompresses one zstd frame that holds at most `max` bytes, with the thread's
+/// context, into a buffer of the size the frame's header gives (`max` when it gives
+/// none).
+pub fn inflate(frame: &[u8], max: usize) -> std::result::Result<Vec<u8>, String> {
+    let size = match zstd::zstd_safe::get_frame_content_size(frame) {
+        Ok(Some(n)) if n > max as u64 => {
+            return Err(format!("its frame holds {n} bytes, more than {max}"));
+        }
+        Ok(Some(n)) => n as usize,
+        Ok(None) => max,
+        Err(_) => return Err("it is not a zstd frame".into()),
+    };
+    let mut raw = Vec::with_capacity(size);
+    DCTX.with(|d| d.borrow_mut().decompress(&mut raw, frame))
+        .map_err(|e| format!("zstd: {}", zstd::zstd_safe::get_error_name(e)))?;
+    Ok(raw)
+}
+
 /// The base a delta entry's stored bytes name (`None` when they are too short).
 pub fn delta_base(stored: &[u8]) -> Option<Id> {
     stored.get(..ID_LEN).and_then(Id::from_slice)

@@ -17,8 +17,10 @@ pub trait Backend: Send + Sync {
     fn location(&self) -> String;
     /// The whole object at `key`, or `None` if there is none.
     fn get(&self, key: &str) -> Result<Option<Vec<u8>>>;
-    /// Bytes `range` of the object at `key` (fewer if it ends sooner).
-    fn get_range(&self, key: &str, range: Range<u64>) -> Result<Vec<u8>>;
+    /// Reads bytes `range` of the object at `key` (fewer if it ends sooner) into `into`,
+    /// which is cleared first: a caller reading many ranges passes one buffer again and
+    /// again instead of having a new one allocated (and its pages faulted in) each time.
+    fn get_range(&self, key: &str, range: Range<u64>, into: &mut Vec<u8>) -> Result<()>;
     /// Stores `bytes` at `key`, replacing what was there; a reader sees the old object or
     /// the new one, never part of either.
     fn put(&self, key: &str, bytes: Vec<u8>) -> Result<()>;
@@ -114,16 +116,17 @@ impl Backend for DirBackend {
         }
     }
 
-    fn get_range(&self, key: &str, range: Range<u64>) -> Result<Vec<u8>> {
-        use std::os::unix::fs::FileExt as _;
+    fn get_range(&self, key: &str, range: Range<u64>, into: &mut Vec<u8>) -> Result<()> {
+        use std::io::{Read as _, Seek as _};
         let path = self.path(key)?;
-        let f = File::open(&path).io("opening", &path)?;
-        let len = f.metadata().io("reading metadata of", &path)?.len();
-        let end = range.end.min(len);
-        let mut buf = vec![0u8; end.saturating_sub(range.start) as usize];
-        f.read_exact_at(&mut buf, range.start)
+        let mut f = File::open(&path).io("opening", &path)?;
+        f.seek(std::io::SeekFrom::Start(range.start))
             .io("reading", &path)?;
-        Ok(buf)
+        into.clear();
+        f.take(range.end.saturating_sub(range.start))
+            .read_to_end(into)
+            .io("reading", &path)?;
+        Ok(())
     }
 
     fn put(&self, key: &str, bytes: Vec<u8>) -> Result<()> {
@@ -211,7 +214,9 @@ mod tests {
         b.put("packs/a1", b"hello pack".to_vec()).unwrap();
         b.put("index/a1", b"i".to_vec()).unwrap();
         assert_eq!(b.get("packs/a1").unwrap().unwrap(), b"hello pack");
-        assert_eq!(b.get_range("packs/a1", 6..100).unwrap(), b"pack");
+        let mut read = b"left from the last read".to_vec();
+        b.get_range("packs/a1", 6..100, &mut read).unwrap();
+        assert_eq!(read, b"pack");
         b.put("packs/a1", b"replaced".to_vec()).unwrap();
         assert_eq!(b.get("packs/a1").unwrap().unwrap(), b"replaced");
         assert_eq!(

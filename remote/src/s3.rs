@@ -146,8 +146,9 @@ impl Backend for S3Backend {
         if range.is_empty() {
             return Ok(());
         }
+        let asked = range.end - range.start;
         // The callers' ranges come from pack indexes: an object or a run of them.
-        into.reserve(((range.end - range.start) as usize).min(64 << 20));
+        into.reserve((asked as usize).min(64 << 20));
         self.runtime.block_on(async {
             let opts = GetOptions {
                 range: Some(range.into()),
@@ -165,6 +166,14 @@ impl Backend for S3Backend {
                 .map_err(|e| self.fail("reading", key, e))?
             {
                 into.extend_from_slice(&piece);
+                if into.len() as u64 > asked {
+                    return Err(StoreError::Remote {
+                        location: self.location(),
+                        reason: format!(
+                            "reading {key}: the server sent more than the {asked} bytes asked for"
+                        ),
+                    });
+                }
             }
             Ok(())
         })

@@ -105,7 +105,13 @@ pub struct PassArgs {
 /// The variable a remote's passphrase is read from.
 const PASSPHRASE_VAR: &str = "LIFEOS_PASSPHRASE";
 
-/// A passphrase from a file, a variable or the terminal.
+/// Whether [`passphrase`] finds one without asking on the terminal: a file is named or
+/// `var` is set.
+fn passphrase_at_hand(file: Option<&Path>, var: &str) -> bool {
+    file.is_some() || std::env::var_os(var).is_some()
+}
+
+/// A passphrase from a file, a variable or the terminal, in that order.
 fn passphrase(file: Option<&Path>, var: &str, what: &str) -> lifeos_remote::Result<Vec<u8>> {
     if let Some(f) = file {
         let text = std::fs::read(f).map_err(|e| {
@@ -385,8 +391,7 @@ pub fn push(repo: &Repo, name: Option<String>, pass: PassArgs, json: bool) -> Cl
     // derived from the passphrase) and neither waits for the other; a passphrase that may
     // be asked on the terminal is asked first, so the lock is never held while a person
     // answers, and a wrong one fails before anything is walked.
-    let asks = pass.passphrase_file.is_none() && std::env::var_os(PASSPHRASE_VAR).is_none();
-    let (plan, opened) = if asks {
+    let (plan, opened) = if !passphrase_at_hand(pass.passphrase_file.as_deref(), PASSPHRASE_VAR) {
         let opened = open_remote(repo, name.as_deref(), true, &pass)?;
         (PushPlan::new(repo), Ok(opened))
     } else {

@@ -113,7 +113,7 @@ impl S3Backend {
         Ok(StorePath::from(format!("{}{key}", self.prefix)))
     }
 
-    fn fail(&self, doing: &str, key: &str, e: object_store::Error) -> StoreError {
+    fn fail(&self, doing: &str, key: &str, e: impl std::fmt::Display) -> StoreError {
         StoreError::Remote {
             location: self.location(),
             reason: format!("{doing} {key}: {e}"),
@@ -167,12 +167,8 @@ impl Backend for S3Backend {
             {
                 into.extend_from_slice(&piece);
                 if into.len() as u64 > asked {
-                    return Err(StoreError::Remote {
-                        location: self.location(),
-                        reason: format!(
-                            "reading {key}: the server sent more than the {asked} bytes asked for"
-                        ),
-                    });
+                    let e = format!("the server sent more than the {asked} bytes asked for");
+                    return Err(self.fail("reading", key, e));
                 }
             }
             Ok(())

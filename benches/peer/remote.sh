@@ -6,8 +6,9 @@
 # (timed), then five rounds of (edit, commit, push); restic backs up v1, then five rounds
 # of (edit, backup). Then lifeos clones the remote lazily (timed until `log` and `ls` have
 # answered), completes that clone (fetch --all-data, timed), clones fully (timed, checked
-# byte for byte against v6), and the server's own GET
-# throughput is measured by reading every pack lifeos wrote straight from its filer.
+# byte for byte against v6), and the server's own GET throughput is measured by reading
+# every pack lifeos wrote, through the S3 API and straight from its filer, and its PUT
+# time by writing those packs again.
 #
 # Environment: as run.sh (LIFEOS_BIN, PEER_WORKDIR, RUNS, PEER_SCALE); PEER_WORKDIR
 # defaults to /tmp/lifeos-peer-remote.
@@ -88,20 +89,51 @@ lifeos_full_clone() (
 )
 
 # ext4 without a journal (as on the machine these figures come from) does not reuse an
-# inode freed in the last 60 s (360 s while its inode table block is unwritten), and
-# scans past every such inode each time it creates a file: in a clone made right after
-# the last clone was deleted, perf put 38% of the samples in that scan. Deletions happen
-# outside the timed steps, and the full clone waits until they are 65 s old.
-LAST_DELETE=0
-delete_tree() {
-    rm -rf -- "$@"
-    LAST_DELETE=$(date +%s)
+# inode freed in the last 60 s, or in the last 360 s while the inode table block holding
+# it is unwritten, and scans past every such inode each time it creates a file. A clone
+# writes its own new inodes into those blocks, so a `sync` and 65 s are not enough: perf
+# put 26% of the samples of a clone made so after the last clone was deleted in that scan
+# (`recently_deleted`, `find_get_block_common`), and none in one made 6 min after. So the
+# bench deletes nothing while it runs: what it is done with goes into $WORK/trash, which
+# is emptied at the end, and the full clone waits until the bench's last deletion (the
+# wipe of an earlier workdir, or an earlier invocation's trash, noted in $DELETED_AT) is
+# 365 s old. The trash's files are dropped from the page cache as a deletion would
+# drop them: in two invocations that kept them cached, memory ran out by the third run,
+# whose clones then took 7.40 and 7.75 s against 1.56-2.10 s in the runs before.
+DELETED_AT=$WORK.deleted-at
+TRASHED=0
+delete_later() {
+    mkdir -p "$WORK/trash"
+    local p
+    for p in "$@"; do
+        [[ -e $p ]] || continue
+        TRASHED=$((TRASHED + 1))
+        mv -- "$p" "$WORK/trash/$TRASHED"
+        sync
+        python3 - "$WORK/trash/$TRASHED" <<'PY'
+import os, sys
+for top, _, files in os.walk(sys.argv[1]):
+    for f in files:
+        try:
+            fd = os.open(os.path.join(top, f), os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(fd)
+PY
+    done
+}
+empty_trash() {
+    rm -rf -- "$WORK/trash"
+    date +%s >"$DELETED_AT"
 }
 settle_deletions() {
     sync
-    local wait=$((LAST_DELETE + 65 - $(date +%s)))
+    local last=0
+    [[ ! -f $DELETED_AT ]] || last=$(cat "$DELETED_AT")
+    local wait=$((last + 365 - $(date +%s)))
     if ((wait > 0)); then
-        log "  waiting ${wait} s for deleted inodes to be reusable"
+        log "  waiting ${wait} s for inodes deleted before this run to be reusable"
         sleep "$wait"
     fi
 }
@@ -141,13 +173,39 @@ get_baseline() {
     done
 }
 
+# The server's PUT time: the same packs, fetched first (untimed), written again under a
+# new prefix with curl, four at a time as lifeos uploads them (metric put_s): how long
+# the server takes to store a push's bytes when the client does nothing else.
+put_baseline() {
+    local names dir t0 t1
+    names=$(ls "$WORK/full/.lifeos/remotes/origin/index")
+    dir=$WORK/put-baseline
+    mkdir -p "$dir"
+    for n in $names; do
+        curl -sf -o "$dir/$n" --aws-sigv4 "aws:amz:$AWS_REGION:s3" \
+            --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" \
+            "http://127.0.0.1:$PORT/$BUCKET/lifeos-$RUN/packs/$n"
+    done
+    sync
+    t0=$(date +%s.%N)
+    # shellcheck disable=SC2016 # expanded by the inner shell, one pack per call
+    printf '%s\n' $names | xargs -P 4 -I{} sh -c 'curl -sf -o /dev/null -X PUT -T "$1/$2" \
+        --aws-sigv4 "aws:amz:$AWS_REGION:s3" --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" \
+        -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" "$3/$2"' _ "$dir" {} \
+        "http://127.0.0.1:$PORT/$BUCKET/put-baseline-$RUN" || die "the PUT baseline's uploads failed"
+    t1=$(date +%s.%N)
+    record put_s "$(echo "$t1 - $t0" | bc)"
+    log "  server PUT (s3, four at a time): $(du -sb "$dir" | cut -f1) bytes in $(echo "$t1 - $t0" | bc) s"
+    delete_later "$dir"
+}
+
 run_remote() {
     TOOL=$1 RUN=$2
     RUN_DIR=$WORK/state/$TOOL.$RUN
     LOG=$WORK/logs/$TOOL.$RUN.log
     mkdir -p "$RUN_DIR"
     : >"$LOG"
-    delete_tree "$DATA" "$WORK/cache"
+    delete_later "$DATA" "$WORK/cache"
     mkdir -p "$WORK/cache"
     log "=== $TOOL, run $RUN/$RUNS: generating library"
     python3 "$GEN" gen "$DATA"
@@ -183,8 +241,9 @@ run_remote() {
             log "  the full clone differs from v6"
         fi
         get_baseline
+        put_baseline
         record remote_bytes "$(du -sb "$WORK/s3" | cut -f1)"
-        delete_tree "$WORK/lazy" "$WORK/full"
+        delete_later "$WORK/lazy" "$WORK/full"
     fi
 }
 
@@ -209,6 +268,8 @@ for m, name in [("first_push_rss_kib", "peak RSS, initial (MiB)"), ("later_push_
     a, b = med(l, m), med(r, m)
     print(f"| {name} | {a / 1024:.0f} | {b / 1024:.0f} | {a / b:.2f}× |")
 print()
+print(f"- the server's PUT time (curl, lifeos's packs, four at a time, as lifeos uploads them): {med(l, 'put_s'):.2f} s;"
+      f" lifeos's initial push / that: {med(l, 'first_push') / med(l, 'put_s'):.2f}; restic's backup / that: {med(r, 'first_push') / med(l, 'put_s'):.2f}")
 get_mbs = med(l, "get_bytes") / 1e6 / med(l, "get_s")
 filer_mbs = med(l, "get_bytes") / 1e6 / med(l, "filer_get_s")
 clone_mbs = med(l, "get_bytes") / 1e6 / med(l, "full_clone")
@@ -228,6 +289,7 @@ main_remote() {
     install_deps
     command -v curl >/dev/null && command -v bc >/dev/null || die "curl and bc are needed"
     find_lifeos
+    [[ ! -e $WORK ]] || date +%s >"$DELETED_AT"
     prepare_workdir
     export AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench-secret AWS_REGION=us-east-1
     export LIFEOS_PASSPHRASE=bench RESTIC_PASSWORD=bench
@@ -241,6 +303,7 @@ main_remote() {
     done
     TOOL= LOG=
     report | tee "$WORK/results.md"
+    empty_trash
     log "results written to $WORK/results.md"
 }
 

@@ -146,7 +146,7 @@ restic_backup() (
 # curl, through the S3 API lifeos uses (signed requests; metric get_s) and straight from
 # SeaweedFS's filer, which serves the S3 gateway (filer_get_s).
 get_baseline() {
-    local names bytes t0 t1 way url
+    local names bytes t0 t1 way
     names=$(ls "$WORK/full/.lifeos/remotes/origin/index")
     for way in s3 filer; do
         bytes=0
@@ -189,7 +189,7 @@ put_baseline() {
     sync
     t0=$(date +%s.%N)
     # shellcheck disable=SC2016 # expanded by the inner shell, one pack per call
-    printf '%s\n' $names | xargs -P 4 -I{} sh -c 'curl -sf -o /dev/null -X PUT -T "$1/$2" \
+    printf '%s\n' "$names" | xargs -P 4 -I{} sh -c 'curl -sf -o /dev/null -X PUT -T "$1/$2" \
         --aws-sigv4 "aws:amz:$AWS_REGION:s3" --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" \
         -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" "$3/$2"' _ "$dir" {} \
         "http://127.0.0.1:$PORT/$BUCKET/put-baseline-$RUN" || die "the PUT baseline's uploads failed"

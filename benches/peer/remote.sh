@@ -99,7 +99,7 @@ lifeos_full_clone() (
 # wipe of an earlier workdir, or an earlier invocation's trash, noted in $DELETED_AT) is
 # 365 s old. The trash's files are dropped from the page cache as a deletion would
 # drop them: in two invocations that kept them cached, memory ran out by the third run,
-# whose clones then took 7.40 and 7.75 s against 1.56-2.10 s in the runs before.
+# whose clones then took 7.40 and 7.75 s against 1.56-1.93 s in the runs before.
 DELETED_AT=$WORK.deleted-at
 TRASHED=0
 delete_later() {

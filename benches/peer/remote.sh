@@ -104,24 +104,27 @@ DELETED_AT=$WORK.deleted-at
 TRASHED=0
 delete_later() {
     mkdir -p "$WORK/trash"
-    local p
+    local p moved=()
     for p in "$@"; do
         [[ -e $p ]] || continue
         TRASHED=$((TRASHED + 1))
         mv -- "$p" "$WORK/trash/$TRASHED"
-        sync
-        python3 - "$WORK/trash/$TRASHED" <<'PY'
-import os, sys
-for top, _, files in os.walk(sys.argv[1]):
-    for f in files:
-        try:
-            fd = os.open(os.path.join(top, f), os.O_RDONLY | os.O_NOFOLLOW)
-        except OSError:
-            continue
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        os.close(fd)
-PY
+        moved+=("$WORK/trash/$TRASHED")
     done
+    ((${#moved[@]})) || return 0
+    sync
+    python3 - "${moved[@]}" <<'PY'
+import os, sys
+for root in sys.argv[1:]:
+    for top, _, files in os.walk(root):
+        for f in files:
+            try:
+                fd = os.open(os.path.join(top, f), os.O_RDONLY | os.O_NOFOLLOW)
+            except OSError:
+                continue
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            os.close(fd)
+PY
 }
 empty_trash() {
     rm -rf -- "$WORK/trash"
@@ -142,19 +145,27 @@ restic_backup() (
     timed restic -r "s3:http://127.0.0.1:$PORT/$BUCKET/restic-$RUN" backup --quiet --exclude .lifeos .
 )
 
+# curl with the bench's S3 credentials (SigV4); exported for the PUT baseline's workers.
+s3_curl() {
+    curl -sf --aws-sigv4 "aws:amz:$AWS_REGION:s3" --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" "$@"
+}
+export -f s3_curl
+
+# The names of the packs lifeos pushed in this run, as its full clone lists them.
+pack_names() { ls "$WORK/full/.lifeos/remotes/origin/index"; }
+
 # The server's GET throughput: every pack lifeos wrote, read one after another with
 # curl, through the S3 API lifeos uses (signed requests; metric get_s) and straight from
 # SeaweedFS's filer, which serves the S3 gateway (filer_get_s).
 get_baseline() {
     local names bytes t0 t1 way
-    names=$(ls "$WORK/full/.lifeos/remotes/origin/index")
+    names=$(pack_names)
     for way in s3 filer; do
         bytes=0
         t0=$(date +%s.%N)
         for n in $names; do
             if [[ $way == s3 ]]; then
-                b=$(curl -sf -o /dev/null -w '%{size_download}' --aws-sigv4 "aws:amz:$AWS_REGION:s3" \
-                    --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" \
+                b=$(s3_curl -o /dev/null -w '%{size_download}' \
                     "http://127.0.0.1:$PORT/$BUCKET/lifeos-$RUN/packs/$n")
             else
                 b=$(curl -sf -o /dev/null -w '%{size_download}' \
@@ -178,19 +189,16 @@ get_baseline() {
 # the server takes to store a push's bytes when the client does nothing else.
 put_baseline() {
     local names dir t0 t1
-    names=$(ls "$WORK/full/.lifeos/remotes/origin/index")
+    names=$(pack_names)
     dir=$WORK/put-baseline
     mkdir -p "$dir"
     for n in $names; do
-        curl -sf -o "$dir/$n" --aws-sigv4 "aws:amz:$AWS_REGION:s3" \
-            --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" \
-            "http://127.0.0.1:$PORT/$BUCKET/lifeos-$RUN/packs/$n"
+        s3_curl -o "$dir/$n" "http://127.0.0.1:$PORT/$BUCKET/lifeos-$RUN/packs/$n"
     done
     sync
     t0=$(date +%s.%N)
     # shellcheck disable=SC2016 # expanded by the inner shell, one pack per call
-    printf '%s\n' "$names" | xargs -P 4 -I{} sh -c 'curl -sf -o /dev/null -X PUT -T "$1/$2" \
-        --aws-sigv4 "aws:amz:$AWS_REGION:s3" --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" \
+    printf '%s\n' "$names" | xargs -P 4 -I{} bash -c 's3_curl -o /dev/null -X PUT -T "$1/$2" \
         -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" "$3/$2"' _ "$dir" {} \
         "http://127.0.0.1:$PORT/$BUCKET/put-baseline-$RUN" || die "the PUT baseline's uploads failed"
     t1=$(date +%s.%N)

@@ -163,7 +163,7 @@ impl Remote {
                 let master = MasterKey::generate();
                 let slot = KeySlot::create(&master, p, KdfParams::default())?;
                 let key = format!("{KEYS_DIR}{}", lifeos_store::store::random_hex(8));
-                backend.put(&key, slot.encode())?;
+                backend.put(&key, &mut slot.encode())?;
                 slot_key = Some(key);
                 let config = RemoteConfig {
                     format: format::LAYOUT_VERSION,
@@ -252,7 +252,7 @@ impl Remote {
         };
         let slot = KeySlot::create(master, new, KdfParams::default())?;
         let key = format!("{KEYS_DIR}{}", lifeos_store::store::random_hex(8));
-        self.backend.put(&key, slot.encode())?;
+        self.backend.put(&key, &mut slot.encode())?;
         if !replace {
             return Ok(0);
         }
@@ -400,7 +400,7 @@ mod tests {
             self.ranges_read.lock().unwrap().push(key.to_string());
             self.dir.get_range(key, range, into)
         }
-        fn put(&self, key: &str, bytes: Vec<u8>) -> lifeos_store::Result<()> {
+        fn put(&self, key: &str, bytes: &mut Vec<u8>) -> lifeos_store::Result<()> {
             self.dir.put(key, bytes)
         }
         fn create(&self, key: &str, bytes: &[u8]) -> lifeos_store::Result<bool> {

@@ -175,15 +175,23 @@ impl Backend for S3Backend {
         })
     }
 
-    fn put(&self, key: &str, bytes: Vec<u8>) -> Result<()> {
+    fn put(&self, key: &str, bytes: &mut Vec<u8>) -> Result<()> {
         let path = self.path(key)?;
-        self.runtime.block_on(async {
+        let body = bytes::Bytes::from(std::mem::take(bytes));
+        let sent = self.runtime.block_on(async {
             self.store
-                .put(&path, PutPayload::from(bytes))
+                .put(&path, PutPayload::from(body.clone()))
                 .await
                 .map(|_| ())
                 .map_err(|e| self.fail("writing", key, e))
-        })
+        });
+        // The request is done with the body: its allocation comes back, unless a clone
+        // of it is still held somewhere (then it is freed when that goes).
+        if let Ok(back) = body.try_into_mut() {
+            *bytes = back.into();
+            bytes.clear();
+        }
+        sent
     }
 
     fn create(&self, key: &str, bytes: &[u8]) -> Result<bool> {

@@ -141,11 +141,16 @@ struct PackOut {
 }
 
 impl PackOut {
-    fn new() -> PackOut {
+    /// A pack filled in one of `spare`'s buffers, or a new one.
+    fn new(spare: &Spare) -> PackOut {
         // Room for the object that does not fit, appended before it is moved to the next
         // pack: without it, the last object of every pack doubled the buffer. (An
         // object over 1 MiB, such as a large manifest, still grows it.)
-        let mut bytes = Vec::with_capacity(PACK_MAX + (1 << 20));
+        let mut bytes = spare
+            .lock()
+            .ok()
+            .and_then(|mut s| s.pop())
+            .unwrap_or_else(|| Vec::with_capacity(PACK_MAX + (1 << 20)));
         bytes.extend_from_slice(PACK_MAGIC);
         PackOut {
             bytes,
@@ -153,6 +158,10 @@ impl PackOut {
         }
     }
 }
+
+/// Buffers done with (a pack uploaded, a read stored), filled again by the next pack or
+/// read: so many megabytes are not allocated, faulted in and unmapped each time.
+type Spare = std::sync::Mutex<Vec<Vec<u8>>>;
 
 /// What a push is to send, found before the remote is opened (so the walk can run while
 /// the passphrase's key is derived): the local operation heads, merged into one first, and
@@ -227,10 +236,11 @@ impl Remote {
         // An uploader that fails drops the receiver, so the filling loop's next send fails
         // and it stops instead of waiting for uploaders that are gone.
         let uploads = std::sync::Mutex::new(Some(uploads));
+        let spare = Spare::default();
         let sent = std::thread::scope(|scope| -> Result<PushReport> {
             let uploaders: Vec<_> = (0..UPLOADERS)
                 .map(|_| {
-                    let uploads = &uploads;
+                    let (uploads, spare) = (&uploads, &spare);
                     scope.spawn(move || -> Result<PushReport> {
                         let mut sent = PushReport::default();
                         loop {
@@ -241,7 +251,7 @@ impl Remote {
                             let Ok(out) = next else {
                                 return Ok(sent);
                             };
-                            if let Err(e) = self.send_pack(out, &mut sent) {
+                            if let Err(e) = self.send_pack(out, &mut sent, spare) {
                                 uploads.lock().expect("upload queue lock").take();
                                 return Err(e);
                             }
@@ -250,13 +260,13 @@ impl Remote {
                 })
                 .collect();
             let filled = (|| -> Result<()> {
-                let mut out = PackOut::new();
+                let mut out = PackOut::new(&spare);
                 let mut chunks = false;
                 for (chunk, _, id) in &missing {
                     if *chunk && !chunks && !out.rows.is_empty() {
                         // The history's last pack ends where the chunks begin.
                         if to_upload
-                            .send(std::mem::replace(&mut out, PackOut::new()))
+                            .send(std::mem::replace(&mut out, PackOut::new(&spare)))
                             .is_err()
                         {
                             // The uploader stopped; its error is reported below.
@@ -270,7 +280,7 @@ impl Remote {
                     let len = out.bytes.len() - start;
                     if !out.rows.is_empty() && out.bytes.len() > PACK_MAX {
                         // It does not fit: it starts the next pack.
-                        let mut next = PackOut::new();
+                        let mut next = PackOut::new(&spare);
                         next.bytes.extend_from_slice(&out.bytes[start..]);
                         out.bytes.truncate(start);
                         if to_upload.send(std::mem::replace(&mut out, next)).is_err() {
@@ -338,16 +348,23 @@ impl Remote {
     }
 
     /// Sends one pack, then its index (so an index never names a pack that is not
-    /// whole), and caches the index.
-    fn send_pack(&self, out: PackOut, report: &mut PushReport) -> Result<()> {
+    /// whole), and caches the index. The pack's buffer goes to `spare` once sent.
+    fn send_pack(&self, mut out: PackOut, report: &mut PushReport, spare: &Spare) -> Result<()> {
         let name = random_hex(16);
         let (objects, bytes) = (out.rows.len() as u64, out.bytes.len() as u64);
-        self.backend.put(&format!("{PACKS_DIR}{name}"), out.bytes)?;
-        let index = format::encode_index(self.keys.as_ref(), &name, &out.rows);
+        self.backend
+            .put(&format!("{PACKS_DIR}{name}"), &mut out.bytes)?;
+        if out.bytes.capacity() > 0 {
+            if let Ok(mut s) = spare.lock() {
+                s.push(out.bytes);
+            }
+        }
+        let mut index = format::encode_index(self.keys.as_ref(), &name, &out.rows);
         if let Some(dir) = &self.cache {
             self.save_cached(&dir.join(&name), &index)?;
         }
-        self.backend.put(&format!("{INDEX_DIR}{name}"), index)?;
+        self.backend
+            .put(&format!("{INDEX_DIR}{name}"), &mut index)?;
         report.packs += 1;
         report.objects += objects;
         report.bytes += bytes;
@@ -403,9 +420,8 @@ impl Remote {
         // and the objects in it that zstd inflated: two wait to be stored, so at most
         // READERS + 3 reads are held at once (their buffers are kept between reads).
         let (found, arrivals) = std::sync::mpsc::sync_channel::<Result<Arrival>>(2);
-        // Stored arrivals' buffers, read into again: so many megabytes are not
-        // allocated, faulted in and unmapped per read.
-        let spare = std::sync::Mutex::new(Vec::<Vec<u8>>::new());
+        // Stored arrivals' buffers, read into again.
+        let spare = Spare::default();
         std::thread::scope(|scope| -> Result<()> {
             for _ in 0..READERS {
                 let found = found.clone();

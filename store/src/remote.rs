@@ -22,8 +22,11 @@ pub trait Backend: Send + Sync {
     /// again instead of having a new one allocated (and its pages faulted in) each time.
     fn get_range(&self, key: &str, range: Range<u64>, into: &mut Vec<u8>) -> Result<()>;
     /// Stores `bytes` at `key`, replacing what was there; a reader sees the old object or
-    /// the new one, never part of either.
-    fn put(&self, key: &str, bytes: Vec<u8>) -> Result<()>;
+    /// the new one, never part of either. Once stored, `bytes` is empty, with its
+    /// allocation where the backend gets it back: a caller writing many objects fills the
+    /// same buffer again instead of having a new one allocated (and its pages faulted in)
+    /// each time.
+    fn put(&self, key: &str, bytes: &mut Vec<u8>) -> Result<()>;
     /// Stores `bytes` at `key` only if nothing is there: `false` (and nothing written) if
     /// something was. Of several callers racing for one key, exactly one gets `true`.
     fn create(&self, key: &str, bytes: &[u8]) -> Result<bool>;
@@ -129,10 +132,11 @@ impl Backend for DirBackend {
         Ok(())
     }
 
-    fn put(&self, key: &str, bytes: Vec<u8>) -> Result<()> {
+    fn put(&self, key: &str, bytes: &mut Vec<u8>) -> Result<()> {
         let dest = self.path(key)?;
         let parent = self.parent_of(&dest)?;
-        let tmp = self.stage(&bytes)?;
+        let tmp = self.stage(bytes)?;
+        bytes.clear();
         if let Err(e) = std::fs::rename(&tmp, &dest) {
             let _ = std::fs::remove_file(&tmp);
             return Err(e).io("renaming into place", dest);
@@ -211,13 +215,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let b = DirBackend::open(dir.path()).unwrap();
         assert_eq!(b.get("packs/a1").unwrap(), None);
-        b.put("packs/a1", b"hello pack".to_vec()).unwrap();
-        b.put("index/a1", b"i".to_vec()).unwrap();
+        b.put("packs/a1", &mut b"hello pack".to_vec()).unwrap();
+        b.put("index/a1", &mut b"i".to_vec()).unwrap();
         assert_eq!(b.get("packs/a1").unwrap().unwrap(), b"hello pack");
         let mut read = b"left from the last read".to_vec();
         b.get_range("packs/a1", 6..100, &mut read).unwrap();
         assert_eq!(read, b"pack");
-        b.put("packs/a1", b"replaced".to_vec()).unwrap();
+        b.put("packs/a1", &mut b"replaced".to_vec()).unwrap();
         assert_eq!(b.get("packs/a1").unwrap().unwrap(), b"replaced");
         assert_eq!(
             b.list("").unwrap(),
@@ -277,7 +281,10 @@ mod tests {
         check_key("packs/0a1b-c_d.e").unwrap();
         let dir = tempfile::tempdir().unwrap();
         let b = DirBackend::open(&dir.path().join("remote")).unwrap();
-        let err = b.put("../escaped", b"x".to_vec()).unwrap_err().to_string();
+        let err = b
+            .put("../escaped", &mut b"x".to_vec())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("../escaped"), "{err}");
         assert!(!dir.path().join("escaped").exists());
         // A stray file with a name outside the key alphabet is not listed.

@@ -734,19 +734,19 @@ impl Store {
                     return Ok((kind, raw, StoredAs::Other));
                 }
                 let stored = pack::read_stored_after(&file, &path, loc.offset, &h)?;
-                let raw = pack::decode_entry(&h, stored.clone(), &mut |_| {
-                    Err("a whole entry has no base".into())
-                })
-                .and_then(|raw| pack::verify_content(h.kind, id, &raw).map(|()| raw))
-                .map_err(|reason| StoreError::Corrupt {
-                    id: *id,
-                    pack: loc.pack.to_string(),
-                    reason,
-                })?;
-                let how = match h.codec {
-                    pack::Codec::Zstd => StoredAs::Zstd(stored),
-                    _ => StoredAs::Raw,
+                // `decode_entry` checks the bytes against the id. An uncompressed entry
+                // is its own raw bytes, so only a zstd frame is kept apart (copied).
+                let (input, how) = match h.codec {
+                    pack::Codec::Zstd => (stored.clone(), StoredAs::Zstd(stored)),
+                    _ => (stored, StoredAs::Raw),
                 };
+                let raw =
+                    pack::decode_entry(&h, input, &mut |_| Err("a whole entry has no base".into()))
+                        .map_err(|reason| StoreError::Corrupt {
+                            id: *id,
+                            pack: loc.pack.to_string(),
+                            reason,
+                        })?;
                 Ok((h.kind, raw, how))
             })
         })
@@ -1934,6 +1934,36 @@ mod tests {
             copy.read_entry_stored(&text_id).unwrap().2,
             StoredAs::Zstd(frame)
         );
+    }
+
+    /// What a push sends is read with `read_entry_stored`: a damaged byte in an entry,
+    /// kept raw or as a zstd frame, is an error naming the object, never bytes to send.
+    #[test]
+    fn a_damaged_entry_read_in_its_stored_form_is_an_error() {
+        let text = b"a line of a note, and the same line again. ".repeat(50);
+        let random = noise(10_000, 9);
+        for (what, data) in [("zstd", &text), ("raw", &random)] {
+            let dir = tempfile::tempdir().unwrap();
+            let store = Store::init(dir.path(), StoreConfig::default()).unwrap();
+            let mut tx = store.transaction().unwrap();
+            let id = tx.write_object(Kind::Chunk, data).unwrap();
+            drop(tx.commit().unwrap());
+            let loc = store.locate(&id).unwrap().unwrap();
+            let path = store.pack_file_path(&loc.pack);
+            let mut bytes = std::fs::read(&path).unwrap();
+            let at = loc.offset as usize + pack::ENTRY_HEADER_LEN + 40;
+            bytes[at] ^= 0x55;
+            std::fs::write(&path, &bytes).unwrap();
+            let err = Store::open(dir.path())
+                .unwrap()
+                .read_entry_stored(&id)
+                .unwrap_err();
+            assert!(
+                matches!(err, StoreError::Corrupt { .. })
+                    && err.to_string().contains(&id.short(16)),
+                "{what}: {err}"
+            );
+        }
     }
 
     /// An aborted transaction deleted packs it had already moved into `packs/`, though

@@ -388,16 +388,21 @@ fn absolute_url(url: &str) -> CliResult<String> {
 pub fn push(repo: &Repo, name: Option<String>, pass: PassArgs, json: bool) -> CliResult<u8> {
     // The walk of what to send holds the repository lock (shared: `gc` waits for it).
     // With the passphrase at hand, the walk runs while the remote is opened (its key
-    // derived from the passphrase) and neither waits for the other; a passphrase that may
-    // be asked on the terminal is asked first, so the lock is never held while a person
-    // answers, and a wrong one fails before anything is walked.
+    // derived from the passphrase) and neither waits for the other, and a remote that
+    // fails to open (a wrong passphrase) stops the walk; a passphrase that may be asked
+    // on the terminal is asked first, so the lock is never held while a person answers,
+    // and a wrong one fails before anything is walked.
     let (plan, opened) = if !passphrase_at_hand(pass.passphrase_file.as_deref(), PASSPHRASE_VAR) {
         let opened = open_remote(repo, name.as_deref(), true, &pass)?;
         (PushPlan::new(repo), Ok(opened))
     } else {
+        let stop = std::sync::atomic::AtomicBool::new(false);
         std::thread::scope(|s| {
-            let walk = s.spawn(|| PushPlan::new(repo));
+            let walk = s.spawn(|| PushPlan::new_until(repo, &stop));
             let opened = open_remote(repo, name.as_deref(), true, &pass);
+            if opened.is_err() {
+                stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
             (
                 walk.join()
                     .expect("the walk of what to push does not panic"),

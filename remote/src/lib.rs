@@ -462,6 +462,23 @@ mod tests {
         (folder, repo)
     }
 
+    /// A push walks what to send while it opens its remote; when that fails (a wrong
+    /// passphrase), the walk is stopped instead of waited for.
+    #[test]
+    fn a_push_plan_stops_its_walk_when_told() {
+        let (_folder, repo) = library();
+        let stop = std::sync::atomic::AtomicBool::new(true);
+        let err = PushPlan::new_until(&repo, &stop)
+            .err()
+            .expect("a stopped walk is an error");
+        assert!(
+            matches!(err, RemoteError::Vcs(lifeos_vcs::VcsError::Stopped)),
+            "{err}"
+        );
+        stop.store(false, std::sync::atomic::Ordering::Relaxed);
+        assert!(PushPlan::new_until(&repo, &stop).is_ok());
+    }
+
     #[test]
     fn a_fetch_of_everything_reads_each_pack_whole_in_one_request() {
         let (_folder, repo) = library();

@@ -178,13 +178,21 @@ impl<'r> PushPlan<'r> {
     /// Walks what `repo`'s operation heads reach; refuses a repository with problems
     /// (except, in a lazy clone, file chunks it has not read yet).
     pub fn new(repo: &'r Repo) -> Result<PushPlan<'r>> {
+        PushPlan::new_until(repo, &std::sync::atomic::AtomicBool::new(false))
+    }
+
+    /// Like [`PushPlan::new`], with a walk that stops soon after `stop` is set (see
+    /// [`Repo::reachable_from_until`]): a push whose remote fails to open (a wrong
+    /// passphrase) says so without waiting for the walk.
+    pub fn new_until(repo: &'r Repo, stop: &std::sync::atomic::AtomicBool) -> Result<PushPlan<'r>> {
         let store = repo.store();
         // Several local heads are merged first, so one head is published.
         repo.head()?;
         let lock = store.transaction()?;
         let heads = repo.op_heads()?;
         let mut problems = Vec::new();
-        let reach = repo.reachable_from::<HashSet<Id>>(heads.clone(), true, &mut problems)?;
+        let reach =
+            repo.reachable_from_until::<HashSet<Id>>(heads.clone(), true, &mut problems, stop)?;
         // A lazy clone lacks chunks by design: reading them fetches them.
         problems.retain(|p| !(store.has_source() && p.code == "missing-object"));
         if let Some(p) = problems.first() {

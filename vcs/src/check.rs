@@ -2,13 +2,14 @@
 //! operation log can reach.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use lifeos_store::fsck::Problem;
 use lifeos_store::gc::GcReport;
 use lifeos_store::live::PrefixSet;
 use lifeos_store::{Id, StoreStats};
 
-use crate::error::Result;
+use crate::error::{Result, VcsError};
 use crate::object::EntryKind;
 use crate::repo::Repo;
 
@@ -131,12 +132,33 @@ impl Repo {
         chunks: bool,
         problems: &mut Vec<Problem>,
     ) -> Result<Reachable<S>> {
+        self.reachable_from_until(ops, chunks, problems, &AtomicBool::new(false))
+    }
+
+    /// Like [`Repo::reachable_from`], ending with [`VcsError::Stopped`] soon after `stop`
+    /// is set: a command that walks while it does something else (a push, while it opens
+    /// its remote) stops the walk when that fails, instead of waiting for it.
+    pub fn reachable_from_until<S: Reached>(
+        &self,
+        ops: Vec<Id>,
+        chunks: bool,
+        problems: &mut Vec<Problem>,
+        stop: &AtomicBool,
+    ) -> Result<Reachable<S>> {
+        let go_on = || {
+            if stop.load(Ordering::Relaxed) {
+                Err(VcsError::Stopped)
+            } else {
+                Ok(())
+            }
+        };
         let mut r = Reachable::<S>::default();
         let mut walked: HashSet<Id> = HashSet::new();
         let mut ops = ops;
         let mut commits = Vec::new();
         let mut stored = Vec::new();
         while let Some(op_id) = ops.pop() {
+            go_on()?;
             if !walked.insert(op_id) {
                 continue;
             }
@@ -280,6 +302,7 @@ impl Repo {
         }
         let mut trees = Vec::new();
         while let Some(c) = commits.pop() {
+            go_on()?;
             if !walked.insert(c) {
                 continue;
             }
@@ -294,6 +317,7 @@ impl Repo {
             }
         }
         while let Some((t, context)) = trees.pop() {
+            go_on()?;
             if !walked.insert(t) {
                 continue;
             }
@@ -317,6 +341,7 @@ impl Repo {
             }
         }
         for (id, context) in stored {
+            go_on()?;
             self.reach_file(&mut r, id, None, &context, chunks, problems)?;
         }
         Ok(r)

@@ -154,6 +154,10 @@ pub enum VcsError {
         /// What is in the way.
         reason: String,
     },
+    /// A walk was stopped before it ended, because the command it served failed
+    /// otherwise (see [`Repo::reachable_from_until`](crate::Repo::reachable_from_until)).
+    #[error("the walk of the history was stopped before it ended")]
+    Stopped,
     /// The command was interrupted (Ctrl-C) while it changed the working folder.
     #[error("interrupted while changing the working folder")]
     Interrupted,

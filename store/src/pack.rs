@@ -298,15 +298,18 @@ pub fn delta_base(stored: &[u8]) -> Option<Id> {
 }
 
 /// Verifies and decodes the stored bytes of an entry into its raw bytes. `base` gives the
-/// raw bytes of a delta's base entry.
-pub fn decode_entry(
+/// raw bytes of a delta's base entry. Stored bytes given owned become the raw bytes of an
+/// uncompressed entry without a copy; given borrowed, they stay the caller's (a push
+/// keeps a zstd frame to send as it is).
+pub fn decode_entry<'s>(
     header: &EntryHeader,
-    stored: Vec<u8>,
+    stored: impl Into<std::borrow::Cow<'s, [u8]>>,
     base: &mut dyn FnMut(&Id) -> std::result::Result<Vec<u8>, String>,
 ) -> std::result::Result<Vec<u8>, String> {
+    let stored = stored.into();
     let zstd_err = |what: &str, code| format!("{what}: {}", zstd::zstd_safe::get_error_name(code));
     let raw = match header.codec {
-        Codec::Raw => stored,
+        Codec::Raw => stored.into_owned(),
         Codec::Delta => {
             let base_id = delta_base(&stored).ok_or("delta shorter than its base id")?;
             let base_raw = base(&base_id).map_err(|e| format!("delta base {base_id}: {e}"))?;

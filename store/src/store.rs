@@ -735,18 +735,18 @@ impl Store {
                 }
                 let stored = pack::read_stored_after(&file, &path, loc.offset, &h)?;
                 // `decode_entry` checks the bytes against the id. An uncompressed entry
-                // is its own raw bytes, so only a zstd frame is kept apart (copied).
-                let (input, how) = match h.codec {
-                    pack::Codec::Zstd => (stored.clone(), StoredAs::Zstd(stored)),
-                    _ => (stored, StoredAs::Raw),
+                // is its own raw bytes; a zstd frame is read from where it is and kept.
+                let no_base = &mut |_: &Id| Err("a whole entry has no base".into());
+                let decoded = match h.codec {
+                    pack::Codec::Zstd => pack::decode_entry(&h, &stored[..], no_base)
+                        .map(|raw| (raw, StoredAs::Zstd(stored))),
+                    _ => pack::decode_entry(&h, stored, no_base).map(|raw| (raw, StoredAs::Raw)),
                 };
-                let raw =
-                    pack::decode_entry(&h, input, &mut |_| Err("a whole entry has no base".into()))
-                        .map_err(|reason| StoreError::Corrupt {
-                            id: *id,
-                            pack: loc.pack.to_string(),
-                            reason,
-                        })?;
+                let (raw, how) = decoded.map_err(|reason| StoreError::Corrupt {
+                    id: *id,
+                    pack: loc.pack.to_string(),
+                    reason,
+                })?;
                 Ok((h.kind, raw, how))
             })
         })

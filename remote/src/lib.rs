@@ -348,22 +348,6 @@ impl Remote {
         lifeos_store::store::write_atomic(path, bytes)?;
         Ok(())
     }
-
-    /// Reads object `id` at `place`, checked against its id.
-    pub fn read_object(&self, id: &Id, place: &Place) -> Result<Vec<u8>> {
-        let key = format!("{}{}", format::PACKS_DIR, place.pack);
-        let end = place.offset + u64::from(place.len);
-        let mut bytes = Vec::new();
-        self.backend
-            .get_range(&key, place.offset..end, &mut bytes)?;
-        if bytes.len() != place.len as usize {
-            return Err(RemoteError::Damaged {
-                what: key,
-                reason: format!("it ends before byte {end}, where object {id} should end"),
-            });
-        }
-        format::decode_object(self.keys.as_ref(), id, place.kind, bytes)
-    }
 }
 
 #[cfg(test)]
@@ -462,6 +446,31 @@ mod tests {
         (folder, repo)
     }
 
+    /// A plain remote in `root` that `repo` was pushed to, and the keys of the ranged
+    /// reads made of it from then on.
+    fn pushed_to_watched(
+        repo: &lifeos_vcs::Repo,
+        root: &std::path::Path,
+    ) -> (Remote, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+        let ranges_read = std::sync::Arc::default();
+        let remote = Remote::open(
+            Box::new(Watched {
+                dir: DirBackend::open(root).unwrap(),
+                asked: true.into(),
+                ranges_read: std::sync::Arc::clone(&ranges_read),
+            }),
+            Create::Plain,
+            &|| Ok(Vec::new()),
+            None,
+        )
+        .unwrap();
+        remote
+            .push(PushPlan::new(repo).unwrap(), &transfer::Quiet)
+            .unwrap();
+        ranges_read.lock().unwrap().clear();
+        (remote, ranges_read)
+    }
+
     /// A push walks what to send while it opens its remote; when that fails (a wrong
     /// passphrase), the walk is stopped instead of waited for.
     #[test]
@@ -483,21 +492,7 @@ mod tests {
     fn a_fetch_of_everything_reads_each_pack_whole_in_one_request() {
         let (_folder, repo) = library();
         let root = tempfile::tempdir().unwrap();
-        let ranges_read = std::sync::Arc::default();
-        let remote = Remote::open(
-            Box::new(Watched {
-                dir: DirBackend::open(root.path()).unwrap(),
-                asked: true.into(),
-                ranges_read: std::sync::Arc::clone(&ranges_read),
-            }),
-            Create::Plain,
-            &|| Ok(Vec::new()),
-            None,
-        )
-        .unwrap();
-        remote
-            .push(PushPlan::new(&repo).unwrap(), &transfer::Quiet)
-            .unwrap();
+        let (remote, ranges_read) = pushed_to_watched(&repo, root.path());
         let clone = tempfile::tempdir().unwrap();
         let clone =
             lifeos_vcs::Repo::init(clone.path(), lifeos_store::StoreConfig::default()).unwrap();
@@ -517,6 +512,62 @@ mod tests {
         read.sort();
         packs.sort();
         assert_eq!(read, packs, "each pack read once");
+    }
+
+    /// Regression: a lazy clone's checkout fetched each file's chunks with a ranged read
+    /// per chunk and a transaction per file (38-55 s for the peer library's 604 MiB).
+    #[test]
+    fn a_lazy_restore_fetches_its_files_chunks_together() {
+        let (folder, repo) = library();
+        let root = tempfile::tempdir().unwrap();
+        let (remote, ranges_read) = pushed_to_watched(&repo, root.path());
+        let clone = tempfile::tempdir().unwrap();
+        let clone =
+            lifeos_vcs::Repo::init(clone.path(), lifeos_store::StoreConfig::default()).unwrap();
+        remote
+            .fetch(&clone, "origin", false, &transfer::Quiet)
+            .unwrap();
+        let catalog = remote.catalog().unwrap();
+        let chunks_here = |r: &lifeos_vcs::Repo| {
+            let store = r.store();
+            catalog
+                .iter()
+                .filter(|(id, p)| {
+                    p.kind == lifeos_store::Kind::Chunk && store.contains(id).unwrap()
+                })
+                .count()
+        };
+        let chunks = chunks_here(&repo);
+        assert!(chunks > 100, "{chunks} chunks");
+        assert_eq!(chunks_here(&clone), 0, "a lazy fetch brings no chunk");
+        let chunk_packs: std::collections::HashSet<&String> = catalog
+            .values()
+            .filter(|p| p.kind == lifeos_store::Kind::Chunk)
+            .map(|p| &p.pack)
+            .collect();
+        ranges_read.lock().unwrap().clear();
+        serve_lazily(&clone, Box::new(move || Ok(remote.clone())));
+        let commit = repo.head().unwrap().view.wc_commit.unwrap();
+        let out = tempfile::tempdir().unwrap();
+        let out = out.path().join("out");
+        clone
+            .restore_tree_to(&repo.commit(&commit).unwrap().tree, &out, &|_| ())
+            .unwrap();
+        assert_eq!(
+            std::fs::read(out.join("video.mp4")).unwrap(),
+            std::fs::read(folder.path().join("video.mp4")).unwrap()
+        );
+        for i in 0..40 {
+            let note = format!("notes/{i}.md");
+            assert_eq!(
+                std::fs::read(out.join(&note)).unwrap(),
+                std::fs::read(folder.path().join(&note)).unwrap()
+            );
+        }
+        assert_eq!(chunks_here(&clone), chunks);
+        // Every chunk is wanted, so each pack holding chunks is read whole, once.
+        let read = ranges_read.lock().unwrap().clone();
+        assert_eq!(read.len(), chunk_packs.len(), "{read:?}");
     }
 
     #[test]

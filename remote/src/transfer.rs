@@ -399,6 +399,61 @@ impl Remote {
         Ok(Arrival { bytes, objects })
     }
 
+    /// Reads `want` with [`READERS`] ranged reads at a time (neighbours together, see
+    /// [`read_ranges`]) and hands each object to `each` as it arrives, opened and checked:
+    /// its id, its place, its bytes and, if it was kept compressed, its zstd frame. The
+    /// first error, of a read or of `each`, stops the reads and is returned.
+    fn read_objects<'c>(
+        &self,
+        want: Vec<(&'c Id, &'c Place)>,
+        mut each: impl FnMut(&Id, &Place, &[u8], Option<&[u8]>) -> Result<()>,
+    ) -> Result<()> {
+        let ranges = read_ranges(want);
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        // Each arrival is one read's bytes (up to READ_MAX, unless one object is larger)
+        // and the objects in it that zstd inflated: two wait to be handed over, so at most
+        // READERS + 3 reads are held at once (their buffers are kept between reads).
+        let (found, arrivals) = std::sync::mpsc::sync_channel::<Result<Arrival>>(2);
+        // Handed-over arrivals' buffers, read into again.
+        let spare = Spare::default();
+        std::thread::scope(|scope| -> Result<()> {
+            for _ in 0..READERS {
+                let found = found.clone();
+                let (ranges, next, spare) = (&ranges, &next, &spare);
+                scope.spawn(move || loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(range) = ranges.get(i) else {
+                        return;
+                    };
+                    let buf = spare.lock().map(|mut s| s.pop()).ok().flatten();
+                    let item = self.read_range(range, buf.unwrap_or_default());
+                    let failed = item.is_err();
+                    if found.send(item).is_err() || failed {
+                        return;
+                    }
+                });
+            }
+            drop(found);
+            // The first error stops the readers (their sends fail once this loop has
+            // returned).
+            for item in arrivals {
+                let a = item?;
+                for (id, place, opened) in &a.objects {
+                    match opened {
+                        Opened::Raw(r) => each(id, place, &a.bytes[r.clone()], None)?,
+                        Opened::Zstd { raw, frame } => {
+                            each(id, place, raw, Some(&a.bytes[frame.clone()]))?
+                        }
+                    }
+                }
+                if let Ok(mut s) = spare.lock() {
+                    s.push(a.bytes);
+                }
+            }
+            Ok(())
+        })
+    }
+
     /// Downloads what the repository lacks (with `all_data`, every object; without, all
     /// but file chunks, which a lazy clone reads when needed), checks that the remote's
     /// new operations reach nothing missing, and merges them into the local operation
@@ -422,53 +477,12 @@ impl Remote {
         let mut report = FetchReport::default();
         progress.total(want.iter().map(|(_, p)| u64::from(p.len)).sum());
         let mut tx = store.transaction()?;
-        let ranges = read_ranges(want);
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        // Each arrival is one read's bytes (up to READ_MAX, unless one object is larger)
-        // and the objects in it that zstd inflated: two wait to be stored, so at most
-        // READERS + 3 reads are held at once (their buffers are kept between reads).
-        let (found, arrivals) = std::sync::mpsc::sync_channel::<Result<Arrival>>(2);
-        // Stored arrivals' buffers, read into again.
-        let spare = Spare::default();
-        std::thread::scope(|scope| -> Result<()> {
-            for _ in 0..READERS {
-                let found = found.clone();
-                let (ranges, next, spare) = (&ranges, &next, &spare);
-                scope.spawn(move || loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(range) = ranges.get(i) else {
-                        return;
-                    };
-                    let buf = spare.lock().map(|mut s| s.pop()).ok().flatten();
-                    let item = self.read_range(range, buf.unwrap_or_default());
-                    let failed = item.is_err();
-                    if found.send(item).is_err() || failed {
-                        return;
-                    }
-                });
-            }
-            drop(found);
-            // Checked objects are stored as they come; the first error stops the readers
-            // (their sends fail once this loop has returned).
-            for item in arrivals {
-                let a = item?;
-                for (id, place, opened) in &a.objects {
-                    match opened {
-                        Opened::Raw(r) => {
-                            tx.write_as(**id, place.kind, &a.bytes[r.clone()], None)?
-                        }
-                        Opened::Zstd { raw, frame } => {
-                            tx.write_as(**id, place.kind, raw, Some(&a.bytes[frame.clone()]))?
-                        }
-                    };
-                    report.objects += 1;
-                    report.bytes += u64::from(place.len);
-                    progress.advance(u64::from(place.len));
-                }
-                if let Ok(mut s) = spare.lock() {
-                    s.push(a.bytes);
-                }
-            }
+        // Checked objects are stored as they come.
+        self.read_objects(want, |id, place, raw, frame| {
+            tx.write_as(*id, place.kind, raw, frame)?;
+            report.objects += 1;
+            report.bytes += u64::from(place.len);
+            progress.advance(u64::from(place.len));
             Ok(())
         })?;
         // Held until the merge is published: nothing refers to the objects before it.
@@ -530,7 +544,11 @@ impl LazySource {
 }
 
 impl lifeos_store::ObjectSource for LazySource {
-    fn fetch(&self, id: &Id) -> lifeos_store::Result<Option<(Kind, Vec<u8>)>> {
+    fn fetch(
+        &self,
+        ids: &[Id],
+        found: &mut dyn FnMut(lifeos_store::Fetched<'_>) -> lifeos_store::Result<()>,
+    ) -> lifeos_store::Result<()> {
         let to_store = |e: RemoteError| match e {
             RemoteError::Store(s) => s,
             other => lifeos_store::StoreError::Remote {
@@ -539,11 +557,21 @@ impl lifeos_store::ObjectSource for LazySource {
             },
         };
         let (remote, catalog) = self.remote().map_err(to_store)?;
-        let Some(place) = catalog.get(id) else {
-            return Ok(None);
-        };
-        let raw = remote.read_object(id, place).map_err(to_store)?;
-        Ok(Some((place.kind, raw)))
+        let want = ids
+            .iter()
+            .filter_map(|id| catalog.get(id).map(|place| (id, place)))
+            .collect();
+        remote
+            .read_objects(want, |id, place, raw, frame| {
+                let kind = place.kind;
+                Ok(found(lifeos_store::Fetched {
+                    id,
+                    kind,
+                    raw,
+                    frame,
+                })?)
+            })
+            .map_err(to_store)
     }
 }
 

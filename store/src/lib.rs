@@ -32,7 +32,7 @@ pub use error::{Result, StoreError};
 pub use id::{Id, IdMap, IdSet};
 pub use manifest::{ChunkRef, Manifest};
 pub use pack::Kind;
-pub use store::{ObjectSource, Store, StoreStats, StoredAs, Transaction, Written};
+pub use store::{Fetched, ObjectSource, Store, StoreStats, StoredAs, Transaction, Written};
 
 /// The buffer of every large file lifeos writes (packs, index layers, a checkout's
 /// files). Linux 6.x gives a buffered write page-cache folios as large as the write: a

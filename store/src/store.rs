@@ -140,11 +140,26 @@ pub enum StoredAs {
 }
 
 /// Where a store finds the objects it does not hold yet: the remote a lazy clone was
-/// made from. What it returns is stored before it is used.
+/// made from. What it hands over is checked and stored before it is used.
 pub trait ObjectSource: Send + Sync {
-    /// The kind and bytes of object `id`, checked against `id`; `None` if the source
-    /// does not have it either.
-    fn fetch(&self, id: &Id) -> Result<Option<(Kind, Vec<u8>)>>;
+    /// Fetches those of `ids` the source has, together (a file's chunks in a few
+    /// requests, not one each), and hands each to `found` as it arrives; those it lacks
+    /// are left out. The first error from `found` stops the fetch and is returned.
+    fn fetch(&self, ids: &[Id], found: &mut dyn FnMut(Fetched<'_>) -> Result<()>) -> Result<()>;
+}
+
+/// One object an [`ObjectSource`] fetched.
+#[derive(Debug, Clone, Copy)]
+pub struct Fetched<'a> {
+    /// Its id.
+    pub id: &'a Id,
+    /// Its kind.
+    pub kind: Kind,
+    /// Its bytes.
+    pub raw: &'a [u8],
+    /// The zstd frame the source held and decompressed to `raw`, stored as it is
+    /// instead of compressing `raw` again; `None` if the source held it uncompressed.
+    pub frame: Option<&'a [u8]>,
 }
 
 /// Recently read, verified entries kept whole under a key whose bytes never change: the
@@ -292,26 +307,25 @@ impl Store {
         self.source.get().is_some()
     }
 
-    /// Fetches `ids` from the source, if there is one, and stores them in one
+    /// Fetches `ids` (distinct) from the source, if there is one, and stores them in one
     /// transaction. Whether every one of them was.
     fn fetch_missing(&self, ids: &[Id]) -> Result<bool> {
         let Some(source) = self.source.get() else {
             return Ok(false);
         };
         let mut tx = self.transaction()?;
-        let mut all = true;
-        for id in ids {
-            let Some((kind, raw)) = source.fetch(id)? else {
-                all = false;
-                continue;
-            };
-            pack::verify_content(kind, id, &raw).map_err(|reason| StoreError::Corrupt {
-                id: *id,
+        let mut stored = 0;
+        source.fetch(ids, &mut |f| {
+            pack::verify_content(f.kind, f.id, f.raw).map_err(|reason| StoreError::Corrupt {
+                id: *f.id,
                 pack: "(fetched from the remote)".into(),
                 reason,
             })?;
-            tx.write_entry(*id, kind, &raw)?;
-        }
+            tx.write_as(*f.id, f.kind, f.raw, f.frame)?;
+            stored += 1;
+            Ok(())
+        })?;
+        let all = stored == ids.len();
         // Something already recorded refers to them (that is why they were read), so
         // they are reachable the moment they are stored and the lock can go at once.
         drop(tx.commit()?);
@@ -802,25 +816,41 @@ impl Store {
         }
     }
 
-    /// Streams the verified bytes of file `id` into `out`; returns the byte count. Every
-    /// chunk is checked against its hash before any of its bytes are written, so a damaged
-    /// store fails with an error naming the chunk and pack instead of producing wrong bytes.
-    pub fn read_file(&self, id: &Id, out: &mut dyn Write) -> Result<u64> {
-        let manifest = self.file_chunks(id)?;
-        if self.has_source() {
-            // A lazy clone fetches the chunks it lacks together, not one by one.
-            let mut missing = Vec::new();
-            for c in &manifest.chunks {
+    /// In a lazy clone (a store with a source), fetches the chunks of `files` that are
+    /// not here yet, all together: a few ranged reads per remote pack and one
+    /// transaction, where reading the files one by one would take a request and a
+    /// transaction per file. A file whose one chunk is missing is fetched as that chunk.
+    /// Without a source, does nothing.
+    pub fn fetch_file_chunks<'i>(&self, files: impl IntoIterator<Item = &'i Id>) -> Result<()> {
+        if !self.has_source() {
+            return Ok(());
+        }
+        let mut missing = Vec::new();
+        for id in files {
+            if !self.contains(id)? {
+                missing.push(*id);
+                continue;
+            }
+            for c in self.file_chunks(id)?.chunks {
                 if !self.contains(&c.id)? {
                     missing.push(c.id);
                 }
             }
-            missing.sort();
-            missing.dedup();
-            if !missing.is_empty() {
-                self.fetch_missing(&missing)?;
-            }
         }
+        missing.sort();
+        missing.dedup();
+        if !missing.is_empty() {
+            self.fetch_missing(&missing)?;
+        }
+        Ok(())
+    }
+
+    /// Streams the verified bytes of file `id` into `out`; returns the byte count. Every
+    /// chunk is checked against its hash before any of its bytes are written, so a damaged
+    /// store fails with an error naming the chunk and pack instead of producing wrong bytes.
+    pub fn read_file(&self, id: &Id, out: &mut dyn Write) -> Result<u64> {
+        self.fetch_file_chunks([id])?;
+        let manifest = self.file_chunks(id)?;
         let mut total = 0u64;
         for c in &manifest.chunks {
             let raw = self.read_object(&c.id, Kind::Chunk)?;

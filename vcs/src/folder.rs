@@ -559,6 +559,8 @@ impl Repo {
                 size: e.size,
             });
         }
+        // A lazy clone fetches what the files need at once, not file by file.
+        self.store().fetch_file_chunks(jobs.iter().map(|j| &j.id))?;
         let results = crate::restore::by_folder_in_turn(&jobs, |job| {
             self.interrupt.check()?;
             self.write_file(job)

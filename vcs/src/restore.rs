@@ -185,6 +185,8 @@ impl Repo {
         let mut stats = RestoreStats::default();
         let mut jobs = Vec::new();
         self.plan(root, dest, b"", &mut jobs, &mut stats)?;
+        // A lazy clone fetches what the files need at once, not file by file.
+        self.store().fetch_file_chunks(jobs.iter().map(|j| &j.id))?;
         let results = self.write_files(&jobs, progress);
         for r in results {
             stats.bytes += r?;

@@ -5,8 +5,9 @@
 # For each run and tool the library is generated afresh; lifeos commits v1 and pushes it
 # (timed), then five rounds of (edit, commit, push); restic backs up v1, then five rounds
 # of (edit, backup). Then lifeos clones the remote lazily (timed until `log` and `ls` have
-# answered), completes that clone (fetch --all-data, timed), clones fully (timed, checked
-# byte for byte against v6), and the server's own GET throughput is measured by reading
+# answered), checks out v6 in a second lazy clone (the checkout timed), completes the
+# first (fetch --all-data, timed), clones fully (timed, checked byte for byte against
+# v6), and the server's own GET throughput is measured by reading
 # every pack lifeos wrote, through the S3 API and straight from its filer, and its PUT
 # time by writing those packs again.
 #
@@ -79,6 +80,12 @@ lifeos_lazy_ready() (
     timed "$LIFEOS" log -n 20
     timed "$LIFEOS" ls -r main
 )
+lifeos_lazy_checkout() (
+    cd "$WORK"
+    "$LIFEOS" clone --lazy "s3://$BUCKET/lifeos-$RUN" lazy-checkout >>"$LOG" 2>&1
+    cd lazy-checkout
+    timed "$LIFEOS" checkout main
+)
 lifeos_fetch_all() (
     cd "$WORK/lazy"
     timed "$LIFEOS" fetch --all-data
@@ -95,11 +102,12 @@ lifeos_full_clone() (
 # put 26% of the samples of a clone made so after the last clone was deleted in that scan
 # (`recently_deleted`, `find_get_block_common`), and none in one made 6 min after. So the
 # bench deletes nothing while it runs: what it is done with goes into $WORK/trash, which
-# is emptied at the end, and the full clone waits until the bench's last deletion (the
-# wipe of an earlier workdir, or an earlier invocation's trash, noted in $DELETED_AT) is
-# 365 s old. The trash's files are dropped from the page cache as a deletion would
-# drop them: in two invocations that kept them cached, memory ran out by the third run,
-# whose clones then took 7.40 and 7.75 s against 1.56-1.93 s in the runs before.
+# is emptied at the end, and the lazy checkout and full clone wait until the bench's last
+# deletion (the wipe of an earlier workdir, or an earlier invocation's trash, noted in
+# $DELETED_AT) is 365 s old. The trash's files are dropped from the page cache as a
+# deletion would drop them: in two invocations that kept them cached, memory ran out by
+# the third run, whose clones then took 7.40 and 7.75 s against 1.56-1.93 s in the runs
+# before.
 DELETED_AT=$WORK.deleted-at
 TRASHED=0
 delete_later() {
@@ -237,8 +245,9 @@ run_remote() {
     done
     if [[ $TOOL == lifeos ]]; then
         measure_as lazy_ready lifeos_lazy_ready
-        measure_as fetch_all lifeos_fetch_all
         settle_deletions
+        measure_as lazy_checkout lifeos_lazy_checkout
+        measure_as fetch_all lifeos_fetch_all
         measure_as full_clone lifeos_full_clone
         checksum_tree "$DATA" >"$RUN_DIR/v6.sha256"
         checksum_tree "$WORK/full" >"$RUN_DIR/clone.sha256"
@@ -251,7 +260,7 @@ run_remote() {
         get_baseline
         put_baseline
         record remote_bytes "$(du -sb "$WORK/s3" | cut -f1)"
-        delete_later "$WORK/lazy" "$WORK/full"
+        delete_later "$WORK/lazy" "$WORK/lazy-checkout" "$WORK/full"
     fi
 }
 
@@ -282,6 +291,7 @@ get_mbs = med(l, "get_bytes") / 1e6 / med(l, "get_s")
 filer_mbs = med(l, "get_bytes") / 1e6 / med(l, "filer_get_s")
 clone_mbs = med(l, "get_bytes") / 1e6 / med(l, "full_clone")
 print(f"- lazy clone ready (clone --lazy, then log -n 20 and ls -r main): {med(l, 'lazy_ready'):.2f} s, peak RSS {med(l, 'lazy_ready_rss_kib') / 1024:.0f} MiB")
+print(f"- checkout in a lazy clone (a new one; writes v6's folder, fetching its chunks): {med(l, 'lazy_checkout'):.2f} s, peak RSS {med(l, 'lazy_checkout_rss_kib') / 1024:.0f} MiB")
 fetch_mbs = med(l, "get_bytes") / 1e6 / med(l, "fetch_all")
 print(f"- completing the lazy clone (fetch --all-data, every file's chunks into the local store): {med(l, 'fetch_all'):.2f} s = {fetch_mbs:.0f} MB/s;"
       f" ratio to the server's GET throughput {fetch_mbs / get_mbs:.2f}; peak RSS {med(l, 'fetch_all_rss_kib') / 1024:.0f} MiB")

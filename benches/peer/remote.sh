@@ -5,11 +5,11 @@
 # For each run and tool the library is generated afresh; lifeos commits v1 and pushes it
 # (timed), then five rounds of (edit, commit, push); restic backs up v1, then five rounds
 # of (edit, backup). Then lifeos clones the remote lazily (timed until `log` and `ls` have
-# answered), checks out v6 in a second lazy clone (the checkout timed), completes the
-# first (fetch --all-data, timed), clones fully (timed, checked byte for byte against
-# v6), and the server's own GET throughput is measured by reading
+# answered), completes that clone (fetch --all-data, timed), clones fully (timed, checked
+# byte for byte against v6), and the server's own GET throughput is measured by reading
 # every pack lifeos wrote, through the S3 API and straight from its filer, and its PUT
-# time by writing those packs again.
+# time by writing those packs again. Last, v6 is checked out in a second lazy clone (the
+# checkout timed).
 #
 # Environment: as run.sh (LIFEOS_BIN, PEER_WORKDIR, RUNS, PEER_SCALE); PEER_WORKDIR
 # defaults to /tmp/lifeos-peer-remote.
@@ -102,12 +102,12 @@ lifeos_full_clone() (
 # put 26% of the samples of a clone made so after the last clone was deleted in that scan
 # (`recently_deleted`, `find_get_block_common`), and none in one made 6 min after. So the
 # bench deletes nothing while it runs: what it is done with goes into $WORK/trash, which
-# is emptied at the end, and the lazy checkout and full clone wait until the bench's last
-# deletion (the wipe of an earlier workdir, or an earlier invocation's trash, noted in
-# $DELETED_AT) is 365 s old. The trash's files are dropped from the page cache as a
-# deletion would drop them: in two invocations that kept them cached, memory ran out by
-# the third run, whose clones then took 7.40 and 7.75 s against 1.56-1.93 s in the runs
-# before.
+# is emptied at the end, and the full clone (and the lazy checkout after it) wait until
+# the bench's last deletion (the wipe of an earlier workdir, or an earlier invocation's
+# trash, noted in $DELETED_AT) is 365 s old. The trash's files are dropped from the page
+# cache as a deletion would drop them: in two invocations that kept them cached, memory
+# ran out by the third run, whose clones then took 7.40 and 7.75 s against 1.56-1.93 s in
+# the runs before.
 DELETED_AT=$WORK.deleted-at
 TRASHED=0
 delete_later() {
@@ -245,9 +245,8 @@ run_remote() {
     done
     if [[ $TOOL == lifeos ]]; then
         measure_as lazy_ready lifeos_lazy_ready
-        settle_deletions
-        measure_as lazy_checkout lifeos_lazy_checkout
         measure_as fetch_all lifeos_fetch_all
+        settle_deletions
         measure_as full_clone lifeos_full_clone
         checksum_tree "$DATA" >"$RUN_DIR/v6.sha256"
         checksum_tree "$WORK/full" >"$RUN_DIR/clone.sha256"
@@ -260,6 +259,9 @@ run_remote() {
         get_baseline
         put_baseline
         record remote_bytes "$(du -sb "$WORK/s3" | cut -f1)"
+        # Last: measured before the full clone, the 1.3 GB it writes into new memory left
+        # that clone at 0.45x of the GET throughput (one invocation, 2026-12-07).
+        measure_as lazy_checkout lifeos_lazy_checkout
         delete_later "$WORK/lazy" "$WORK/lazy-checkout" "$WORK/full"
     fi
 }

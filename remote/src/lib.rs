@@ -547,6 +547,18 @@ mod tests {
             .collect();
         ranges_read.lock().unwrap().clear();
         serve_lazily(&clone, Box::new(move || Ok(remote.clone())));
+        // A fetch stopped when asked keeps nothing.
+        let chunk_ids: Vec<&Id> = catalog
+            .iter()
+            .filter(|(_, p)| p.kind == lifeos_store::Kind::Chunk)
+            .map(|(id, _)| id)
+            .collect();
+        let stopped = clone
+            .store()
+            .fetch_file_chunks(chunk_ids.iter().copied(), &|| true);
+        assert!(matches!(stopped, Err(StoreError::Stopped)), "{stopped:?}");
+        assert_eq!(chunks_here(&clone), 0, "a stopped fetch keeps nothing");
+        ranges_read.lock().unwrap().clear();
         let commit = repo.head().unwrap().view.wc_commit.unwrap();
         let out = tempfile::tempdir().unwrap();
         let out = out.path().join("out");

@@ -36,6 +36,9 @@ pub enum StoreError {
     /// An object or chunk is not in any pack.
     #[error("object {0} is missing from the store")]
     Missing(Id),
+    /// A fetch of missing objects was stopped when asked to; nothing of it was kept.
+    #[error("the fetch of missing objects was stopped before it ended")]
+    Stopped,
     /// A remote key this interface refuses (it could leave the remote's place, or is
     /// not one lifeos writes).
     #[error("remote key {key:?} is refused: {reason}")]

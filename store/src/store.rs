@@ -308,14 +308,19 @@ impl Store {
     }
 
     /// Fetches `ids` (distinct) from the source, if there is one, and stores them in one
-    /// transaction. Whether every one of them was.
-    fn fetch_missing(&self, ids: &[Id]) -> Result<bool> {
+    /// transaction. Whether every one of them was. Once `stop` answers true (it is asked
+    /// before each object is stored), the fetch ends with [`StoreError::Stopped`] and
+    /// keeps nothing.
+    fn fetch_missing(&self, ids: &[Id], stop: &dyn Fn() -> bool) -> Result<bool> {
         let Some(source) = self.source.get() else {
             return Ok(false);
         };
         let mut tx = self.transaction()?;
         let mut stored = 0;
         source.fetch(ids, &mut |f| {
+            if stop() {
+                return Err(StoreError::Stopped);
+            }
             pack::verify_content(f.kind, f.id, f.raw).map_err(|reason| StoreError::Corrupt {
                 id: *f.id,
                 pack: "(fetched from the remote)".into(),
@@ -597,7 +602,7 @@ impl Store {
             done => done,
         };
         match found {
-            Err(StoreError::Missing(_)) if self.fetch_missing(&[*id])? => attempt(),
+            Err(StoreError::Missing(_)) if self.fetch_missing(&[*id], &|| false)? => attempt(),
             done => done,
         }
     }
@@ -820,8 +825,13 @@ impl Store {
     /// not here yet, all together: a few ranged reads per remote pack and one
     /// transaction, where reading the files one by one would take a request and a
     /// transaction per file. A file whose one chunk is missing is fetched as that chunk.
-    /// Without a source, does nothing.
-    pub fn fetch_file_chunks<'i>(&self, files: impl IntoIterator<Item = &'i Id>) -> Result<()> {
+    /// Without a source, does nothing. `stop` can end the fetch early, as for
+    /// [`Store::fetch_missing`].
+    pub fn fetch_file_chunks<'i>(
+        &self,
+        files: impl IntoIterator<Item = &'i Id>,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<()> {
         if !self.has_source() {
             return Ok(());
         }
@@ -840,7 +850,7 @@ impl Store {
         missing.sort();
         missing.dedup();
         if !missing.is_empty() {
-            self.fetch_missing(&missing)?;
+            self.fetch_missing(&missing, stop)?;
         }
         Ok(())
     }
@@ -849,7 +859,7 @@ impl Store {
     /// chunk is checked against its hash before any of its bytes are written, so a damaged
     /// store fails with an error naming the chunk and pack instead of producing wrong bytes.
     pub fn read_file(&self, id: &Id, out: &mut dyn Write) -> Result<u64> {
-        self.fetch_file_chunks([id])?;
+        self.fetch_file_chunks([id], &|| false)?;
         let manifest = self.file_chunks(id)?;
         let mut total = 0u64;
         for c in &manifest.chunks {

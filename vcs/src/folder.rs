@@ -71,8 +71,13 @@ impl Interrupt {
         self.default_allowed.clone()
     }
 
+    /// Whether the person asked to stop.
+    pub(crate) fn requested(&self) -> bool {
+        self.requested.load(Ordering::SeqCst)
+    }
+
     pub(crate) fn check(&self) -> Result<()> {
-        if self.requested.load(Ordering::SeqCst) {
+        if self.requested() {
             Err(VcsError::Interrupted)
         } else {
             Ok(())
@@ -559,8 +564,7 @@ impl Repo {
                 size: e.size,
             });
         }
-        // A lazy clone fetches what the files need at once, not file by file.
-        self.store().fetch_file_chunks(jobs.iter().map(|j| &j.id))?;
+        self.fetch_for(&jobs)?;
         let results = crate::restore::by_folder_in_turn(&jobs, |job| {
             self.interrupt.check()?;
             self.write_file(job)

@@ -185,14 +185,28 @@ impl Repo {
         let mut stats = RestoreStats::default();
         let mut jobs = Vec::new();
         self.plan(root, dest, b"", &mut jobs, &mut stats)?;
-        // A lazy clone fetches what the files need at once, not file by file.
-        self.store().fetch_file_chunks(jobs.iter().map(|j| &j.id))?;
+        self.fetch_for(&jobs)?;
         let results = self.write_files(&jobs, progress);
         for r in results {
             stats.bytes += r?;
             stats.files += 1;
         }
         Ok(stats)
+    }
+
+    /// In a lazy clone, fetches the chunks `jobs` lack before their files are written,
+    /// all together: file by file, each read would fetch its own, with a request per
+    /// remote pack and a transaction per file. A stop asked for (Ctrl-C) while it runs
+    /// ends it between two objects, keeping nothing of it.
+    pub(crate) fn fetch_for(&self, jobs: &[FileJob]) -> Result<()> {
+        let stop = || self.interrupt.requested();
+        match self
+            .store()
+            .fetch_file_chunks(jobs.iter().map(|j| &j.id), &stop)
+        {
+            Err(lifeos_store::StoreError::Stopped) => Err(VcsError::Interrupted),
+            done => Ok(done?),
+        }
     }
 
     /// Writes files on every core; returns each result in order.

@@ -143,8 +143,9 @@ pub enum StoredAs {
 /// made from. What it hands over is checked and stored before it is used.
 pub trait ObjectSource: Send + Sync {
     /// Fetches those of `ids` the source has, together (a file's chunks in a few
-    /// requests, not one each), and hands each to `found` as it arrives; those it lacks
-    /// are left out. The first error from `found` stops the fetch and is returned.
+    /// requests, not one each), and hands each to `found` as it arrives, checked against
+    /// its id (it is stored as it is, as [`Transaction::write_as`] requires); those it
+    /// lacks are left out. The first error from `found` stops the fetch and is returned.
     fn fetch(&self, ids: &[Id], found: &mut dyn FnMut(Fetched<'_>) -> Result<()>) -> Result<()>;
 }
 
@@ -321,11 +322,6 @@ impl Store {
             if stop() {
                 return Err(StoreError::Stopped);
             }
-            pack::verify_content(f.kind, f.id, f.raw).map_err(|reason| StoreError::Corrupt {
-                id: *f.id,
-                pack: "(fetched from the remote)".into(),
-                reason,
-            })?;
             tx.write_as(*f.id, f.kind, f.raw, f.frame)?;
             stored += 1;
             Ok(())

@@ -582,7 +582,9 @@ mod tests {
         assert_eq!(read.len(), chunk_packs.len(), "{read:?}");
     }
 
-    /// As above, for a checkout: the folder move fetches its files' chunks together.
+    /// As above, for a checkout: the folder move fetches its files' chunks together. Ctrl-C
+    /// during that fetch stops it and leaves an interrupted move, which the next command
+    /// finishes.
     #[test]
     fn a_lazy_checkout_fetches_its_files_chunks_together() {
         let (folder, repo) = library();
@@ -594,18 +596,45 @@ mod tests {
         remote
             .fetch(&clone, "origin", false, &transfer::Quiet)
             .unwrap();
-        let chunk_packs: std::collections::HashSet<String> = remote
+        let (chunks, chunk_packs): (Vec<Id>, std::collections::HashSet<String>) = remote
             .catalog()
             .unwrap()
-            .into_values()
-            .filter(|p| p.kind == lifeos_store::Kind::Chunk)
-            .map(|p| p.pack)
-            .collect();
+            .into_iter()
+            .filter(|(_, p)| p.kind == lifeos_store::Kind::Chunk)
+            .map(|(id, p)| (id, p.pack))
+            .unzip();
         ranges_read.lock().unwrap().clear();
-        serve_lazily(&clone, Box::new(move || Ok(remote.clone())));
+        // The remote is opened once, by the first fetch, which is inside the move: the
+        // flag is set then, as the signal handler sets it.
+        let ctrl_c = clone.interrupt.requested_flag();
+        serve_lazily(
+            &clone,
+            Box::new(move || {
+                ctrl_c.store(true, std::sync::atomic::Ordering::SeqCst);
+                Ok(remote.clone())
+            }),
+        );
         let commit = repo.head().unwrap().view.wc_commit.unwrap();
+        {
+            let wc = clone.lock_working_copy().unwrap();
+            let stopped = clone.fast_forward(&wc, "main", commit, false);
+            assert!(
+                matches!(&stopped, Err(VcsError::MoveUnfinished { source, .. })
+                    if matches!(**source, VcsError::Interrupted)),
+                "{:?}",
+                stopped.map(|_| ())
+            );
+        }
+        assert!(!here.path().join("video.mp4").exists());
+        assert!(
+            chunks.iter().all(|id| !clone.store().contains(id).unwrap()),
+            "a stopped fetch keeps nothing"
+        );
+        ranges_read.lock().unwrap().clear();
+        // The next command finishes the move, fetching what the stopped one dropped.
         let wc = clone.lock_working_copy().unwrap();
-        clone.fast_forward(&wc, "main", commit, false).unwrap();
+        assert!(wc.finished_move().is_some_and(|m| m.applied > 40));
+        assert_eq!(clone.head().unwrap().view.wc_commit, Some(commit));
         assert_eq!(
             std::fs::read(here.path().join("video.mp4")).unwrap(),
             std::fs::read(folder.path().join("video.mp4")).unwrap()

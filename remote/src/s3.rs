@@ -38,12 +38,29 @@ impl S3Backend {
         endpoint: Option<&str>,
         region: Option<&str>,
     ) -> Result<S3Backend> {
+        Self::with_builder(
+            AmazonS3Builder::from_env(),
+            bucket,
+            prefix,
+            endpoint,
+            region,
+        )
+    }
+
+    /// As [`S3Backend::new`], with the credentials (and anything else) set in `builder`.
+    fn with_builder(
+        builder: AmazonS3Builder,
+        bucket: &str,
+        prefix: &str,
+        endpoint: Option<&str>,
+        region: Option<&str>,
+    ) -> Result<S3Backend> {
         let location = format!("s3://{bucket}/{prefix}");
         let fail = |reason: String| StoreError::Remote {
             location: location.clone(),
             reason,
         };
-        let mut builder = AmazonS3Builder::from_env()
+        let mut builder = builder
             .with_bucket_name(bucket)
             .with_conditional_put(S3ConditionalPut::ETagMatch)
             // What is written is checked by lifeos itself (every object against its id,
@@ -75,12 +92,15 @@ impl S3Backend {
                     )));
                 }
                 builder = builder.with_allow_http(true);
-                // Plain http to this machine with keys from the environment makes no TLS
-                // connection at all (credentials from a role would: STS is https), so the
-                // system's certificates, about 80 ms of every command's start, are not
-                // loaded.
-                let static_keys = std::env::var_os("AWS_ACCESS_KEY_ID").is_some()
-                    && std::env::var_os("AWS_SECRET_ACCESS_KEY").is_some();
+                // Plain http to this machine with keys given makes no TLS connection at
+                // all (credentials from a role would: STS is https), so the system's
+                // certificates, about 80 ms of every command's start, are not loaded.
+                let static_keys = [
+                    AmazonS3ConfigKey::AccessKeyId,
+                    AmazonS3ConfigKey::SecretAccessKey,
+                ]
+                .iter()
+                .all(|k| builder.get_config_value(k).is_some());
                 if static_keys {
                     builder = builder.with_config(
                         AmazonS3ConfigKey::Client(ClientConfigKey::NoSystemCertificates),
@@ -245,5 +265,60 @@ impl Backend for S3Backend {
                 Err(e) => Err(self.fail("removing", key, e)),
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read as _, Write as _};
+
+    /// A server on 127.0.0.1 that answers every request with `response` and closes the
+    /// connection: for answers a real S3 server does not give on demand.
+    fn answering(response: Vec<u8>) -> (String, std::thread::JoinHandle<()>) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let endpoint = format!("http://{}", listener.local_addr().unwrap());
+        let server = std::thread::spawn(move || {
+            let (mut conn, _) = listener.accept().unwrap();
+            let mut request = Vec::new();
+            let mut buf = [0; 4096];
+            while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                let n = conn.read(&mut buf).unwrap();
+                assert!(n > 0, "the request ended early");
+                request.extend_from_slice(&buf[..n]);
+            }
+            conn.write_all(&response).unwrap();
+        });
+        (endpoint, server)
+    }
+
+    fn backend(endpoint: &str) -> S3Backend {
+        let keys = AmazonS3Builder::new()
+            .with_access_key_id("test")
+            .with_secret_access_key("test-secret");
+        S3Backend::with_builder(keys, "bucket", "p/", Some(endpoint), Some("us-east-1")).unwrap()
+    }
+
+    /// A server that sends more than the range asked for, under a Content-Range that
+    /// matches the request (the only check `object_store` makes), gets a clear error
+    /// naming the object, not a buffer longer than asked.
+    #[test]
+    fn a_ranged_read_refuses_more_bytes_than_it_asked_for() {
+        let body = [b'x'; 20];
+        let mut response = b"HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-9/100\r\n\
+            Content-Length: 20\r\nConnection: close\r\n\r\n"
+            .to_vec();
+        response.extend_from_slice(&body);
+        let (endpoint, server) = answering(response);
+        let mut into = Vec::new();
+        let err = backend(&endpoint)
+            .get_range("packs/a", 0..10, &mut into)
+            .expect_err("20 bytes for 10 asked is an error");
+        server.join().unwrap();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("reading packs/a") && msg.contains("more than the 10 bytes asked for"),
+            "{msg}"
+        );
     }
 }

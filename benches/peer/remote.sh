@@ -9,7 +9,8 @@
 # byte for byte against v6), and the server's own GET throughput is measured by reading
 # every pack lifeos wrote, through the S3 API and straight from its filer, and its PUT
 # time by writing those packs again. Last, v6 is checked out in a second lazy clone (the
-# checkout timed).
+# checkout timed). restic, after its rounds, restores its last snapshot into a new folder
+# (timed as its full clone, checked byte for byte against v6).
 #
 # Environment: as run.sh (LIFEOS_BIN, PEER_WORKDIR, RUNS, PEER_SCALE); PEER_WORKDIR
 # defaults to /tmp/lifeos-peer-remote.
@@ -152,6 +153,11 @@ restic_backup() (
     cd "$DATA"
     timed restic -r "s3:http://127.0.0.1:$PORT/$BUCKET/restic-$RUN" backup --quiet --exclude .lifeos .
 )
+# restic's counterpart of a full clone: the last snapshot restored into a new folder.
+restic_restore() (
+    timed restic -r "s3:http://127.0.0.1:$PORT/$BUCKET/restic-$RUN" restore latest \
+        --target "$WORK/restic-restore"
+)
 
 # curl with the bench's S3 credentials (SigV4); exported for the PUT baseline's workers.
 s3_curl() {
@@ -162,25 +168,29 @@ export -f s3_curl
 # The names of the packs lifeos pushed in this run, as its full clone lists them.
 pack_names() { ls "$WORK/full/.lifeos/remotes/origin/index"; }
 
-# The server's GET throughput: every pack lifeos wrote, read one after another with
-# curl, through the S3 API lifeos uses (signed requests; metric get_s) and straight from
-# SeaweedFS's filer, which serves the S3 gateway (filer_get_s).
+# The server's GET throughput: every pack lifeos wrote, read one after another by one
+# curl process over one connection, through the S3 API lifeos uses (signed requests;
+# metric get_s) and straight from SeaweedFS's filer, which serves the S3 gateway
+# (filer_get_s). One process for all: a curl started per pack spent about 11 ms of each
+# request starting up, which made the server look half as fast as it is (2026-12-07).
 get_baseline() {
-    local names bytes t0 t1 way
+    local names bytes t0 t1 way n args
     names=$(pack_names)
     for way in s3 filer; do
-        bytes=0
-        t0=$(date +%s.%N)
+        args=()
         for n in $names; do
             if [[ $way == s3 ]]; then
-                b=$(s3_curl -o /dev/null -w '%{size_download}' \
-                    "http://127.0.0.1:$PORT/$BUCKET/lifeos-$RUN/packs/$n")
+                args+=(-o /dev/null "http://127.0.0.1:$PORT/$BUCKET/lifeos-$RUN/packs/$n")
             else
-                b=$(curl -sf -o /dev/null -w '%{size_download}' \
-                    "http://127.0.0.1:$((PORT + 3))/buckets/$BUCKET/lifeos-$RUN/packs/$n")
+                args+=(-o /dev/null "http://127.0.0.1:$((PORT + 3))/buckets/$BUCKET/lifeos-$RUN/packs/$n")
             fi
-            bytes=$((bytes + b))
         done
+        t0=$(date +%s.%N)
+        if [[ $way == s3 ]]; then
+            bytes=$(s3_curl -w '%{size_download}\n' "${args[@]}" | awk '{ s += $1 } END { print s }')
+        else
+            bytes=$(curl -sf -w '%{size_download}\n' "${args[@]}" | awk '{ s += $1 } END { print s }')
+        fi
         t1=$(date +%s.%N)
         if [[ $way == s3 ]]; then
             record get_bytes "$bytes"
@@ -193,22 +203,21 @@ get_baseline() {
 }
 
 # The server's PUT time: the same packs, fetched first (untimed), written again under a
-# new prefix with curl, four at a time as lifeos uploads them (metric put_s): how long
-# the server takes to store a push's bytes when the client does nothing else.
+# new prefix by one curl process, four at a time as lifeos uploads them (metric put_s):
+# how long the server takes to store a push's bytes when the client does nothing else.
 put_baseline() {
-    local names dir t0 t1
+    local names dir t0 t1 n args=()
     names=$(pack_names)
     dir=$WORK/put-baseline
     mkdir -p "$dir"
     for n in $names; do
         s3_curl -o "$dir/$n" "http://127.0.0.1:$PORT/$BUCKET/lifeos-$RUN/packs/$n"
+        args+=(-o /dev/null -T "$dir/$n" "http://127.0.0.1:$PORT/$BUCKET/put-baseline-$RUN/$n")
     done
     sync
     t0=$(date +%s.%N)
-    # shellcheck disable=SC2016 # expanded by the inner shell, one pack per call
-    printf '%s\n' "$names" | xargs -P 4 -I{} bash -c 's3_curl -o /dev/null -X PUT -T "$1/$2" \
-        -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" "$3/$2"' _ "$dir" {} \
-        "http://127.0.0.1:$PORT/$BUCKET/put-baseline-$RUN" || die "the PUT baseline's uploads failed"
+    s3_curl -Z --parallel-max 4 -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" "${args[@]}" 2>>"$LOG" ||
+        die "the PUT baseline's uploads failed"
     t1=$(date +%s.%N)
     record put_s "$(echo "$t1 - $t0" | bc)"
     log "  server PUT (s3, four at a time): $(du -sb "$dir" | cut -f1) bytes in $(echo "$t1 - $t0" | bc) s"
@@ -263,6 +272,20 @@ run_remote() {
         # that clone at 0.45x of the GET throughput (one invocation, 2026-12-07).
         measure_as lazy_checkout lifeos_lazy_checkout
         delete_later "$WORK/lazy" "$WORK/lazy-checkout" "$WORK/full"
+    else
+        settle_deletions
+        measure_as full_clone restic_restore
+        checksum_tree "$DATA" >"$RUN_DIR/v6.sha256"
+        local root=$WORK/restic-restore
+        [[ ! -d $root$DATA ]] || root=$root$DATA # restic keeps absolute paths below --target
+        checksum_tree "$root" >"$RUN_DIR/clone.sha256"
+        if cmp -s "$RUN_DIR/v6.sha256" "$RUN_DIR/clone.sha256"; then
+            record clone_ok 1
+        else
+            record clone_ok 0
+            log "  the restore differs from v6"
+        fi
+        delete_later "$WORK/restic-restore"
     fi
 }
 
@@ -287,7 +310,7 @@ for m, name in [("first_push_rss_kib", "peak RSS, initial (MiB)"), ("later_push_
     a, b = med(l, m), med(r, m)
     print(f"| {name} | {a / 1024:.0f} | {b / 1024:.0f} | {a / b:.2f}× |")
 print()
-print(f"- the server's PUT time (curl, lifeos's packs, four at a time, as lifeos uploads them): {med(l, 'put_s'):.2f} s;"
+print(f"- the server's PUT time (one curl process, lifeos's packs, four at a time, as lifeos uploads them): {med(l, 'put_s'):.2f} s;"
       f" lifeos's initial push / that: {med(l, 'first_push') / med(l, 'put_s'):.2f}; restic's backup / that: {med(r, 'first_push') / med(l, 'put_s'):.2f}")
 get_mbs = med(l, "get_bytes") / 1e6 / med(l, "get_s")
 filer_mbs = med(l, "get_bytes") / 1e6 / med(l, "filer_get_s")
@@ -298,9 +321,14 @@ fetch_mbs = med(l, "get_bytes") / 1e6 / med(l, "fetch_all")
 print(f"- completing the lazy clone (fetch --all-data, every file's chunks into the local store): {med(l, 'fetch_all'):.2f} s = {fetch_mbs:.0f} MB/s;"
       f" ratio to the server's GET throughput {fetch_mbs / get_mbs:.2f}; peak RSS {med(l, 'fetch_all_rss_kib') / 1024:.0f} MiB")
 print(f"- full clone (fetch and write the folder): {med(l, 'full_clone'):.2f} s for {med(l, 'get_bytes') / 1e6:.0f} MB of packs = {clone_mbs:.0f} MB/s;"
-      f" the server's GET throughput (curl, every pack through the S3 API, one after another): {get_mbs:.0f} MB/s; ratio {clone_mbs / get_mbs:.2f}"
+      f" the server's GET throughput (one curl process, every pack through the S3 API, one after another on one connection): {get_mbs:.0f} MB/s; ratio {clone_mbs / get_mbs:.2f}"
       f" (to the filer's {filer_mbs:.0f} MB/s: {clone_mbs / filer_mbs:.2f});"
-      f" peak RSS {med(l, 'full_clone_rss_kib') / 1024:.0f} MiB; clone equal to v6: {'yes' if med(l, 'clone_ok') == 1 else 'NO'}")
+      f" peak RSS {med(l, 'full_clone_rss_kib') / 1024:.0f} MiB; clone equal to v6: {'yes' if min(vals[(l, 'clone_ok')] or [0]) == 1 else 'NO'}")
+restore_mbs = med(l, "get_bytes") / 1e6 / med(r, "full_clone")
+print(f"- restic's restore of its last snapshot into a new folder: {med(r, 'full_clone'):.2f} s"
+      f" (lifeos's full clone / that: {med(l, 'full_clone') / med(r, 'full_clone'):.2f}); at lifeos's pack bytes, {restore_mbs:.0f} MB/s,"
+      f" ratio {restore_mbs / get_mbs:.2f} to the GET throughput; peak RSS {med(r, 'full_clone_rss_kib') / 1024:.0f} MiB;"
+      f" restore equal to v6: {'yes' if min(vals[(r, 'clone_ok')] or [0]) == 1 else 'NO'}")
 PY
 }
 

@@ -7,10 +7,11 @@
 # of (edit, backup). Then lifeos clones the remote lazily (timed until `log` and `ls` have
 # answered), completes that clone (fetch --all-data, timed), clones fully (timed, checked
 # byte for byte against v6), and the server's own GET throughput is measured by reading
-# every pack lifeos wrote, through the S3 API and straight from its filer, and its PUT
-# time by writing those packs again. Last, v6 is checked out in a second lazy clone (the
-# checkout timed). restic, after its rounds, restores its last snapshot into a new folder
-# (timed as its full clone, checked byte for byte against v6).
+# every pack lifeos wrote, through the S3 API and straight from its filer; what a client
+# that only stores its download takes, by downloading every pack into files with curl;
+# and its PUT time by writing those files again. Last, v6 is checked out in a second lazy
+# clone (the checkout timed). restic, after its rounds, restores its last snapshot into
+# a new folder (timed as its full clone, checked byte for byte against v6).
 #
 # Environment: as run.sh (LIFEOS_BIN, PEER_WORKDIR, RUNS, PEER_SCALE); PEER_WORKDIR
 # defaults to /tmp/lifeos-peer-remote.
@@ -202,22 +203,33 @@ get_baseline() {
     done
 }
 
-# The server's PUT time: the same packs, fetched first (untimed), written again under a
-# new prefix by one curl process, four at a time as lifeos uploads them (metric put_s):
-# how long the server takes to store a push's bytes when the client does nothing else.
-put_baseline() {
-    local names dir t0 t1 n args=()
+# A client that only stores what it downloads: one curl process writing every pack lifeos
+# wrote into a file of its own in a new folder, one after another on one connection (no
+# decryption, no check, no folder written; metric get_files_s), then a sync (get_files_sync_s).
+# Then the server's PUT time: those files written again under a new prefix by one curl
+# process, four at a time as lifeos uploads them (metric put_s): how long the server
+# takes to store a push's bytes when the client does nothing else.
+get_to_files_and_put() {
+    local names dir t0 t1 t2 n gets=() puts=()
     names=$(pack_names)
-    dir=$WORK/put-baseline
+    dir=$WORK/packs-copy
     mkdir -p "$dir"
     for n in $names; do
-        s3_curl -o "$dir/$n" "http://127.0.0.1:$PORT/$BUCKET/lifeos-$RUN/packs/$n"
-        args+=(-o /dev/null -T "$dir/$n" "http://127.0.0.1:$PORT/$BUCKET/put-baseline-$RUN/$n")
+        gets+=(-o "$dir/$n" "http://127.0.0.1:$PORT/$BUCKET/lifeos-$RUN/packs/$n")
+        puts+=(-o /dev/null -T "$dir/$n" "http://127.0.0.1:$PORT/$BUCKET/put-baseline-$RUN/$n")
     done
     sync
     t0=$(date +%s.%N)
-    s3_curl -Z --parallel-max 4 -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" "${args[@]}" 2>>"$LOG" ||
-        die "the PUT baseline's uploads failed"
+    s3_curl "${gets[@]}" || die "the download of every pack into files failed"
+    t1=$(date +%s.%N)
+    sync
+    t2=$(date +%s.%N)
+    record get_files_s "$(echo "$t1 - $t0" | bc)"
+    record get_files_sync_s "$(echo "$t2 - $t1" | bc)"
+    log "  server GET into files: $(du -sb "$dir" | cut -f1) bytes in $(echo "$t1 - $t0" | bc) s, then sync $(echo "$t2 - $t1" | bc) s"
+    t0=$(date +%s.%N)
+    s3_curl -Z --parallel-max 4 --no-progress-meter -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" \
+        "${puts[@]}" 2>>"$LOG" || die "the PUT baseline's uploads failed"
     t1=$(date +%s.%N)
     record put_s "$(echo "$t1 - $t0" | bc)"
     log "  server PUT (s3, four at a time): $(du -sb "$dir" | cut -f1) bytes in $(echo "$t1 - $t0" | bc) s"
@@ -266,7 +278,7 @@ run_remote() {
             log "  the full clone differs from v6"
         fi
         get_baseline
-        put_baseline
+        get_to_files_and_put
         record remote_bytes "$(du -sb "$WORK/s3" | cut -f1)"
         # Last: measured before the full clone, the 1.3 GB it writes into new memory left
         # that clone at 0.45x of the GET throughput (one invocation, 2026-12-07).
@@ -324,6 +336,9 @@ print(f"- full clone (fetch and write the folder): {med(l, 'full_clone'):.2f} s 
       f" the server's GET throughput (one curl process, every pack through the S3 API, one after another on one connection): {get_mbs:.0f} MB/s; ratio {clone_mbs / get_mbs:.2f}"
       f" (to the filer's {filer_mbs:.0f} MB/s: {clone_mbs / filer_mbs:.2f});"
       f" peak RSS {med(l, 'full_clone_rss_kib') / 1024:.0f} MiB; clone equal to v6: {'yes' if min(vals[(l, 'clone_ok')] or [0]) == 1 else 'NO'}")
+files_mbs = med(l, "get_bytes") / 1e6 / med(l, "get_files_s")
+print(f"- a client that only stores what it downloads (one curl process writing every pack into a file, no decryption, check or folder):"
+      f" {med(l, 'get_files_s'):.2f} s = {files_mbs:.0f} MB/s, ratio {files_mbs / get_mbs:.2f} to the GET throughput; then sync {med(l, 'get_files_sync_s'):.2f} s")
 restore_mbs = med(l, "get_bytes") / 1e6 / med(r, "full_clone")
 print(f"- restic's restore of its last snapshot into a new folder: {med(r, 'full_clone'):.2f} s"
       f" (lifeos's full clone / that: {med(l, 'full_clone') / med(r, 'full_clone'):.2f}); at lifeos's pack bytes, {restore_mbs:.0f} MB/s,"

@@ -160,11 +160,23 @@ restic_restore() (
         --target "$WORK/restic-restore"
 )
 
-# curl with the bench's S3 credentials (SigV4); exported for the PUT baseline's workers.
+# curl with the bench's S3 credentials (SigV4).
 s3_curl() {
     curl -sf --aws-sigv4 "aws:amz:$AWS_REGION:s3" --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" "$@"
 }
-export -f s3_curl
+
+# check_against_v6 DIR WHAT: records whether folder DIR (a clone or a restore) holds the
+# library's last version ($DATA) byte for byte (metric clone_ok).
+check_against_v6() {
+    checksum_tree "$DATA" >"$RUN_DIR/v6.sha256"
+    checksum_tree "$1" >"$RUN_DIR/clone.sha256"
+    if cmp -s "$RUN_DIR/v6.sha256" "$RUN_DIR/clone.sha256"; then
+        record clone_ok 1
+    else
+        record clone_ok 0
+        log "  the $2 differs from v6"
+    fi
+}
 
 # The names of the packs lifeos pushed in this run, as its full clone lists them.
 pack_names() { ls "$WORK/full/.lifeos/remotes/origin/index"; }
@@ -269,14 +281,7 @@ run_remote() {
         measure_as fetch_all lifeos_fetch_all
         settle_deletions
         measure_as full_clone lifeos_full_clone
-        checksum_tree "$DATA" >"$RUN_DIR/v6.sha256"
-        checksum_tree "$WORK/full" >"$RUN_DIR/clone.sha256"
-        if cmp -s "$RUN_DIR/v6.sha256" "$RUN_DIR/clone.sha256"; then
-            record clone_ok 1
-        else
-            record clone_ok 0
-            log "  the full clone differs from v6"
-        fi
+        check_against_v6 "$WORK/full" "full clone"
         get_baseline
         get_to_files_and_put
         record remote_bytes "$(du -sb "$WORK/s3" | cut -f1)"
@@ -287,16 +292,9 @@ run_remote() {
     else
         settle_deletions
         measure_as full_clone restic_restore
-        checksum_tree "$DATA" >"$RUN_DIR/v6.sha256"
         local root=$WORK/restic-restore
         [[ ! -d $root$DATA ]] || root=$root$DATA # restic keeps absolute paths below --target
-        checksum_tree "$root" >"$RUN_DIR/clone.sha256"
-        if cmp -s "$RUN_DIR/v6.sha256" "$RUN_DIR/clone.sha256"; then
-            record clone_ok 1
-        else
-            record clone_ok 0
-            log "  the restore differs from v6"
-        fi
+        check_against_v6 "$root" restore
         delete_later "$WORK/restic-restore"
     fi
 }

@@ -187,30 +187,23 @@ pack_names() { ls "$WORK/full/.lifeos/remotes/origin/index"; }
 # (filer_get_s). One process for all: a curl started per pack spent about 11 ms of each
 # request starting up, which made the server look half as fast as it is (2026-12-07).
 get_baseline() {
-    local names bytes t0 t1 way n args
+    local names bytes t0 t1 way n get base metric args
     names=$(pack_names)
     for way in s3 filer; do
+        if [[ $way == s3 ]]; then
+            get=(s3_curl) base=http://127.0.0.1:$PORT/$BUCKET metric=get_s
+        else
+            get=(curl -sf) base=http://127.0.0.1:$((PORT + 3))/buckets/$BUCKET metric=filer_get_s
+        fi
         args=()
         for n in $names; do
-            if [[ $way == s3 ]]; then
-                args+=(-o /dev/null "http://127.0.0.1:$PORT/$BUCKET/lifeos-$RUN/packs/$n")
-            else
-                args+=(-o /dev/null "http://127.0.0.1:$((PORT + 3))/buckets/$BUCKET/lifeos-$RUN/packs/$n")
-            fi
+            args+=(-o /dev/null "$base/lifeos-$RUN/packs/$n")
         done
         t0=$(date +%s.%N)
-        if [[ $way == s3 ]]; then
-            bytes=$(s3_curl -w '%{size_download}\n' "${args[@]}" | awk '{ s += $1 } END { print s }')
-        else
-            bytes=$(curl -sf -w '%{size_download}\n' "${args[@]}" | awk '{ s += $1 } END { print s }')
-        fi
+        bytes=$("${get[@]}" -w '%{size_download}\n' "${args[@]}" | awk '{ s += $1 } END { print s }')
         t1=$(date +%s.%N)
-        if [[ $way == s3 ]]; then
-            record get_bytes "$bytes"
-            record get_s "$(echo "$t1 - $t0" | bc)"
-        else
-            record filer_get_s "$(echo "$t1 - $t0" | bc)"
-        fi
+        [[ $way != s3 ]] || record get_bytes "$bytes"
+        record "$metric" "$(echo "$t1 - $t0" | bc)"
         log "  server GET ($way): $bytes bytes in $(echo "$t1 - $t0" | bc) s"
     done
 }
@@ -292,9 +285,7 @@ run_remote() {
     else
         settle_deletions
         measure_as full_clone restic_restore
-        local root=$WORK/restic-restore
-        [[ ! -d $root$DATA ]] || root=$root$DATA # restic keeps absolute paths below --target
-        check_against_v6 "$root" restore
+        check_against_v6 "$(restored_library "$WORK/restic-restore")" restore
         delete_later "$WORK/restic-restore"
     fi
 }
@@ -310,6 +301,8 @@ for line in open(sys.argv[1]):
 def med(tool, metric):
     v = vals.get((tool, metric))
     return statistics.median(v) if v else float("nan")
+def all_equal(tool):
+    return "yes" if min(vals[(tool, "clone_ok")] or [0]) == 1 else "NO"
 l, r = "lifeos", "restic"
 print("| step | lifeos | restic | lifeos / restic |")
 print("|---|---:|---:|---:|")
@@ -333,7 +326,7 @@ print(f"- completing the lazy clone (fetch --all-data, every file's chunks into 
 print(f"- full clone (fetch and write the folder): {med(l, 'full_clone'):.2f} s for {med(l, 'get_bytes') / 1e6:.0f} MB of packs = {clone_mbs:.0f} MB/s;"
       f" the server's GET throughput (one curl process, every pack through the S3 API, one after another on one connection): {get_mbs:.0f} MB/s; ratio {clone_mbs / get_mbs:.2f}"
       f" (to the filer's {filer_mbs:.0f} MB/s: {clone_mbs / filer_mbs:.2f});"
-      f" peak RSS {med(l, 'full_clone_rss_kib') / 1024:.0f} MiB; clone equal to v6: {'yes' if min(vals[(l, 'clone_ok')] or [0]) == 1 else 'NO'}")
+      f" peak RSS {med(l, 'full_clone_rss_kib') / 1024:.0f} MiB; clone equal to v6: {all_equal(l)}")
 files_mbs = med(l, "get_bytes") / 1e6 / med(l, "get_files_s")
 print(f"- a client that only stores what it downloads (one curl process writing every pack into a file, no decryption, check or folder):"
       f" {med(l, 'get_files_s'):.2f} s = {files_mbs:.0f} MB/s, ratio {files_mbs / get_mbs:.2f} to the GET throughput; then sync {med(l, 'get_files_sync_s'):.2f} s")
@@ -341,7 +334,7 @@ restore_mbs = med(l, "get_bytes") / 1e6 / med(r, "full_clone")
 print(f"- restic's restore of its last snapshot into a new folder: {med(r, 'full_clone'):.2f} s"
       f" (lifeos's full clone / that: {med(l, 'full_clone') / med(r, 'full_clone'):.2f}); at lifeos's pack bytes, {restore_mbs:.0f} MB/s,"
       f" ratio {restore_mbs / get_mbs:.2f} to the GET throughput; peak RSS {med(r, 'full_clone_rss_kib') / 1024:.0f} MiB;"
-      f" restore equal to v6: {'yes' if min(vals[(r, 'clone_ok')] or [0]) == 1 else 'NO'}")
+      f" restore equal to v6: {all_equal(r)}")
 PY
 }
 

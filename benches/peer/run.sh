@@ -154,10 +154,14 @@ checksum_tree() (
         LC_ALL=C sort -z | xargs -0 -r sha256sum
 )
 
+# The folder in which a restore into $1 left the library: restic keeps absolute paths
+# below its --target.
+restored_library() {
+    if [[ -d $1$DATA ]]; then echo "$1$DATA"; else echo "$1"; fi
+}
+
 verify_restore() {
-    local root=$OUT
-    [[ -d $OUT$DATA ]] && root=$OUT$DATA # restic restores absolute paths below --target
-    checksum_tree "$root" >"$RUN_DIR/restored.sha256"
+    checksum_tree "$(restored_library "$OUT")" >"$RUN_DIR/restored.sha256"
     if cmp -s "$RUN_DIR/restored.sha256" "$REF_SUMS"; then
         record restore_ok 1
         log "  $TOOL restore of v1 verified"

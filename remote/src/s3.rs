@@ -273,8 +273,8 @@ mod tests {
     use super::*;
     use std::io::{Read as _, Write as _};
 
-    /// A server on 127.0.0.1 that answers every request with `response` and closes the
-    /// connection: for answers a real S3 server does not give on demand.
+    /// A server on 127.0.0.1 that answers the first request made to it with `response`
+    /// and closes the connection: for answers a real S3 server does not give on demand.
     fn answering(response: Vec<u8>) -> (String, std::thread::JoinHandle<()>) {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let endpoint = format!("http://{}", listener.local_addr().unwrap());
@@ -292,13 +292,6 @@ mod tests {
         (endpoint, server)
     }
 
-    fn backend(endpoint: &str) -> S3Backend {
-        let keys = AmazonS3Builder::new()
-            .with_access_key_id("test")
-            .with_secret_access_key("test-secret");
-        S3Backend::with_builder(keys, "bucket", "p/", Some(endpoint), Some("us-east-1")).unwrap()
-    }
-
     /// A server that sends more than the range asked for, under a Content-Range that
     /// matches the request (the only check `object_store` makes), gets a clear error
     /// naming the object, not a buffer longer than asked.
@@ -310,8 +303,14 @@ mod tests {
             .to_vec();
         response.extend_from_slice(&body);
         let (endpoint, server) = answering(response);
+        let keys = AmazonS3Builder::new()
+            .with_access_key_id("test")
+            .with_secret_access_key("test-secret");
+        let backend =
+            S3Backend::with_builder(keys, "bucket", "p/", Some(&endpoint), Some("us-east-1"))
+                .unwrap();
         let mut into = Vec::new();
-        let err = backend(&endpoint)
+        let err = backend
             .get_range("packs/a", 0..10, &mut into)
             .expect_err("20 bytes for 10 asked is an error");
         server.join().unwrap();

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{cmd, fails, git, json, ok, ok_at, run, write};
+use common::{cmd, fails, git, json, ok, ok_at, run, store_dir, write};
 
 /// An HTTP server on 127.0.0.1 that answers every request with `status` and keeps
 /// what it was sent ("METHOD URL BODY").
@@ -973,7 +973,7 @@ fn rules_in_a_cloned_repository_do_not_run_until_trusted() {
 #[test]
 fn a_hook_fired_twice_runs_a_command_once_with_the_event_on_stdin() {
     let (tmp, w) = hooked_git_folder();
-    let config = w.join(".lifeos/config");
+    let config = store_dir(&w).join("config");
     let mut text = std::fs::read_to_string(&config).unwrap();
     text.push_str("\n[ingest]\nredact = [\"INTERNAL-[0-9]{4}\"]\n");
     std::fs::write(&config, text).unwrap();

@@ -503,10 +503,9 @@ fn init_git_creates_the_git_repository() {
     assert_eq!(git_subjects(&w), vec!["first"]);
     assert_eq!(git(&w, &["status", "--porcelain"]), "");
     assert_eq!(git(&w, &["show", "HEAD:notes.md"]), "hello\n");
-    // git does not see lifeos's own folder.
-    assert!(std::fs::read_to_string(w.join(".git/info/exclude"))
-        .unwrap()
-        .contains("/.lifeos/"));
+    // lifeos's store is inside git's own folder, where no git command writes.
+    assert!(w.join(".git/lifeos/config").is_file());
+    assert!(!w.join(".lifeos").exists());
 }
 
 /// While git is in the middle of a rebase, lifeos says so and changes nothing.
@@ -606,7 +605,7 @@ fn git_hooks_chain_the_user_s_hooks_and_uninstall_restores_them() {
         "ran\n"
     );
     let head = git(&w, &["rev-parse", "HEAD"]);
-    let synced = std::fs::read_to_string(w.join(".lifeos/git-synced")).unwrap();
+    let synced = std::fs::read_to_string(w.join(".git/lifeos/git-synced")).unwrap();
     assert!(
         synced.contains(head.trim()),
         "the hook imported the commit:\n{synced}"

@@ -9,37 +9,11 @@ use std::process::Output;
 
 use common::*;
 
-const PASS: &str = "correct horse battery staple";
-
-/// Runs lifeos in `dir` with the test passphrase and, for S3, the server's variables.
-fn lo(dir: &Path, s3: Option<&S3Server>, args: &[&str]) -> Output {
-    let mut c = cmd(dir);
-    c.env("LIFEOS_PASSPHRASE", PASS);
-    if let Some(s) = s3 {
-        s.env(&mut c);
-    }
-    c.args(args).output().unwrap()
-}
-
-fn lok(dir: &Path, s3: Option<&S3Server>, args: &[&str]) -> String {
-    succeeded(lo(dir, s3, args), args)
-}
-
 fn ljson(dir: &Path, s3: Option<&S3Server>, args: &[&str]) -> serde_json::Value {
     let mut a = args.to_vec();
     a.push("--json");
     let out = lok(dir, s3, &a);
     serde_json::from_str(&out).unwrap_or_else(|e| panic!("{a:?}: {e}: {out}"))
-}
-
-fn lfails(dir: &Path, s3: Option<&S3Server>, args: &[&str]) -> String {
-    let out = lo(dir, s3, args);
-    assert!(
-        !out.status.success(),
-        "lifeos {args:?} should have failed:\n{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// The output of `child`, which must exit within `secs` seconds (it is killed and the

@@ -65,6 +65,18 @@ pub(crate) fn arg_bytes(p: &OsStr) -> &[u8] {
 /// changed is imported first, and what the command changed is exported after.
 pub fn run(cli: Cli, style: Style) -> CliResult<u8> {
     let here = cwd(&cli.dir)?;
+    let creates = matches!(
+        &cli.command,
+        Command::Init { .. }
+            | Command::Clone { .. }
+            | Command::Completions { .. }
+            | Command::Man { .. }
+            | Command::Model(_)
+            | Command::Git(crate::git::GitCmd::Clone { .. })
+    );
+    if !creates {
+        crate::git::settle_store(&here)?;
+    }
     let colocated = match &cli.command {
         // Hooks run inside git commands (reference-transaction while git holds its ref
         // locks): they import only, by themselves.
@@ -147,7 +159,7 @@ fn dispatch(cli: Cli, here: PathBuf, style: Style) -> CliResult<u8> {
                 repo.dot_dir().display()
             );
             if git {
-                crate::git::colocate(&repo)?;
+                crate::git::colocate(repo)?;
             }
             Ok(0)
         }

@@ -104,6 +104,7 @@ pub fn config(cmd: ConfigCmd, here: &Path) -> CliResult<u8> {
                 }
                 let item = match value {
                     toml::Value::Integer(n) => toml_edit::value(n),
+                    toml::Value::Boolean(b) => toml_edit::value(b),
                     other => toml_edit::value(other.as_str().unwrap_or_default()),
                 };
                 doc[table][name] = item;

@@ -58,6 +58,8 @@ impl From<VcsError> for CliError {
             VcsError::PathNotFound { .. } => Some("`lifeos ls -r REV` lists the files of a revision".into()),
             VcsError::TargetNotEmpty(_) => Some("choose a folder that does not exist yet".into()),
             VcsError::UnsafePath { .. } => Some("the tree holds a path that would escape the target; nothing was written outside it".into()),
+            VcsError::RefusedEntry { why, .. } if why.is_outside() => Some("nothing was recorded and no file was changed; if this is your own symlink, `lifeos config set safety.outside-symlinks true` lets such links be written (docs/SECURITY.md)".into()),
+            VcsError::RefusedEntry { .. } => Some("nothing was recorded and no file was changed: such a tree can only come from elsewhere (git, another device), and lifeos never writes it (docs/SECURITY.md); `lifeos cat PATH -r REV` shows what it holds".into()),
             VcsError::Obstructed { .. } => Some("lifeos never replaces what it did not write: move that aside, then run the command again".into()),
             VcsError::Unreadable(_) => Some("make them readable (`chmod u+r`), ignore them in .lifeosignore, or pass --allow-unreadable to record the rest (they keep their last recorded version)".into()),
             VcsError::InTheWay { .. } => Some("nothing was recorded and no file was changed".into()),

@@ -136,7 +136,7 @@ pub fn run(repo: &Repo, cmd: GitCmd) -> CliResult<u8> {
             let path = path.unwrap_or_else(|| repo.workdir().join(".git"));
             let r = lifeos_git::import(repo, &path)?;
             print_import(&r, &path, json);
-            if r.mismatches > 0 {
+            if r.mismatches > 0 || !r.refused.is_empty() {
                 return Ok(1);
             }
             Ok(0)
@@ -219,7 +219,7 @@ pub fn run(repo: &Repo, cmd: GitCmd) -> CliResult<u8> {
             Ok(0)
         }
         GitCmd::Init { colocate: _ } => {
-            colocate(repo)?;
+            colocate(reopened(repo)?)?;
             Ok(0)
         }
         GitCmd::Export { path, json } => {
@@ -262,6 +262,7 @@ fn print_import(r: &lifeos_git::ImportReport, path: &Path, json: bool) {
                 "raw_trees": r.raw_trees, "mismatches": r.mismatches, "pointers": r.pointers,
                 "shallow_boundary": r.shallow_boundary,
                 "skipped": r.skipped.iter().map(|(n, why)| json!({"ref": n, "reason": why})).collect::<Vec<_>>(),
+                "refused": r.refused.iter().map(|(n, why)| json!({"ref": n, "reason": why})).collect::<Vec<_>>(),
             }),
         );
     } else {
@@ -305,6 +306,9 @@ fn print_import(r: &lifeos_git::ImportReport, path: &Path, json: bool) {
     for (name, why) in &r.skipped {
         eprintln!("warning: ref {name} was not imported: {why}");
     }
+    for (name, why) in &r.refused {
+        eprintln!("error: ref {name} was not imported: {why}");
+    }
     if r.mismatches > 0 {
         eprintln!(
             "warning: {} commits would not get their SHA-1 back on export",
@@ -340,13 +344,34 @@ pub fn clone(here: &Path, url: &str, dir: Option<&Path>) -> CliResult<u8> {
         Output::Inherit,
     )?;
     let repo = Repo::init(&target, lifeos_store::StoreConfig::default())?;
-    colocate(&repo)?;
+    colocate(repo)?;
     Ok(0)
 }
 
+/// `repo` opened again, for a change of where its store is (which takes the repository
+/// by value: the handle given up points at the old place, and is not used after).
+fn reopened(repo: &Repo) -> CliResult<Repo> {
+    let mut again = Repo::discover(repo.workdir())?;
+    again.interrupt = repo.interrupt.clone();
+    Ok(again)
+}
+
+/// Before a command: a store an earlier lifeos kept at `.lifeos` beside `.git` moves into
+/// `.git/lifeos` (saying so), and a `.lifeos` that git tracks is refused.
+pub fn settle_store(here: &Path) -> CliResult<()> {
+    if let Some(m) = lifeos_git::store_home::settle(here)? {
+        eprintln!(
+            "note: moved lifeos's store from {} to {}, where git's commands never write or delete (docs/SECURITY.md)",
+            m.from.display(),
+            m.to.display()
+        );
+    }
+    Ok(())
+}
+
 /// Colocates `repo`'s folder with git, saying what happened.
-pub fn colocate(repo: &Repo) -> CliResult<()> {
-    let r = lifeos_git::colocate::colocate(repo)?;
+pub fn colocate(repo: Repo) -> CliResult<()> {
+    let (_, r) = lifeos_git::colocate::colocate(repo)?;
     println!(
         "{} the git repository {}; lifeos and git now share this folder",
         if r.created { "Created" } else { "Adopted" },
@@ -370,8 +395,17 @@ pub fn sync_in(repo: &Repo) -> CliResult<()> {
         for (name, why) in &r.skipped {
             eprintln!("warning: git ref {name} was not imported: {why}");
         }
+        warn_refused(&r, "");
     }
     Ok(())
+}
+
+/// Says which of git's refs lifeos refused (their history holds a tree it never writes),
+/// each line starting with `prefix`.
+fn warn_refused(r: &lifeos_git::ImportReport, prefix: &str) {
+    for (name, why) in &r.refused {
+        eprintln!("{prefix}warning: git ref {name} was not imported: {why}");
+    }
 }
 
 /// After a command in a colocated folder: exports what lifeos changed.
@@ -454,10 +488,16 @@ fn hook(repo: &Repo, name: &str, args: &[String], input: &str) {
     }
     let start = lifeos_vcs::repo::now_ms();
     let result = if lifeos_git::colocate::is_colocated(repo) {
-        lifeos_git::colocate::sync_in(repo).map(|r| r.map(|r| r.new_commits))
+        lifeos_git::colocate::sync_in(repo)
     } else {
-        lifeos_git::import(repo, &repo.workdir().join(".git")).map(|r| Some(r.new_commits))
+        lifeos_git::import(repo, &repo.workdir().join(".git")).map(Some)
     };
+    let result = result.map(|r| {
+        r.map(|r| {
+            warn_refused(&r, "lifeos: ");
+            r.new_commits
+        })
+    });
     match result {
         Ok(Some(n)) if n > 0 => eprintln!("lifeos: imported {n} new commits ({name})"),
         Ok(_) => {}

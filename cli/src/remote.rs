@@ -142,6 +142,7 @@ fn remote_err(e: RemoteError) -> CliError {
         RemoteError::NoPassphrase(_) => Some("set LIFEOS_PASSPHRASE, or pass --passphrase-file FILE"),
         RemoteError::Unknown(_) => Some("`lifeos remote list` shows the remotes; `lifeos remote add NAME URL` adds one"),
         RemoteError::Empty(_) => Some("push to it first, or check its URL with `lifeos remote list`"),
+        RemoteError::Changed { .. } => Some("check the storage; if you changed the remote yourself, forget it with `lifeos remote remove NAME` and add it again (`--no-encrypt` for a plain one)"),
         RemoteError::Store(lifeos_store::StoreError::Remote { .. }) => Some("nothing already published was changed; run the command again once the remote answers (what was sent is not sent again)"),
         RemoteError::Vcs(lifeos_vcs::VcsError::Diverged { .. }) => Some("the fetched commits are kept; merge them with `lifeos merge REV` (see `lifeos log -r 'heads(all())'`)"),
         RemoteError::Vcs(lifeos_vcs::VcsError::Uncommitted(_)) => Some("commit them first (`lifeos commit -m ...`), or pass --force to save them as a commit and go ahead"),
@@ -171,7 +172,7 @@ fn open_remote(
     create: bool,
     pass: &PassArgs,
 ) -> CliResult<(String, Remote, bool)> {
-    let remotes = Remotes::load(repo.dot_dir())?;
+    let mut remotes = Remotes::load(repo.dot_dir())?;
     let (name, spec) = remotes.choose(name)?;
     let remote = open_spec(
         repo.dot_dir(),
@@ -180,7 +181,42 @@ fn open_remote(
         create,
         pass.passphrase_file.clone(),
     )?;
-    Ok((name, remote, spec.lazy))
+    let lazy = spec.lazy;
+    // The first open records what the remote is; every later one is compared with it.
+    if spec.seen.is_none() {
+        if let Some(s) = remotes.remote.get_mut(&name) {
+            s.seen = Some(remote.seen().clone());
+            remotes.save(repo.dot_dir())?;
+        }
+    }
+    Ok((name, remote, lazy))
+}
+
+/// The file, in a remote's folder of the store, naming the operation last pushed there.
+const PUSHED_FILE: &str = "pushed";
+
+/// The operation this repository last pushed to remote `name`, if it did.
+fn last_pushed(repo: &Repo, name: &str) -> Option<lifeos_store::Id> {
+    let path = repo
+        .dot_dir()
+        .join(REMOTES_DIR)
+        .join(name)
+        .join(PUSHED_FILE);
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| lifeos_store::Id::from_hex(t.trim()))
+}
+
+/// Remembers that `op` was pushed to remote `name` (to notice a server that hides it).
+fn remember_pushed(repo: &Repo, name: &str, op: &lifeos_store::Id) -> CliResult<()> {
+    let dir = repo.dot_dir().join(REMOTES_DIR).join(name);
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| CliError::new(format!("creating {}: {e}", dir.display())))?;
+    lifeos_store::store::write_atomic(
+        &dir.join(PUSHED_FILE),
+        format!("{}\n", op.to_hex()).as_bytes(),
+    )?;
+    Ok(())
 }
 
 fn open_spec(
@@ -200,6 +236,7 @@ fn open_spec(
         mode,
         &|| passphrase(pass_file.as_deref(), PASSPHRASE_VAR, "passphrase"),
         Some(dot.join(REMOTES_DIR).join(name).join("index")),
+        spec.expect(),
     )
 }
 
@@ -288,6 +325,7 @@ pub fn remote(repo: &Repo, cmd: RemoteCmd) -> CliResult<u8> {
                 region: s3.region,
                 encrypt: (encrypt || no_encrypt).then_some(encrypt),
                 lazy: false,
+                seen: None,
             };
             let encrypted = spec.encrypts();
             println!(
@@ -305,15 +343,20 @@ pub fn remote(repo: &Repo, cmd: RemoteCmd) -> CliResult<u8> {
                     .iter()
                     .map(|(n, s)| {
                         json!({"name": n, "url": s.url, "endpoint": s.endpoint, "region": s.region,
-                               "encrypt": s.encrypts(), "lazy": s.lazy})
+                               "encrypt": s.encrypts(), "lazy": s.lazy,
+                               "seen": s.seen.as_ref().map(|v| json!({"format": v.format, "encrypted": v.encrypted}))})
                     })
                     .collect();
                 print_json("lifeos.remotes.v1", json!({ "remotes": list }));
             } else {
                 for (n, s) in &remotes.remote {
                     let mut notes = Vec::new();
-                    if s.encrypts() {
-                        notes.push("encrypted");
+                    // What the remote was when last opened, not only what was asked for.
+                    match &s.seen {
+                        Some(v) if v.encrypted => notes.push("encrypted"),
+                        Some(_) => notes.push("plain"),
+                        None if s.encrypts() => notes.push("encrypted once pushed to"),
+                        None => {}
                     }
                     if s.lazy {
                         notes.push("lazy clone");
@@ -414,6 +457,9 @@ pub fn push(repo: &Repo, name: Option<String>, pass: PassArgs, json: bool) -> Cl
     let bar = Bar::new("push", json);
     let r = remote.push(plan?, &bar)?;
     drop(bar);
+    if let Some(op) = r.heads.first() {
+        remember_pushed(repo, &name, op)?;
+    }
     if json {
         print_json(
             "lifeos.push.v1",
@@ -438,7 +484,21 @@ pub fn push(repo: &Repo, name: Option<String>, pass: PassArgs, json: bool) -> Cl
 fn fetch_json(name: &str, r: &lifeos_remote::FetchReport) -> serde_json::Value {
     json!({"remote": name, "objects": r.objects, "bytes": r.bytes,
            "new_heads": r.new_heads.iter().map(|h| h.to_hex()).collect::<Vec<_>>(),
-           "merged_op": r.merged.map(|m| m.to_hex())})
+           "merged_op": r.merged.map(|m| m.to_hex()),
+           "damaged_heads": r.damaged_heads, "hidden": r.hidden.map(|h| h.to_hex())})
+}
+
+/// Says on stderr what a fetch found wrong with the remote's heads.
+fn warn_heads(name: &str, r: &lifeos_remote::FetchReport) {
+    for d in &r.damaged_heads {
+        eprintln!("warning: {name}: an operation head was left out: {d}");
+    }
+    if let Some(op) = r.hidden {
+        eprintln!(
+            "warning: {name} no longer shows operation {} that this repository pushed there, nor anything after it: the server dropped or rolled back its heads (or an older copy of it was restored); nothing here was changed, and `lifeos push {name}` sends it again",
+            op.short(12)
+        );
+    }
 }
 
 fn say_fetched(name: &str, r: &lifeos_remote::FetchReport, style: Style) {
@@ -467,8 +527,9 @@ pub fn fetch(
     let (name, remote, lazy) = open_remote(repo, name.as_deref(), false, &pass)?;
     let all_data = all_data || !lazy;
     let bar = Bar::new("fetch", json);
-    let r = remote.fetch(repo, &name, all_data, &bar)?;
+    let r = remote.fetch(repo, &name, all_data, last_pushed(repo, &name), &bar)?;
     drop(bar);
+    warn_heads(&name, &r);
     if all_data {
         let mut remotes = Remotes::load(repo.dot_dir())?;
         if let Some(s) = remotes.remote.get_mut(&name).filter(|s| s.lazy) {
@@ -528,8 +589,9 @@ pub fn pull(
     let (name, remote, lazy) = open_remote(repo, name.as_deref(), false, &pass)?;
     let all_data = !lazy;
     let bar = Bar::new("fetch", json);
-    let r = remote.fetch(repo, &name, all_data, &bar)?;
+    let r = remote.fetch(repo, &name, all_data, last_pushed(repo, &name), &bar)?;
     drop(bar);
+    warn_heads(&name, &r);
     let current = repo.head()?.view.current_branch.clone();
     if current.is_none() {
         return Err(
@@ -598,6 +660,7 @@ pub fn clone(here: &Path, args: CloneArgs, style: Style) -> CliResult<u8> {
         region: s3.region,
         encrypt: None,
         lazy,
+        seen: None,
     };
     // The remote is opened (and the passphrase checked) before anything is created; its
     // indexes are cached in the repository once that exists.
@@ -663,11 +726,16 @@ fn clone_into(
     style: Style,
 ) -> CliResult<(Cloned, Option<lifeos_store::Id>)> {
     let mut remotes = Remotes::default();
+    let spec = RemoteSpec {
+        seen: Some(remote.seen().clone()),
+        ..spec
+    };
     remotes.remote.insert("origin".into(), spec);
     remotes.save(repo.dot_dir())?;
     let bar = Bar::new("clone", json);
-    let r = remote.fetch(repo, "origin", !lazy, &bar)?;
+    let r = remote.fetch(repo, "origin", !lazy, None, &bar)?;
     drop(bar);
+    warn_heads("origin", &r);
     let branch = r
         .newest_remote
         .and_then(|op| repo.op_state(&op).ok())

@@ -178,8 +178,11 @@ pub struct ColocateReport {
 /// absent): imports git's history, exports lifeos's, and from then on every lifeos command
 /// keeps the two in step. Refuses when both hold a branch of the same name at different
 /// commits, or different current branches, saying which.
-pub fn colocate(repo: &Repo) -> Result<ColocateReport> {
-    let dir = git_dir(repo);
+///
+/// The store moves into `.git/lifeos` ([`crate::store_home`]); the repository is returned
+/// at its new place.
+pub fn colocate(repo: Repo) -> Result<(Repo, ColocateReport)> {
+    let dir = git_dir(&repo);
     let view = repo.head()?.view;
     let branch = view
         .current_branch
@@ -204,20 +207,23 @@ pub fn colocate(repo: &Repo) -> Result<ColocateReport> {
     };
     check_idle(&git)?;
     if !created && view.at_commit().is_some() {
-        agree(repo, &git, &view)?;
+        agree(&repo, &git, &view)?;
     }
-    exclude_dot_dir(&git)?;
-    if !is_colocated(repo) {
-        Synced::default().save(repo)?;
+    let (repo, _) = crate::store_home::store_into_git(repo)?;
+    if !is_colocated(&repo) {
+        Synced::default().save(&repo)?;
     }
-    let imported = sync_in(repo)?;
-    let exported_refs = sync_out(repo)?.refs_written;
-    Ok(ColocateReport {
-        git_dir: dir,
-        created,
-        imported,
-        exported_refs,
-    })
+    let imported = sync_in(&repo)?;
+    let exported_refs = sync_out(&repo)?.refs_written;
+    Ok((
+        repo,
+        ColocateReport {
+            git_dir: dir,
+            created,
+            imported,
+            exported_refs,
+        },
+    ))
 }
 
 /// Checks that lifeos history and the existing git repository can share the folder.
@@ -253,37 +259,6 @@ fn agree(repo: &Repo, git: &gix::Repository, view: &lifeos_vcs::View) -> Result<
     Ok(())
 }
 
-/// Adds `.lifeos/` to git's `info/exclude`, so git does not see lifeos's own folder.
-pub(crate) fn exclude_dot_dir(git: &gix::Repository) -> Result<()> {
-    let path = git.git_dir().join("info").join("exclude");
-    let line = format!("/{}/", lifeos_vcs::repo::DOT_DIR);
-    let old = match std::fs::read_to_string(&path) {
-        Ok(s) => s,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => {
-            return Err(GitError::Colocation {
-                reason: format!("cannot read {}: {e}", path.display()),
-            })
-        }
-    };
-    if old.lines().any(|l| l == line) {
-        return Ok(());
-    }
-    let mut new = old;
-    if !new.is_empty() && !new.ends_with('\n') {
-        new.push('\n');
-    }
-    new.push_str(&line);
-    new.push('\n');
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| GitError::Colocation {
-            reason: format!("cannot create {}: {e}", parent.display()),
-        })?;
-    }
-    lifeos_store::store::write_atomic(&path, new.as_bytes())?;
-    Ok(())
-}
-
 /// Imports what git changed since the last sync: new commits, moved, new and deleted
 /// refs, and HEAD (the folder follows it: git moved the files itself). `None` when git
 /// changed nothing.
@@ -316,6 +291,12 @@ pub fn sync_in(repo: &Repo) -> Result<Option<ImportReport>> {
     };
     let report = import_plan(repo, &git, &dir, plan)?;
     let old_head = synced.head_commit();
+    // A refused ref stays unsynced: export must not take its absence in lifeos for a
+    // deletion, and the next command says again why it is not imported.
+    let mut now = now;
+    for (name, _) in &report.refused {
+        now.remove(name);
+    }
     synced.refs = now;
     synced.head = Some(head);
     // git moved HEAD's commit: its index is git's own.
@@ -550,7 +531,11 @@ mod tests {
         git(w, &["add", "a.txt"]);
         git(w, &["commit", "-q", "-m", "first"]);
         let repo = Repo::init(w, lifeos_store::StoreConfig::default()).unwrap();
-        colocate(&repo).unwrap();
+        let (repo, _) = colocate(repo).unwrap();
+        assert_eq!(
+            repo.dot_dir(),
+            w.canonicalize().unwrap().join(".git/lifeos")
+        );
 
         // A lifeos command starts: git's state is imported.
         assert_eq!(sync_in(&repo).unwrap(), None);

@@ -174,13 +174,15 @@ impl Exporter<'_> {
         let tree = self.repo.tree(&id)?;
         let mut entries = Vec::with_capacity(tree.entries.len());
         for e in &tree.entries {
+            lifeos_vcs::guard::check_name(&e.name, e.kind)
+                .map_err(|why| GitError::reserved(&e.name, why, crate::NOT_EXPORTED))?;
             let at = if path.is_empty() {
                 e.name.clone()
             } else {
                 [path, b"/", &e.name].concat()
             };
             let oid = match e.kind {
-                EntryKind::Dir => self.tree(e.id, &at)?,
+                EntryKind::Dir => self.tree(e.id, &at).map_err(|err| err.below(&e.name))?,
                 EntryKind::Gitlink => ObjectId::from(gitlink_sha1(&e.id)),
                 EntryKind::Symlink => self.blob(e.id, true, &at)?,
                 EntryKind::File | EntryKind::Executable => self.blob(e.id, false, &at)?,
@@ -229,7 +231,9 @@ impl Exporter<'_> {
                 continue;
             }
             stack.pop();
-            let tree = self.tree(c.tree, b"")?;
+            let tree = self
+                .tree(c.tree, b"")
+                .map_err(|err| err.in_commit(id.short(12)))?;
             let shallow = form::shallow_parents(&c);
             let parents: Vec<ObjectId> = match &shallow {
                 Some(p) => p.clone(),

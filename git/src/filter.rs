@@ -464,6 +464,14 @@ impl Server<'_> {
         let Some(pointer) = Pointer::parse(&head) else {
             return send_content(wr, (&head[..]).chain(spool)).map_err(filter_err);
         };
+        // git never asks for such a path; a git that did would get nothing from lifeos.
+        if lifeos_vcs::path::in_repository_dir(path.as_bytes()) {
+            self.served.failed += 1;
+            (self.report)(&format!(
+                "{path}: is named as a repository's own folder (.git or .lifeos); lifeos writes nothing there"
+            ));
+            return wr.lines(&["status=error"]).map_err(filter_err);
+        }
         if let Err(why) = self.available(&pointer) {
             self.served.failed += 1;
             (self.report)(&format!("{path}: {why}"));
@@ -629,8 +637,9 @@ const ATTRIBUTES: &str = "filter=lifeos -text";
 
 /// Sets up the filter in the git repository with work tree `workdir`: the
 /// `filter.lifeos.process` and `filter.lifeos.required` settings of its own config,
-/// running `lifeos`, a `.gitattributes` line for each of `patterns`, and `.lifeos/` in
-/// git's `info/exclude`. Running it again changes nothing.
+/// running `lifeos`, and a `.gitattributes` line for each of `patterns`. Running it again
+/// changes nothing. (The store that keeps the filtered content belongs inside `.git`:
+/// [`crate::store_home::store_into_git`].)
 pub fn install(workdir: &Path, lifeos: &Path, patterns: &[String]) -> Result<Installed> {
     if let Some(p) = patterns
         .iter()
@@ -643,7 +652,6 @@ pub fn install(workdir: &Path, lifeos: &Path, patterns: &[String]) -> Result<Ins
         });
     }
     let git = crate::import::open_git(workdir)?;
-    crate::colocate::exclude_dot_dir(&git)?;
     let config = git.common_dir().join("config");
     let mut file =
         gix::config::File::from_path_no_includes(config.clone(), gix::config::Source::Local)

@@ -44,6 +44,10 @@ pub struct ImportReport {
     pub shallow_boundary: u64,
     /// Refs left out, with why.
     pub skipped: Vec<(String, String)>,
+    /// Refs refused, with the error naming the commit and path: their history holds a
+    /// tree lifeos never writes into a folder ([`GitError::Reserved`]). git keeps them;
+    /// lifeos has none of their history.
+    pub refused: Vec<(String, String)>,
     /// Whether an operation was published (false: nothing changed).
     pub published: bool,
     /// Whether the branch the folder was on moved, so the folder was left at its commit,
@@ -280,9 +284,11 @@ impl Importer<'_, '_, '_> {
                     lifeos_vcs::path::display(e.name)
                 ))
             })?;
+            lifeos_vcs::guard::check_name(e.name, kind)
+                .map_err(|why| GitError::reserved(e.name, why, crate::NOT_IMPORTED))?;
             let hint = previous.get(e.name).copied();
             let (id, size) = match kind {
-                EntryKind::Dir => self.tree(e.oid, hint)?,
+                EntryKind::Dir => self.tree(e.oid, hint).map_err(|err| err.below(e.name))?,
                 EntryKind::Gitlink => (gitlink_id(&sha1_bytes(&e.oid)), 0),
                 EntryKind::Symlink => self.blob(e.oid, true, hint)?,
                 EntryKind::File | EntryKind::Executable => self.blob(e.oid, false, hint)?,
@@ -353,7 +359,9 @@ impl Importer<'_, '_, '_> {
                 .and_then(|p| self.tx.read_object(&p, Kind::Commit).ok())
                 .and_then(|raw| Commit::decode(&raw).ok())
                 .map(|c| c.tree);
-            let (tree, _) = self.tree(raw.tree, parent_tree)?;
+            let (tree, _) = self
+                .tree(raw.tree, parent_tree)
+                .map_err(|err| err.in_commit(oid.to_string()))?;
             let (parents, extra_headers): (Vec<Id>, _) = if boundary {
                 self.report.shallow_boundary += 1;
                 (Vec::new(), vec![form::shallow_parents_header(&raw.parents)])
@@ -601,20 +609,31 @@ pub(crate) fn import_plan(
     let mut view = head.view.clone();
     let mut events = Vec::new();
     let mut imported = Vec::new();
+    let mut refused = Vec::new();
     for (name, oid) in &refs {
-        match im.target(*oid)? {
-            Ok(v) => imported.push((name.as_str(), Some(v))),
-            Err(why) => skipped.push((name.clone(), why)),
+        match im.target(*oid) {
+            Ok(Ok(v)) => imported.push((name.as_str(), Some(v))),
+            Ok(Err(why)) => skipped.push((name.clone(), why)),
+            Err(e @ GitError::Reserved { .. }) => refused.push((name.clone(), e.to_string())),
+            Err(e) => return Err(e),
         }
     }
     let detached_at = match &git_head {
-        Some(GitHead::Detached(oid)) => Some(im.commit(*oid)?),
+        Some(GitHead::Detached(oid)) => match im.commit(*oid) {
+            Ok(c) => Some(c),
+            Err(e @ GitError::Reserved { .. }) => {
+                refused.push(("HEAD".into(), e.to_string()));
+                None
+            }
+            Err(e) => return Err(e),
+        },
         _ => None,
     };
     let mut report = std::mem::take(&mut im.report);
     let rows = std::mem::take(&mut im.rows);
     let pointers = std::mem::take(&mut im.pointers);
     report.skipped = skipped;
+    report.refused = refused;
     report.refs = imported.len() as u64;
     imported.extend(deleted.iter().map(|n| (n.as_str(), None)));
     for (name, value) in imported {

@@ -11,6 +11,7 @@ pub mod hooks;
 pub mod import;
 mod pack;
 pub mod remote;
+pub mod store_home;
 
 pub use export::{export, rebuild_map, ExportReport};
 pub use import::{import, ImportReport};
@@ -32,6 +33,20 @@ pub enum GitError {
         /// Its SHA-1.
         oid: String,
         /// What is wrong.
+        reason: String,
+    },
+    /// A commit's tree holds an entry lifeos never writes into a folder (a name a file
+    /// system reads as `.git` or `.lifeos`, a symlinked `.gitmodules`): the whole import
+    /// or export is refused, as git refuses to check such a tree out.
+    #[error("commit {commit} has {path}, which {reason}; {outcome}")]
+    Reserved {
+        /// The commit (a git SHA-1 on import, a lifeos id on export), once known.
+        commit: String,
+        /// What was not done.
+        outcome: &'static str,
+        /// The entry's path in the commit's tree.
+        path: String,
+        /// Why it is refused.
         reason: String,
     },
     /// A colocated folder cannot be kept in step with git.
@@ -86,6 +101,65 @@ pub enum GitError {
     /// The lifeos history failed.
     #[error(transparent)]
     Vcs(#[from] lifeos_vcs::VcsError),
+}
+
+/// What an import refused with [`GitError::Reserved`] says was not done.
+pub(crate) const NOT_IMPORTED: &str =
+    "lifeos keeps none of its history (git itself refuses to check out such a tree)";
+/// What an export refused with [`GitError::Reserved`] says was not done.
+pub(crate) const NOT_EXPORTED: &str =
+    "nothing was exported: git refuses such a tree; restore the commit without that path and export again";
+
+impl GitError {
+    /// A refusal of an entry named `name` (a tree's own entry) for `why`.
+    pub(crate) fn reserved(
+        name: &[u8],
+        why: lifeos_vcs::guard::Refusal,
+        outcome: &'static str,
+    ) -> GitError {
+        GitError::Reserved {
+            commit: String::new(),
+            outcome,
+            path: lifeos_vcs::path::display(name).into_owned(),
+            reason: why.reason().into(),
+        }
+    }
+
+    /// This error, seen from the folder `name` holding what it names.
+    pub(crate) fn below(self, name: &[u8]) -> GitError {
+        match self {
+            GitError::Reserved {
+                commit,
+                outcome,
+                path,
+                reason,
+            } => GitError::Reserved {
+                commit,
+                outcome,
+                path: format!("{}/{path}", lifeos_vcs::path::display(name)),
+                reason,
+            },
+            other => other,
+        }
+    }
+
+    /// This error, naming commit `commit` (a refusal found in its tree).
+    pub(crate) fn in_commit(self, commit: String) -> GitError {
+        match self {
+            GitError::Reserved {
+                outcome,
+                path,
+                reason,
+                ..
+            } => GitError::Reserved {
+                commit,
+                outcome,
+                path,
+                reason,
+            },
+            other => other,
+        }
+    }
 }
 
 /// The result type of this crate.

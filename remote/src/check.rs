@@ -16,7 +16,7 @@ use std::path::Path;
 use lifeos_store::Id;
 use lifeos_vcs::Repo;
 
-use crate::format::{self, Place, HEADS_DIR, INDEX_DIR, PACKS_DIR, PACK_MAGIC};
+use crate::format::{self, Place, INDEX_DIR, PACKS_DIR, PACK_MAGIC};
 use crate::{Remote, RemoteError, Result};
 
 /// The folder of lock objects.
@@ -113,8 +113,15 @@ impl Remote {
     fn live_locks(&self) -> Result<Vec<String>> {
         let mut live = Vec::new();
         for (key, _) in self.backend.list(LOCKS_DIR)? {
-            let Some(bytes) = self.backend.get(&key)? else {
-                continue;
+            let bytes = match self.backend.get(&key, format::LOCK_MAX) {
+                Ok(Some(b)) => b,
+                Ok(None) => continue,
+                // Not a lock lifeos wrote: it stands, as one would.
+                Err(lifeos_store::StoreError::RemoteTooLarge { .. }) => {
+                    live.push(key);
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
             };
             if lock_is_live(&bytes) {
                 live.push(key);
@@ -248,7 +255,7 @@ impl Remote {
             if read_data {
                 let bytes = self
                     .backend
-                    .get(&format!("{PACKS_DIR}{pack}"))?
+                    .get(&format!("{PACKS_DIR}{pack}"), format::PACK_READ_MAX)?
                     .unwrap_or_default();
                 if !bytes.starts_with(PACK_MAGIC) {
                     r.problems.push(format!(
@@ -275,18 +282,9 @@ impl Remote {
             .cloned()
             .collect();
         r.unindexed.sort();
-        let mut heads = Vec::new();
-        for (key, _) in self.backend.list(HEADS_DIR)? {
-            match self
-                .backend
-                .get(&key)?
-                .map(|b| format::decode_head(self.keys.as_ref(), &key, b))
-            {
-                Some(Ok(id)) => heads.push(id),
-                Some(Err(e)) => r.problems.push(e.to_string()),
-                None => {}
-            }
-        }
+        let read = self.heads()?;
+        r.problems.extend(read.damaged);
+        let heads: Vec<Id> = read.good.into_iter().map(|(_, id)| id).collect();
         r.heads = heads.len() as u64;
         if !heads.is_empty() {
             r.reachable = self
@@ -303,8 +301,10 @@ impl Remote {
     pub fn gc(&self, scratch: &Path) -> Result<RemoteGc> {
         let _lock = self.gc_lock()?;
         let catalog = self.catalog()?;
-        let heads: Vec<Id> = self.heads()?.into_iter().map(|(_, id)| id).collect();
-        let mut problems = Vec::new();
+        let read = self.heads()?;
+        let heads: Vec<Id> = read.good.into_iter().map(|(_, id)| id).collect();
+        // What a head that cannot be read reaches is unknown: nothing may go.
+        let mut problems = read.damaged;
         let reached = if heads.is_empty() {
             HashSet::new()
         } else {

@@ -29,6 +29,30 @@ pub const INDEX_VERSION: u8 = 1;
 /// Version of the remote layout (the config's `format`).
 pub const LAYOUT_VERSION: u32 = 1;
 
+// The most bytes each file of a remote can hold. A server may be hostile: a file larger
+// than lifeos ever writes is refused before more of it is read (FORMAT 19.1).
+
+/// A remote's config (a few lines of TOML).
+pub const CONFIG_MAX: u64 = 64 << 10;
+/// A key slot (parameters, salt and a wrapped key: about 100 bytes).
+pub const KEY_SLOT_MAX: u64 = 4 << 10;
+/// An operation head (a sealed operation id: at most 72 bytes).
+pub const HEAD_MAX: u64 = 4 << 10;
+/// A lock object (a line naming a host, a process and a time).
+pub const LOCK_MAX: u64 = 4 << 10;
+/// A pack's index: a pack of at most 8 MiB holds at most a few hundred thousand objects,
+/// about 60 bytes of index each.
+pub const INDEX_MAX: u64 = 64 << 20;
+/// A whole pack read at once (`fsck --remote --read-data`).
+pub const PACK_READ_MAX: u64 = 1 << 30;
+/// Key slots tried when a remote is unlocked: a remote keeps one per passphrase.
+pub const KEY_SLOTS_MAX: usize = 16;
+/// The most Argon2id work (KiB of memory times passes, summed over the slots tried) an
+/// unlock spends before it gives up: 4 GiB-passes, about twenty slots of the default
+/// 64 MiB and 3 passes. A wrong passphrase tries every slot, so this bounds what a
+/// server's slots can cost.
+pub const KDF_WORK_MAX: u64 = 4 << 20;
+
 /// The remote's config (`config`, TOML): the only file an encrypted remote keeps in the
 /// clear.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -336,6 +360,14 @@ pub fn decode_index(
             let offset = r.uint(W)?;
             let len = u32::try_from(r.uint(W)?)
                 .map_err(|_| lifeos_store::enc::DecodeError::new(W, "length over 4 GiB"))?;
+            // Every range is computed as offset + length: one past what a pack can be is
+            // damage, never an overflow.
+            if offset > PACK_READ_MAX {
+                return Err(lifeos_store::enc::DecodeError::new(
+                    W,
+                    format!("object {id} at offset {offset}, past where a pack ends"),
+                ));
+            }
             rows.push(IndexRow {
                 id,
                 kind,

@@ -28,7 +28,11 @@ pub use check::{RemoteCheck, RemoteGc};
 pub use format::Place;
 pub use transfer::{serve_lazily, FetchReport, Progress, PushPlan, PushReport, Quiet};
 
-use format::{RemoteConfig, CONFIG_KEY, HEADS_DIR, INDEX_DIR, KEYS_DIR};
+use format::{
+    RemoteConfig, CONFIG_KEY, CONFIG_MAX, HEADS_DIR, HEAD_MAX, INDEX_DIR, INDEX_MAX, KDF_WORK_MAX,
+    KEYS_DIR, KEY_SLOTS_MAX, KEY_SLOT_MAX,
+};
+pub use places::Seen;
 
 /// Pack indexes read from the remote at once.
 const INDEX_READERS: usize = 8;
@@ -87,6 +91,69 @@ pub enum RemoteError {
     /// This repository cannot be pushed as it is.
     #[error("{0}")]
     Refused(String),
+    /// The remote is not what this repository knows it to be: its config changed since
+    /// it was first opened (or it is plain where encryption was asked for). Nothing was
+    /// sent or taken.
+    #[error("the remote at {location} {what}; nothing was sent or taken")]
+    Changed {
+        /// Where it is.
+        location: String,
+        /// What differs.
+        what: String,
+    },
+}
+
+/// What a repository expects of a remote it opens.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Expect<'a> {
+    /// What the remote was when this repository first opened it, if it did.
+    pub seen: Option<&'a Seen>,
+    /// Whether the remote must be encrypted when it was never opened before (the
+    /// person asked for an encrypted remote, the default for S3).
+    pub encrypted: bool,
+}
+
+impl Expect<'_> {
+    /// Refuses `config`, read at `location`, if it is not what is expected.
+    fn check(&self, config: &RemoteConfig, location: &str) -> Result<()> {
+        let changed = |what: String| {
+            Err(RemoteError::Changed {
+                location: location.to_string(),
+                what,
+            })
+        };
+        let Some(seen) = self.seen else {
+            if self.encrypted && !config.encrypted {
+                return changed("is not encrypted, and it was added to be: its config says `encrypted = false` (a server that rewrote it would read everything pushed next)".into());
+            }
+            return Ok(());
+        };
+        if seen.encrypted && !config.encrypted {
+            return changed("was encrypted when this repository first used it, and its config now says it is not: whoever can write the storage may have replaced it to read what is pushed next".into());
+        }
+        if !seen.encrypted && config.encrypted {
+            return changed("was plain when this repository first used it, and its config now says it is encrypted".into());
+        }
+        if seen.key_check != config.key_check {
+            return changed("is now sealed with another key than when this repository first used it (its key check differs)".into());
+        }
+        if seen.format != config.format {
+            return changed(format!(
+                "now says it is layout version {}, and it was version {} when this repository first used it",
+                config.format, seen.format
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A remote's operation heads, read.
+#[derive(Debug, Default)]
+pub struct Heads {
+    /// Each head's key and operation.
+    pub good: Vec<(String, Id)>,
+    /// Heads that did not open or decode (damaged, or not written by lifeos), with why.
+    pub damaged: Vec<String>,
 }
 
 /// Result alias for remotes.
@@ -100,6 +167,8 @@ pub struct Remote {
     keys: Option<Keys>,
     /// Where indexes already read are kept (`.lifeos/remotes/<name>/index`).
     cache: Option<PathBuf>,
+    /// What its config says.
+    seen: Seen,
 }
 
 /// How a remote is created if it does not exist yet.
@@ -116,20 +185,28 @@ pub enum Create {
 impl Remote {
     /// Opens the remote in `backend` (creating it as `create` says if it holds none),
     /// unlocking an encrypted one with `passphrase` (called only if one is needed).
-    /// Indexes are cached in `cache`.
+    /// A remote whose config is not what `expect` says is refused before anything else is
+    /// read. Indexes are cached in `cache`.
     pub fn open(
         backend: Box<dyn Backend>,
         create: Create,
         passphrase: &dyn Fn() -> Result<Vec<u8>>,
         cache: Option<PathBuf>,
+        expect: Expect<'_>,
     ) -> Result<Remote> {
-        let (config, made) = match backend.get(CONFIG_KEY)? {
+        let (config, made) = match backend.get(CONFIG_KEY, CONFIG_MAX)? {
             Some(bytes) => (RemoteConfig::decode(&bytes)?, None),
             None => match create {
                 Create::No => return Err(RemoteError::Empty(backend.location())),
                 Create::Plain => Self::create(&*backend, None)?,
                 Create::Encrypted => Self::create(&*backend, Some(&passphrase()?))?,
             },
+        };
+        expect.check(&config, &backend.location())?;
+        let seen = Seen {
+            format: config.format,
+            encrypted: config.encrypted,
+            key_check: config.key_check.clone(),
         };
         let keys = match (&config.key_check, made) {
             (None, _) => None,
@@ -142,7 +219,14 @@ impl Remote {
             backend: backend.into(),
             keys,
             cache,
+            seen,
         })
+    }
+
+    /// What the remote's config says: what this repository keeps of it the first time
+    /// (`remotes.toml`), to compare at every later open.
+    pub fn seen(&self) -> &Seen {
+        &self.seen
     }
 
     /// Writes a new remote's config (and its first key slot, returning its master key),
@@ -183,7 +267,7 @@ impl Remote {
             backend.delete(&k)?;
         }
         let bytes = backend
-            .get(CONFIG_KEY)?
+            .get(CONFIG_KEY, CONFIG_MAX)?
             .ok_or_else(|| RemoteError::Damaged {
                 what: CONFIG_KEY.into(),
                 reason: "it exists and cannot be read".into(),
@@ -203,7 +287,9 @@ impl Remote {
 
     /// The key slots `passphrase` opens to the master key `check` names, with their
     /// keys (only the first with `first_only`: each try is an Argon2id derivation). A
-    /// slot that does not decode is damage, named.
+    /// slot that does not decode is damage, named. At most [`KEY_SLOTS_MAX`] slots and
+    /// [`KDF_WORK_MAX`] of Argon2id work are tried: a server cannot make a wrong
+    /// passphrase cost more.
     fn slots_opened_by(
         backend: &dyn Backend,
         check: &str,
@@ -211,11 +297,38 @@ impl Remote {
         first_only: bool,
     ) -> Result<Vec<(String, MasterKey)>> {
         let mut opened = Vec::new();
-        for (key, _) in backend.list(KEYS_DIR)? {
-            let Some(bytes) = backend.get(&key)? else {
+        let slots = backend.list(KEYS_DIR)?;
+        if slots.len() > KEY_SLOTS_MAX {
+            return Err(RemoteError::Damaged {
+                what: KEYS_DIR.trim_end_matches('/').into(),
+                reason: format!(
+                    "it holds {} key slots, more than the {KEY_SLOTS_MAX} lifeos tries (each passphrase adds one; `lifeos remote key --replace` keeps one)",
+                    slots.len()
+                ),
+            });
+        }
+        let mut work = 0u64;
+        for (key, _) in slots {
+            let Some(bytes) = backend.get(&key, KEY_SLOT_MAX)? else {
                 continue;
             };
-            match KeySlot::decode(&bytes).and_then(|s| s.open(passphrase)) {
+            let slot = KeySlot::decode(&bytes).map_err(|e| RemoteError::Damaged {
+                what: key.clone(),
+                reason: e.to_string(),
+            })?;
+            // Each try derives a key: bounded, so a server's slots cannot make a wrong
+            // passphrase take hours.
+            work += slot.work();
+            if work > KDF_WORK_MAX {
+                return Err(RemoteError::Damaged {
+                    what: KEYS_DIR.trim_end_matches('/').into(),
+                    reason: format!(
+                        "its key slots ask for more Argon2id work than lifeos spends to unlock a remote ({} GiB-passes)",
+                        KDF_WORK_MAX >> 20
+                    ),
+                });
+            }
+            match slot.open(passphrase) {
                 Ok(master) if RemoteConfig::key_check_of(&master.keys()) == check => {
                     opened.push((key, master));
                     if first_only {
@@ -272,14 +385,24 @@ impl Remote {
         self.keys.is_some()
     }
 
-    /// The remote's operation heads: each head's key and operation. A head removed while
-    /// it was being read is skipped.
-    pub fn heads(&self) -> Result<Vec<(String, Id)>> {
-        let mut out = Vec::new();
+    /// The remote's operation heads: each head's key and operation, and those that did
+    /// not open or decode (a server's damage: the others are still read). A head removed
+    /// while it was being read is skipped.
+    pub fn heads(&self) -> Result<Heads> {
+        let mut out = Heads::default();
         for (key, _) in self.backend.list(HEADS_DIR)? {
-            if let Some(bytes) = self.backend.get(&key)? {
-                let id = format::decode_head(self.keys.as_ref(), &key, bytes)?;
-                out.push((key, id));
+            let bytes = match self.backend.get(&key, HEAD_MAX) {
+                Ok(Some(b)) => b,
+                Ok(None) => continue,
+                Err(e @ StoreError::RemoteTooLarge { .. }) => {
+                    out.damaged.push(e.to_string());
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
+            match format::decode_head(self.keys.as_ref(), &key, bytes) {
+                Ok(id) => out.good.push((key, id)),
+                Err(e) => out.damaged.push(e.to_string()),
             }
         }
         Ok(out)
@@ -302,7 +425,7 @@ impl Remote {
             if let Some(b) = cached.as_ref().and_then(|p| std::fs::read(p).ok()) {
                 return Ok(Some(b));
             }
-            let Some(b) = self.backend.get(key)? else {
+            let Some(b) = self.backend.get(key, INDEX_MAX)? else {
                 // Removed since the listing (by `gc --remote`): so are its pack's objects.
                 return Ok(None);
             };
@@ -369,11 +492,11 @@ mod tests {
         fn location(&self) -> String {
             self.dir.location()
         }
-        fn get(&self, key: &str) -> lifeos_store::Result<Option<Vec<u8>>> {
+        fn get(&self, key: &str, max: u64) -> lifeos_store::Result<Option<Vec<u8>>> {
             if key == CONFIG_KEY && !self.asked.swap(true, std::sync::atomic::Ordering::SeqCst) {
                 return Ok(None);
             }
-            self.dir.get(key)
+            self.dir.get(key, max)
         }
         fn get_range(
             &self,
@@ -404,8 +527,8 @@ mod tests {
         let dir = || Box::new(DirBackend::open(root.path()).unwrap());
         let pass = || Ok(b"correct horse".to_vec());
         let name = |r: &Remote| r.keys.as_ref().unwrap().name(&Id::hash(b"an operation"));
-        let made = Remote::open(dir(), Create::Encrypted, &pass, None).unwrap();
-        let opened = Remote::open(dir(), Create::No, &pass, None).unwrap();
+        let made = Remote::open(dir(), Create::Encrypted, &pass, None, Expect::default()).unwrap();
+        let opened = Remote::open(dir(), Create::No, &pass, None, Expect::default()).unwrap();
         assert_eq!(name(&made), name(&opened));
         let late = Remote::open(
             Box::new(Watched {
@@ -416,6 +539,7 @@ mod tests {
             Create::Encrypted,
             &pass,
             None,
+            Expect::default(),
         )
         .unwrap();
         assert_eq!(name(&late), name(&made));
@@ -423,9 +547,117 @@ mod tests {
         assert_eq!(dir().list(KEYS_DIR).unwrap().len(), 1);
         let wrong = || Ok(b"wrong".to_vec());
         assert!(matches!(
-            Remote::open(dir(), Create::No, &wrong, None),
+            Remote::open(dir(), Create::No, &wrong, None, Expect::default()),
             Err(RemoteError::Crypt(CryptError::WrongPassphrase))
         ));
+    }
+
+    /// H2: a server that rewrites an encrypted remote's config to plain (or swaps its key,
+    /// or its layout) is refused at open, before anything is sent; a remote added to be
+    /// encrypted is refused plain the first time.
+    #[test]
+    fn a_remote_is_refused_when_its_config_differs_from_what_was_seen() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = || Box::new(DirBackend::open(root.path()).unwrap());
+        let pass = || Ok(b"correct horse".to_vec());
+        let first = Remote::open(dir(), Create::Encrypted, &pass, None, Expect::default()).unwrap();
+        let seen = first.seen().clone();
+        assert!(seen.encrypted && seen.key_check.is_some());
+        let expect = Expect {
+            seen: Some(&seen),
+            encrypted: true,
+        };
+        Remote::open(dir(), Create::No, &pass, None, expect).unwrap();
+        let rewrite = |config: &str| {
+            std::fs::write(root.path().join(CONFIG_KEY), config).unwrap();
+        };
+        let changed = |e: RemoteError| match e {
+            RemoteError::Changed { what, .. } => what,
+            other => panic!("{other}"),
+        };
+        // Downgraded to plain: refused, though no passphrase is even needed.
+        rewrite("format = 1\nencrypted = false\n");
+        let what = changed(
+            Remote::open(dir(), Create::No, &pass, None, expect)
+                .err()
+                .unwrap(),
+        );
+        assert!(
+            what.contains("was encrypted") && what.contains("says it is not"),
+            "{what}"
+        );
+        // Another key.
+        let other = RemoteConfig::key_check_of(&MasterKey::generate().keys());
+        rewrite(&format!(
+            "format = 1\nencrypted = true\nkey_check = \"{other}\"\n"
+        ));
+        let what = changed(
+            Remote::open(dir(), Create::No, &pass, None, expect)
+                .err()
+                .unwrap(),
+        );
+        assert!(what.contains("another key"), "{what}");
+        // Never seen, but added to be encrypted: a plain config is refused too.
+        rewrite("format = 1\nencrypted = false\n");
+        let first_time = Expect {
+            seen: None,
+            encrypted: true,
+        };
+        let what = changed(
+            Remote::open(dir(), Create::Encrypted, &pass, None, first_time)
+                .err()
+                .unwrap(),
+        );
+        assert!(what.contains("it was added to be"), "{what}");
+        // An oversized config is not read.
+        std::fs::write(root.path().join(CONFIG_KEY), vec![b'#'; 1 << 20]).unwrap();
+        let e = Remote::open(dir(), Create::No, &pass, None, Expect::default())
+            .err()
+            .unwrap();
+        assert!(
+            matches!(e, RemoteError::Store(StoreError::RemoteTooLarge { .. })),
+            "{e}"
+        );
+    }
+
+    /// A server cannot make unlocking cost more than a bounded number of slots and
+    /// Argon2id work: a wrong passphrase against many or costly slots fails fast.
+    #[test]
+    fn key_slots_past_the_bounds_are_refused_before_they_are_tried() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = || Box::new(DirBackend::open(root.path()).unwrap());
+        let pass = || Ok(b"correct horse".to_vec());
+        let remote =
+            Remote::open(dir(), Create::Encrypted, &pass, None, Expect::default()).unwrap();
+        let master = MasterKey::generate();
+        let costly = KdfParams {
+            mem_kib: 1 << 20,
+            iterations: 5,
+            lanes: 1,
+        };
+        // A slot's parameters are checked when it decodes; one this costly decodes, and
+        // is refused for its work before Argon2id runs.
+        let mut slot = KeySlot::create(&master, b"x", KdfParams::default()).unwrap();
+        slot.params = costly;
+        dir().put("keys/costly", &mut slot.encode()).unwrap();
+        let started = std::time::Instant::now();
+        let wrong = || Ok(b"wrong".to_vec());
+        let e = Remote::open(dir(), Create::No, &wrong, None, Expect::default())
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("more Argon2id work"), "{e}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(20));
+        dir().delete("keys/costly").unwrap();
+        for i in 0..KEY_SLOTS_MAX {
+            dir()
+                .put(&format!("keys/extra{i:02}"), &mut b"junk".to_vec())
+                .unwrap();
+        }
+        let e = Remote::open(dir(), Create::No, &pass, None, Expect::default())
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("key slots, more than"), "{e}");
+        drop(remote);
     }
 
     /// A repository holding a committed library of a 20 MiB video (of bytes zstd cannot
@@ -462,6 +694,7 @@ mod tests {
             Create::Plain,
             &|| Ok(Vec::new()),
             None,
+            Expect::default(),
         )
         .unwrap();
         remote
@@ -497,7 +730,7 @@ mod tests {
         let clone =
             lifeos_vcs::Repo::init(clone.path(), lifeos_store::StoreConfig::default()).unwrap();
         let report = remote
-            .fetch(&clone, "origin", true, &transfer::Quiet)
+            .fetch(&clone, "origin", true, None, &transfer::Quiet)
             .unwrap();
         assert!(report.merged.is_some());
         let mut packs: Vec<String> = DirBackend::open(root.path())
@@ -525,7 +758,7 @@ mod tests {
         let clone =
             lifeos_vcs::Repo::init(clone.path(), lifeos_store::StoreConfig::default()).unwrap();
         remote
-            .fetch(&clone, "origin", false, &transfer::Quiet)
+            .fetch(&clone, "origin", false, None, &transfer::Quiet)
             .unwrap();
         let catalog = remote.catalog().unwrap();
         let chunks_here = |r: &lifeos_vcs::Repo| {
@@ -594,7 +827,7 @@ mod tests {
         let clone =
             lifeos_vcs::Repo::init(here.path(), lifeos_store::StoreConfig::default()).unwrap();
         remote
-            .fetch(&clone, "origin", false, &transfer::Quiet)
+            .fetch(&clone, "origin", false, None, &transfer::Quiet)
             .unwrap();
         let (chunks, chunk_packs): (Vec<Id>, std::collections::HashSet<String>) = remote
             .catalog()
@@ -648,7 +881,14 @@ mod tests {
         let (_folder, repo) = library();
         let root = tempfile::tempdir().unwrap();
         let backend = Box::new(DirBackend::open(root.path()).unwrap());
-        let remote = Remote::open(backend, Create::Plain, &|| Ok(Vec::new()), None).unwrap();
+        let remote = Remote::open(
+            backend,
+            Create::Plain,
+            &|| Ok(Vec::new()),
+            None,
+            Expect::default(),
+        )
+        .unwrap();
         remote
             .push(PushPlan::new(&repo).unwrap(), &transfer::Quiet)
             .unwrap();

@@ -33,13 +33,40 @@ pub struct RemoteSpec {
     /// read from it when needed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub lazy: bool,
+    /// What the remote was when this repository first opened it; every later open is
+    /// refused if it differs (a server cannot turn encryption off, or swap the key).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seen: Option<Seen>,
+}
+
+/// What a remote's config said when this repository first opened it: kept in
+/// `remotes.toml`, in the store, where no tree, branch or server writes.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Seen {
+    /// The layout version.
+    pub format: u32,
+    /// Whether everything on it was sealed.
+    pub encrypted: bool,
+    /// Its key check (FORMAT 19.1), for an encrypted remote.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_check: Option<String>,
 }
 
 impl RemoteSpec {
-    /// Whether a push that creates the remote encrypts it.
+    /// Whether a push that creates the remote encrypts it (and whether, the first time it
+    /// is opened, it must be encrypted).
     pub fn encrypts(&self) -> bool {
         self.encrypt
             .unwrap_or(matches!(parse_url(&self.url), Ok(Url::S3 { .. })))
+    }
+
+    /// What opening the remote must find.
+    pub fn expect(&self) -> crate::Expect<'_> {
+        crate::Expect {
+            seen: self.seen.as_ref(),
+            encrypted: self.encrypts(),
+        }
     }
 }
 

@@ -146,17 +146,32 @@ impl Backend for S3Backend {
         format!("s3://{}/{}", self.bucket, self.prefix)
     }
 
-    fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
+    fn get(&self, key: &str, max: u64) -> Result<Option<Vec<u8>>> {
         let path = self.path(key)?;
+        let too_large = || lifeos_store::remote::too_large(&self.location(), key, max);
         self.runtime.block_on(async {
-            match self.store.get(&path).await {
-                Ok(r) => match r.bytes().await {
-                    Ok(b) => Ok(Some(Vec::from(b))),
-                    Err(e) => Err(self.fail("reading", key, e)),
-                },
-                Err(object_store::Error::NotFound { .. }) => Ok(None),
-                Err(e) => Err(self.fail("reading", key, e)),
+            let r = match self.store.get(&path).await {
+                Ok(r) => r,
+                Err(object_store::Error::NotFound { .. }) => return Ok(None),
+                Err(e) => return Err(self.fail("reading", key, e)),
+            };
+            if r.meta.size > max {
+                return Err(too_large());
             }
+            // The body is read no further than `max`, whatever the size said.
+            let mut out = Vec::new();
+            let mut body = r.into_stream();
+            while let Some(piece) = body
+                .try_next()
+                .await
+                .map_err(|e| self.fail("reading", key, e))?
+            {
+                out.extend_from_slice(&piece);
+                if out.len() as u64 > max {
+                    return Err(too_large());
+                }
+            }
+            Ok(Some(out))
         })
     }
 

@@ -117,6 +117,9 @@ pub struct PushReport {
     pub heads_added: u64,
     /// Remote heads removed because a published head descends from them.
     pub heads_removed: u64,
+    /// The operation heads the remote now holds from this push: what a later fetch
+    /// expects to find there, or descendants of it.
+    pub heads: Vec<Id>,
 }
 
 /// What `fetch` did.
@@ -132,6 +135,11 @@ pub struct FetchReport {
     pub merged: Option<Id>,
     /// The newest remote head (where `pull` and `clone` move the folder).
     pub newest_remote: Option<Id>,
+    /// Heads that did not open or decode (left out; the others were fetched).
+    pub damaged_heads: Vec<String>,
+    /// An operation this repository pushed that the remote's heads no longer reach: the
+    /// server dropped or rolled back heads (or a backup was restored over it).
+    pub hidden: Option<Id>,
 }
 
 /// A remote pack being filled.
@@ -334,7 +342,7 @@ impl Remote {
         report.bytes = sent.bytes;
         report.packs = sent.packs;
         // Every object is on the remote: the heads can now refer to them.
-        let remote_heads = self.heads()?;
+        let remote_heads = self.heads()?.good;
         let on_remote: HashSet<Id> = remote_heads.iter().map(|(_, id)| *id).collect();
         for h in heads {
             if !on_remote.contains(h)
@@ -352,6 +360,7 @@ impl Remote {
                 report.heads_removed += 1;
             }
         }
+        report.heads = heads.clone();
         Ok(report)
     }
 
@@ -393,7 +402,13 @@ impl Remote {
                         what: r.key.clone(),
                         reason: format!("it ends before object {id}"),
                     })?;
-            let opened = format::open_object(self.keys.as_ref(), id, p.kind, blob)?;
+            let opened =
+                format::open_object(self.keys.as_ref(), id, p.kind, blob).map_err(|e| {
+                    RemoteError::Damaged {
+                        what: r.key.clone(),
+                        reason: format!("{e}; nothing of it was kept"),
+                    }
+                })?;
             objects.push((id, p, opened.shifted(from)));
         }
         Ok(Arrival { bytes, objects })
@@ -457,16 +472,20 @@ impl Remote {
     /// Downloads what the repository lacks (with `all_data`, every object; without, all
     /// but file chunks, which a lazy clone reads when needed), checks that the remote's
     /// new operations reach nothing missing, and merges them into the local operation
-    /// log (the folder stays where it is). Nothing is merged if anything fails.
+    /// log (the folder stays where it is). Nothing is merged if anything fails. `pushed`
+    /// is the operation this repository last pushed there: the report says if the
+    /// remote's heads no longer reach it.
     pub fn fetch(
         &self,
         repo: &Repo,
         name: &str,
         all_data: bool,
+        pushed: Option<Id>,
         progress: &dyn Progress,
     ) -> Result<FetchReport> {
         let store = repo.store();
-        let remote_heads: Vec<Id> = self.heads()?.into_iter().map(|(_, id)| id).collect();
+        let read = self.heads()?;
+        let remote_heads: Vec<Id> = read.good.into_iter().map(|(_, id)| id).collect();
         let catalog = self.catalog()?;
         let mut want: Vec<(&Id, &Place)> = Vec::new();
         for (id, place) in &catalog {
@@ -474,7 +493,10 @@ impl Remote {
                 want.push((id, place));
             }
         }
-        let mut report = FetchReport::default();
+        let mut report = FetchReport {
+            damaged_heads: read.damaged,
+            ..FetchReport::default()
+        };
         progress.total(want.iter().map(|(_, p)| u64::from(p.len)).sum());
         let mut tx = store.transaction()?;
         // Checked objects are stored as they come.
@@ -495,6 +517,19 @@ impl Remote {
             .collect();
         report.new_heads.sort();
         report.newest_remote = repo.newest_op(&remote_heads).ok().flatten();
+        // Heads are removed only by a push whose own head descends from them: what this
+        // repository pushed is reached from the remote's heads, unless the server
+        // dropped or rolled them back.
+        if let Some(p) = pushed.filter(|p| !remote_heads.contains(p)) {
+            let reached = repo
+                .op_ancestry(&remote_heads)
+                .map(|a| a.contains(&p))
+                // Not knowable (the remote's history is incomplete, refused below).
+                .unwrap_or(true);
+            if !reached {
+                report.hidden = Some(p);
+            }
+        }
         if report.new_heads.is_empty() {
             drop(committed);
             return Ok(report);

@@ -266,6 +266,11 @@ pub struct KeySlot {
 }
 
 impl KeySlot {
+    /// The Argon2id work opening it takes: KiB of memory times passes.
+    pub fn work(&self) -> u64 {
+        u64::from(self.params.mem_kib) * u64::from(self.params.iterations)
+    }
+
     /// Wraps `master` under `passphrase` with a fresh salt.
     pub fn create(
         master: &MasterKey,

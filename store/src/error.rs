@@ -56,6 +56,16 @@ pub enum StoreError {
         /// What failed.
         reason: String,
     },
+    /// A remote holds a file larger than any such file lifeos writes: read no further.
+    #[error("remote {location}: {key} is larger than the {max} bytes such a file can be; the remote may be damaged or hostile, and nothing of it was used")]
+    RemoteTooLarge {
+        /// Where the remote is.
+        location: String,
+        /// The file.
+        key: String,
+        /// The most bytes it can hold.
+        max: u64,
+    },
     /// A pack named by the index does not exist.
     #[error("pack {pack} is missing (it should hold object {id})")]
     PackMissing {

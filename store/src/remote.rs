@@ -15,8 +15,10 @@ use crate::{Result, StoreError};
 pub trait Backend: Send + Sync {
     /// Where it is, for messages (`/mnt/backup/photos`, `s3://bucket/prefix`).
     fn location(&self) -> String;
-    /// The whole object at `key`, or `None` if there is none.
-    fn get(&self, key: &str) -> Result<Option<Vec<u8>>>;
+    /// The whole object at `key`, or `None` if there is none. An object larger than
+    /// `max` bytes is an error, read no further: the server may be hostile, and every
+    /// file of a remote has a size it cannot exceed ([`too_large`]).
+    fn get(&self, key: &str, max: u64) -> Result<Option<Vec<u8>>>;
     /// Reads bytes `range` of the object at `key` (fewer if it ends sooner) into `into`,
     /// which is cleared first: a caller reading many ranges passes one buffer again and
     /// again instead of having a new one allocated (and its pages faulted in) each time.
@@ -34,6 +36,16 @@ pub trait Backend: Send + Sync {
     fn list(&self, prefix: &str) -> Result<Vec<(String, u64)>>;
     /// Removes the object at `key`; removing what is not there is not an error.
     fn delete(&self, key: &str) -> Result<()>;
+}
+
+/// The error for an object at `key` of `location` larger than the `max` bytes such an
+/// object can be.
+pub fn too_large(location: &str, key: &str, max: u64) -> StoreError {
+    StoreError::RemoteTooLarge {
+        location: location.to_string(),
+        key: key.to_string(),
+        max,
+    }
 }
 
 /// Checks that `key` is a key this interface uses: `/`-separated parts of lowercase
@@ -110,13 +122,22 @@ impl Backend for DirBackend {
         self.root.display().to_string()
     }
 
-    fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
+    fn get(&self, key: &str, max: u64) -> Result<Option<Vec<u8>>> {
+        use std::io::Read as _;
         let path = self.path(key)?;
-        match std::fs::read(&path) {
-            Ok(b) => Ok(Some(b)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e).io("reading", path),
+        let f = match File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e).io("reading", path),
+        };
+        let mut out = Vec::new();
+        f.take(max.saturating_add(1))
+            .read_to_end(&mut out)
+            .io("reading", &path)?;
+        if out.len() as u64 > max {
+            return Err(too_large(&self.location(), key, max));
         }
+        Ok(Some(out))
     }
 
     fn get_range(&self, key: &str, range: Range<u64>, into: &mut Vec<u8>) -> Result<()> {
@@ -214,15 +235,18 @@ mod tests {
     fn a_directory_holds_objects_by_key() {
         let dir = tempfile::tempdir().unwrap();
         let b = DirBackend::open(dir.path()).unwrap();
-        assert_eq!(b.get("packs/a1").unwrap(), None);
+        assert_eq!(b.get("packs/a1", 1 << 20).unwrap(), None);
         b.put("packs/a1", &mut b"hello pack".to_vec()).unwrap();
         b.put("index/a1", &mut b"i".to_vec()).unwrap();
-        assert_eq!(b.get("packs/a1").unwrap().unwrap(), b"hello pack");
+        assert_eq!(b.get("packs/a1", 1 << 20).unwrap().unwrap(), b"hello pack");
         let mut read = b"left from the last read".to_vec();
         b.get_range("packs/a1", 6..100, &mut read).unwrap();
         assert_eq!(read, b"pack");
         b.put("packs/a1", &mut b"replaced".to_vec()).unwrap();
-        assert_eq!(b.get("packs/a1").unwrap().unwrap(), b"replaced");
+        assert_eq!(b.get("packs/a1", 1 << 20).unwrap().unwrap(), b"replaced");
+        assert_eq!(b.get("packs/a1", 8).unwrap().unwrap(), b"replaced");
+        let e = b.get("packs/a1", 7).unwrap_err().to_string();
+        assert!(e.contains("larger than the 7 bytes"), "{e}");
         assert_eq!(
             b.list("").unwrap(),
             vec![("index/a1".to_string(), 1), ("packs/a1".to_string(), 8)]
@@ -231,7 +255,7 @@ mod tests {
         assert_eq!(b.list("heads/").unwrap(), vec![]);
         b.delete("packs/a1").unwrap();
         b.delete("packs/a1").unwrap();
-        assert_eq!(b.get("packs/a1").unwrap(), None);
+        assert_eq!(b.get("packs/a1", 1 << 20).unwrap(), None);
         assert!(b.list(".tmp/").is_err(), "staging is not a key");
         assert_eq!(
             std::fs::read_dir(dir.path().join(".tmp")).unwrap().count(),
@@ -245,7 +269,7 @@ mod tests {
         let b = Arc::new(DirBackend::open(dir.path()).unwrap());
         assert!(b.create("heads/x", b"first").unwrap());
         assert!(!b.create("heads/x", b"second").unwrap());
-        assert_eq!(b.get("heads/x").unwrap().unwrap(), b"first");
+        assert_eq!(b.get("heads/x", 1 << 20).unwrap().unwrap(), b"first");
         for round in 0..20 {
             let key = format!("heads/r{round}");
             let racers: Vec<_> = (0..4u8)
@@ -259,7 +283,7 @@ mod tests {
                 .filter_map(|r| r.join().unwrap())
                 .collect();
             assert_eq!(winners.len(), 1, "round {round}: {winners:?}");
-            assert_eq!(b.get(&key).unwrap().unwrap(), winners);
+            assert_eq!(b.get(&key, 1 << 20).unwrap().unwrap(), winners);
         }
     }
 

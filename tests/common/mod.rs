@@ -444,3 +444,38 @@ fn free_port_block() -> u16 {
         }
     }
 }
+
+/// The store folder of the repository whose working folder is `dir`: `.git/lifeos` in a
+/// folder shared with git, else `.lifeos`.
+pub fn store_dir(dir: &Path) -> PathBuf {
+    lifeos_vcs::repo::store_dir_of(dir).expect("a lifeos repository")
+}
+
+/// The passphrase of the remotes the tests make.
+pub const PASS: &str = "correct horse battery staple";
+
+/// Runs lifeos in `dir` with the test passphrase and, for S3, the server's variables.
+pub fn lo(dir: &Path, s3: Option<&S3Server>, args: &[&str]) -> Output {
+    let mut c = cmd(dir);
+    c.env("LIFEOS_PASSPHRASE", PASS);
+    if let Some(s) = s3 {
+        s.env(&mut c);
+    }
+    c.args(args).output().unwrap()
+}
+
+/// As [`lo`], asserting success; returns stdout.
+pub fn lok(dir: &Path, s3: Option<&S3Server>, args: &[&str]) -> String {
+    succeeded(lo(dir, s3, args), args)
+}
+
+/// As [`lo`], asserting failure; returns stderr.
+pub fn lfails(dir: &Path, s3: Option<&S3Server>, args: &[&str]) -> String {
+    let out = lo(dir, s3, args);
+    assert!(
+        !out.status.success(),
+        "lifeos {args:?} should have failed:\n{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}

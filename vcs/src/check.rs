@@ -70,6 +70,9 @@ pub struct Reachable<S = HashSet<Id>> {
     pub trees: u64,
     /// Distinct file contents, with their sizes.
     pub files: HashMap<Id, u64>,
+    /// Tree entries lifeos never writes into a folder (code [`RESERVED_NAME`]): not
+    /// damage, so not among the walk's problems; `fsck` reports them.
+    pub reserved: Vec<Problem>,
     /// Chunks found missing, so that each is reported once.
     missing_chunks: HashSet<Id>,
 }
@@ -108,6 +111,11 @@ fn store_problem(e: &crate::VcsError, id: Id, context: &str) -> Problem {
         detail: format!("{context}: {e}"),
     }
 }
+
+/// The problem code of a tree entry named as a repository's own folder (`.git`,
+/// `.lifeos`) or a symlinked `.gitmodules`: kept in history (it is data), never written
+/// into a folder ([`crate::guard`]).
+pub const RESERVED_NAME: &str = "reserved-name";
 
 impl Repo {
     /// Walks the operation log and everything it reaches. With `chunks`, also reads file
@@ -332,6 +340,10 @@ impl Repo {
             r.trees += 1;
             for e in &tree.entries {
                 let path = format!("{context}:{}", crate::path::display(&e.name));
+                if let Err(why) = crate::guard::check_name(&e.name, e.kind) {
+                    r.reserved
+                        .push(problem(RESERVED_NAME, t, format!("{path} {why}")));
+                }
                 match e.kind {
                     EntryKind::Dir => trees.push((e.id, path)),
                     // A submodule's commit lives in its own repository.
@@ -413,6 +425,7 @@ impl Repo {
         let packs = self.store().check_packs(progress)?;
         let mut problems = packs.problems;
         let reach = self.reachable::<PrefixSet>(true, &mut problems)?;
+        problems.extend(reach.reserved.iter().cloned());
         let reached = reach.ids.freeze().len();
         let stats = self.store().stats()?;
         let stored = stats.chunks + stats.objects;

@@ -94,6 +94,18 @@ pub enum VcsError {
         /// Why.
         reason: String,
     },
+    /// A tree holds an entry lifeos never writes into a folder: a name a file system
+    /// reads as `.git` or `.lifeos`, a symlinked `.gitmodules`, a symlink leading outside
+    /// the folder or into those folders (docs/SECURITY.md).
+    #[error("{path} in {origin} {why}")]
+    RefusedEntry {
+        /// The path in the tree.
+        path: String,
+        /// Where the tree comes from (`commit 3f9c2a1b2c3d`).
+        origin: String,
+        /// Why it is refused.
+        why: crate::guard::Refusal,
+    },
     /// Something not made by lifeos stands where a file or folder must go: a file where a
     /// folder is needed, or a folder where a file is.
     #[error("cannot write {path}: {what} is in the way")]

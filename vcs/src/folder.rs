@@ -322,22 +322,29 @@ impl Repo {
     /// writes or removes is unreadable (its content was never recorded), no file it
     /// writes would replace an untracked or ignored file, and no folder it needs is a
     /// file or symlink that stays.
+    ///
+    /// An entry lifeos never writes ([`crate::guard`]) stops it too, with an error naming
+    /// the path and `origin` (what `to` comes from: `commit 3f9c2a1b2c3d`).
     pub(crate) fn plan_move(
         &self,
         tx: &Transaction<'_>,
         from: Option<&Id>,
         to: Option<&Id>,
         unreadable: &[Skipped],
+        origin: &str,
     ) -> Result<FolderMove> {
         let mut changes = self.diff_trees_tx(tx, from, to)?;
-        if let Some(c) = changes
-            .iter()
-            .find(|c| c.new.is_some() && crate::path::in_repository_dir(&c.path))
-        {
-            return Err(VcsError::UnsafePath {
-                path: display(&c.path).into_owned(),
-                reason: "is inside a .lifeos or .git folder, where a repository keeps its own files: lifeos never writes there; read it with `lifeos cat`, or record a commit without it".into(),
-            });
+        let outside_ok = self.outside_symlinks_allowed();
+        for c in &changes {
+            if let Some(e) = &c.new {
+                if let Some(why) = self.refusal(&c.path, e, outside_ok)? {
+                    return Err(VcsError::RefusedEntry {
+                        path: display(&c.path).into_owned(),
+                        origin: origin.to_string(),
+                        why,
+                    });
+                }
+            }
         }
         // Nothing there was written by a move, so nothing there is removed by one.
         changes.retain(|c| !crate::path::in_repository_dir(&c.path));
@@ -773,14 +780,24 @@ mod tests {
             b".git/hooks/post-checkout",
             b"sub/.git/config",
             b"sub/.lifeos/x",
+            b".git",
+            b"sub/.git",
+            b".GIT/config",
+            b"GIT~1/hooks/x",
+            b".lifeos. ",
         ] {
             let t = tree(&mut tx, hostile);
-            let err = repo.plan_move(&tx, Some(&clean), Some(&t), &[]).err();
+            let err = repo
+                .plan_move(&tx, Some(&clean), Some(&t), &[], "test")
+                .err();
             assert!(
-                matches!(err, Some(VcsError::UnsafePath { .. })),
+                matches!(&err, Some(VcsError::RefusedEntry { path, origin, .. })
+                    if path.as_bytes() == hostile && origin == "test"),
                 "{hostile:?}: {err:?}"
             );
-            let away = repo.plan_move(&tx, Some(&t), Some(&clean), &[]).unwrap();
+            let away = repo
+                .plan_move(&tx, Some(&t), Some(&clean), &[], "test")
+                .unwrap();
             assert!(away.changes.is_empty(), "{hostile:?}: {:?}", away.changes);
         }
         let config = std::fs::read(root.join(".lifeos/config")).unwrap();

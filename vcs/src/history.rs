@@ -542,7 +542,11 @@ impl Repo {
             Some(tree)
         };
         let to = self.at_tree(&view)?;
-        let mut mv = self.plan_move(&tx, from.as_ref(), to.as_ref(), &st.unreadable)?;
+        let origin = match view.at_commit() {
+            Some(c) => format!("commit {}", c.short(12)),
+            None => "the empty tree".into(),
+        };
+        let mut mv = self.plan_move(&tx, from.as_ref(), to.as_ref(), &st.unreadable, &origin)?;
         mv = mv.with_state(state);
         view.wc_commit = view.at_commit().or(view.wc_commit);
         let op = self.publish_and_move(wc, tx, &[head.id], view, what, events, start, mv)?;
@@ -1111,7 +1115,13 @@ impl Repo {
         flat.extend(wanted);
         let tree = self.write_flat(&mut tx, &flat)?;
         let mv = self
-            .plan_move(&tx, Some(&snap.tree), Some(&tree), &snap.unreadable)?
+            .plan_move(
+                &tx,
+                Some(&snap.tree),
+                Some(&tree),
+                &snap.unreadable,
+                &format!("commit {}", source.short(12)),
+            )?
             .with_state(snap.state.map(NewCache::into_state));
         let msg = format!(
             "restore {} from {}",

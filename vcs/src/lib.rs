@@ -20,6 +20,7 @@ pub mod fetched;
 pub mod file_index;
 pub mod folder;
 mod fts;
+pub mod guard;
 pub mod history;
 pub mod mentions;
 pub mod merge;

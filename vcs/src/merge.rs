@@ -280,7 +280,13 @@ impl Repo {
             git_header: None,
         };
         let id = tx.write_object(Kind::Commit, &commit.encode())?;
-        let mv = self.plan_move(&tx, Some(&ot), Some(&tree), &st.unreadable)?;
+        let mv = self.plan_move(
+            &tx,
+            Some(&ot),
+            Some(&tree),
+            &st.unreadable,
+            &format!("commit {}", theirs.short(12)),
+        )?;
         let mut view = head.view.clone();
         view.heads.retain(|h| *h != ours && *h != theirs);
         view.heads.push(id);

@@ -68,14 +68,14 @@ pub fn is_under(path: &[u8], dir: &[u8]) -> bool {
         || (path.len() > dir.len() && path.starts_with(dir) && path[dir.len()] == b'/')
 }
 
-/// Whether repository path `p` is in a folder where a repository keeps its own files: a
-/// folder named `.lifeos` or `.git` at any depth (the ones a snapshot never records), or
-/// is `.lifeos` itself. A tree may hold such a path (imported from git, fetched from
-/// another device), but it is never written to or removed from the folder.
+/// Whether repository path `p` is, or is inside, a folder where a repository keeps its
+/// own files: a component named `.git` or `.lifeos` at any depth, in any spelling a file
+/// system reads as one of them ([`crate::guard::is_repository_name`]). A snapshot never
+/// records such a path, and a move of the folder never writes or removes one, whatever
+/// a tree (imported from git, fetched from another device) holds.
 pub fn in_repository_dir(p: &[u8]) -> bool {
-    let dot = crate::repo::DOT_DIR.as_bytes();
-    let mut folders = p.split(|b| *b == b'/').rev().skip(1);
-    p == dot || folders.any(|c| c == dot || c == b".git")
+    p.split(|b| *b == b'/')
+        .any(crate::guard::is_repository_name)
 }
 
 /// The file system path of repository path `p` below `root`.
@@ -126,10 +126,12 @@ mod tests {
             (b".git/hooks/post-checkout", true),
             (b"sub/.git/config", true),
             (b"sub/.lifeos/x", true),
+            (b".git", true),
+            (b"sub/.git", true),
+            (b"sub/.lifeos", true),
+            (b"a/.GIT/hooks/x", true),
+            (b"GIT~1/config", true),
             (b"notes/a.md", false),
-            (b".git", false),
-            (b"sub/.git", false),
-            (b"sub/.lifeos", false),
             (b".lifeosignore", false),
             (b"x.lifeos/a", false),
             (b".github/workflows/ci.yml", false),

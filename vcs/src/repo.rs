@@ -9,6 +9,32 @@ use crate::object::{Commit, Event, OpEvents, Operation, Signature, Tree, View};
 
 /// Name of the repository directory inside the working folder.
 pub const DOT_DIR: &str = ".lifeos";
+/// Where a folder shared with git keeps its store: `.git/lifeos`, inside git's own
+/// folder, which no git command writes into from a tree or removes (`checkout`,
+/// `merge`, `pull`, `stash -u` and `clean -fdx` all leave `.git` alone), as git keeps its
+/// own state there (docs/DECISIONS.md, "Colocation").
+pub const COLOCATED_DIR: &str = "lifeos";
+
+/// The store folder of the repository whose working folder is `dir`, if `dir` is one:
+/// `dir/.git/lifeos` (shared with git), else `dir/.lifeos`.
+pub fn store_dir_of(dir: &Path) -> Option<PathBuf> {
+    let config = lifeos_store::store::CONFIG_FILE;
+    let colocated = dir.join(".git").join(COLOCATED_DIR);
+    if colocated.join(config).is_file() {
+        return Some(colocated);
+    }
+    let plain = dir.join(DOT_DIR);
+    plain.join(config).is_file().then_some(plain)
+}
+
+/// The working folder and store folder of the repository at `start` or the nearest
+/// folder above it (the store is not opened).
+pub fn locate(start: &Path) -> Option<(PathBuf, PathBuf)> {
+    let start = start.canonicalize().ok()?;
+    start
+        .ancestors()
+        .find_map(|d| store_dir_of(d).map(|dot| (d.to_path_buf(), dot)))
+}
 /// Operation heads: one empty file per head, named by the operation id.
 pub const OP_HEADS_DIR: &str = "op_heads";
 /// The branch a new repository starts on.
@@ -137,12 +163,19 @@ pub struct Repo {
 }
 
 impl Repo {
-    /// Creates a repository whose working folder is `workdir` (created if missing).
+    /// Creates a repository whose working folder is `workdir` (created if missing). Its
+    /// store is `.lifeos`, or `.git/lifeos` when the folder's top holds a `.git` folder
+    /// (out of the reach of git's commands; see [`COLOCATED_DIR`]).
     pub fn init(workdir: &Path, config: StoreConfig) -> Result<Repo> {
         std::fs::create_dir_all(workdir).io("creating", workdir)?;
         let workdir = workdir.canonicalize().io("resolving", workdir)?;
-        let dot = workdir.join(DOT_DIR);
-        if dot.exists() {
+        let git = workdir.join(".git");
+        let dot = if git.symlink_metadata().is_ok_and(|m| m.is_dir()) {
+            git.join(COLOCATED_DIR)
+        } else {
+            workdir.join(DOT_DIR)
+        };
+        if dot.exists() || store_dir_of(&workdir).is_some() {
             return Err(VcsError::AlreadyInitialized(workdir));
         }
         std::fs::create_dir(&dot).io("creating", &dot)?;
@@ -168,27 +201,16 @@ impl Repo {
     }
 
     /// Opens the repository whose working folder is `start` or the nearest folder above it
-    /// that has a `.lifeos` directory.
+    /// that has a store ([`store_dir_of`]).
     pub fn discover(start: &Path) -> Result<Repo> {
         let start = start.canonicalize().io("resolving", start)?;
-        let mut dir = start.as_path();
-        loop {
-            if dir
-                .join(DOT_DIR)
-                .join(lifeos_store::store::CONFIG_FILE)
-                .is_file()
-            {
-                return Self::open_at(dir);
-            }
-            match dir.parent() {
-                Some(p) => dir = p,
-                None => return Err(VcsError::NotARepository(start)),
-            }
+        match locate(&start) {
+            Some((workdir, dot)) => Self::open_at(&workdir, dot),
+            None => Err(VcsError::NotARepository(start)),
         }
     }
 
-    fn open_at(workdir: &Path) -> Result<Repo> {
-        let dot = workdir.join(DOT_DIR);
+    fn open_at(workdir: &Path, dot: PathBuf) -> Result<Repo> {
         let store = std::sync::Arc::new(Store::open(&dot)?);
         Ok(Repo {
             workdir: workdir.into(),
@@ -204,9 +226,37 @@ impl Repo {
         &self.workdir
     }
 
-    /// The `.lifeos` directory.
+    /// The store's folder: `.lifeos`, or `.git/lifeos` in a folder shared with git.
     pub fn dot_dir(&self) -> &Path {
         &self.dot
+    }
+
+    /// Moves the store to `to` (a new folder on the same file system, as `.git/lifeos`
+    /// is beside `.lifeos`) and opens it there. No transaction is running meanwhile (the
+    /// repository lock is held exclusively) and no command is using the folder (the
+    /// working-copy lock); a command that opened the store before at its old place fails
+    /// when it next writes there, and publishes nothing. The rename is atomic: a kill
+    /// leaves the store at one place or the other, whole.
+    pub fn move_store(self, to: &Path) -> Result<Repo> {
+        if to.exists() {
+            return Err(VcsError::AlreadyInitialized(to.to_path_buf()));
+        }
+        let _wc = self.lock_working_copy()?;
+        let _lock = self.store.gc_lock()?;
+        std::fs::rename(&self.dot, to).io("moving the store to", to)?;
+        if let Some(parent) = to.parent() {
+            lifeos_store::store::sync_dir(parent)?;
+        }
+        if let Some(parent) = self.dot.parent() {
+            lifeos_store::store::sync_dir(parent)?;
+        }
+        let workdir = self.workdir.clone();
+        let interrupt = self.interrupt.clone();
+        drop((_lock, _wc));
+        drop(self);
+        let mut repo = Self::open_at(&workdir, to.to_path_buf())?;
+        repo.interrupt = interrupt;
+        Ok(repo)
     }
 
     /// The store.

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use lifeos_store::Id;
 
 use crate::error::{IoContext, Result, VcsError};
+use crate::guard::{self, Refusal};
 use crate::object::EntryKind;
 use crate::path::{display, join, BString};
 use crate::repo::Repo;
@@ -39,6 +40,14 @@ pub struct RestoreStats {
     pub bytes: u64,
 }
 
+/// Why a symlink at `path` to `target` is never written, if it is; `outside_ok` (the
+/// person's setting) lets a target outside the folder through, never one into `.git` or
+/// `.lifeos`.
+fn symlink_refusal(path: &[u8], target: &[u8], outside_ok: bool) -> Option<Refusal> {
+    let why = guard::check_symlink(path, target).err()?;
+    (!(outside_ok && why.is_outside())).then_some(why)
+}
+
 /// Checks that `dir` is a real directory (not a symlink) created under `root`.
 fn ensure_real_dir(path: &Path, repo_path: &[u8]) -> Result<()> {
     match path.symlink_metadata() {
@@ -59,9 +68,38 @@ fn ensure_real_dir(path: &Path, repo_path: &[u8]) -> Result<()> {
 }
 
 impl Repo {
+    /// Whether symlinks leading outside the folder may be written: the person's own
+    /// setting `safety.outside-symlinks` (never something a tree can bring).
+    pub fn outside_symlinks_allowed(&self) -> bool {
+        crate::settings::effective(Some(self.dot_dir()), "safety.outside-symlinks").as_deref()
+            == Some("true")
+    }
+
+    /// Why entry `e` at repository path `path` is never written into a folder, if it is:
+    /// a name a file system reads as `.git` or `.lifeos` at any depth, a symlinked
+    /// `.gitmodules`, or (unless `outside_ok`) a symlink leading outside the folder or
+    /// into those folders. A symlink's target is read from the store.
+    pub fn refusal(
+        &self,
+        path: &[u8],
+        e: &crate::object::TreeEntry,
+        outside_ok: bool,
+    ) -> Result<Option<Refusal>> {
+        if let Err(why) = guard::check_path(path, e.kind) {
+            return Ok(Some(why));
+        }
+        if e.kind != EntryKind::Symlink {
+            return Ok(None);
+        }
+        let mut target = Vec::new();
+        self.store().read_file(&e.id, &mut target)?;
+        Ok(symlink_refusal(path, &target, outside_ok))
+    }
+
     /// Lists the files under tree `root` with their destinations under `dest`, creating
     /// the directories. Every name was validated when the tree was decoded, so each path
-    /// stays below `dest`.
+    /// stays below `dest`; a name lifeos never writes ([`guard::check_name`]) stops it
+    /// before anything is created below it.
     fn plan(
         &self,
         root: &Id,
@@ -75,6 +113,12 @@ impl Repo {
         for e in &tree.entries {
             let name = OsStr::from_bytes(&e.name);
             let repo_path = join(prefix, &e.name);
+            if let Err(why) = guard::check_name(&e.name, e.kind) {
+                return Err(VcsError::UnsafePath {
+                    path: display(&repo_path).into_owned(),
+                    reason: why.reason().into(),
+                });
+            }
             let path = dest.join(name);
             match e.kind {
                 EntryKind::Dir => {
@@ -114,6 +158,13 @@ impl Repo {
             });
         };
         ensure_real_dir(parent, &job.repo_path)?;
+        // Checked where a move is planned; checked again here, where every file is
+        // written, whatever planned it.
+        let unsafe_path = |why: Refusal| VcsError::UnsafePath {
+            path: display(&job.repo_path).into_owned(),
+            reason: why.reason().into(),
+        };
+        guard::check_path(&job.repo_path, job.kind).map_err(unsafe_path)?;
         let tmp = parent.join(format!(
             ".lifeos-tmp-{}",
             lifeos_store::store::random_hex(6)
@@ -122,6 +173,11 @@ impl Repo {
             let n = if job.kind == EntryKind::Symlink {
                 let mut target = Vec::new();
                 self.store().read_file(&job.id, &mut target)?;
+                if let Some(why) =
+                    symlink_refusal(&job.repo_path, &target, self.outside_symlinks_allowed())
+                {
+                    return Err(unsafe_path(why));
+                }
                 std::os::unix::fs::symlink(OsStr::from_bytes(&target), &tmp)
                     .io("creating symlink", &tmp)?;
                 target.len() as u64

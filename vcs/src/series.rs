@@ -138,7 +138,13 @@ impl Repo {
             )?);
         }
         let last = made.expect("commits is not empty");
-        let mv = self.plan_move(&tx, from.as_ref(), tree.as_ref(), &st.unreadable)?;
+        let mv = self.plan_move(
+            &tx,
+            from.as_ref(),
+            tree.as_ref(),
+            &st.unreadable,
+            "the commits being written",
+        )?;
         let op = self.publish_op_and_move(wc, tx, last, &[head.id], mv)?;
         Ok(SeriesOutcome {
             op,
@@ -358,9 +364,14 @@ mod tests {
             );
         }
         // A tree may hold it, but the folder's copy of the repository is never written.
-        let res = repo.commit_series(&wc, &one(".lifeos/x"));
-        assert!(matches!(res, Err(VcsError::UnsafePath { .. })), "{res:?}");
-        assert!(!root.join(".lifeos/x").exists());
+        for hostile in [".lifeos/x", ".git", "a/.GIT/config"] {
+            let res = repo.commit_series(&wc, &one(hostile));
+            assert!(
+                matches!(&res, Err(VcsError::RefusedEntry { path, .. }) if path == hostile),
+                "{res:?}"
+            );
+            assert!(!root.join(hostile).exists());
+        }
         assert_eq!(repo.op_heads().unwrap(), vec![before]);
         let err = repo.commit_series(&wc, &one("a/b")).map(|_| ());
         assert!(err.is_ok());

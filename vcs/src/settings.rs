@@ -16,6 +16,8 @@ pub enum SettingKind {
     Color,
     /// A whole number of at least 1.
     Count,
+    /// `true` or `false`.
+    Flag,
 }
 
 /// A setting a person can give.
@@ -58,6 +60,11 @@ pub const SETTINGS: &[Setting] = &[
             "the editor for commit messages (LIFEOS_EDITOR wins; then VISUAL, EDITOR; default vi)",
     },
     Setting {
+        key: "safety.outside-symlinks",
+        kind: SettingKind::Flag,
+        about: "write symlinks that lead outside the folder (absolute, or above its top) when checking out or restoring (default false: refused, as for any tree from elsewhere)",
+    },
+    Setting {
         key: "speech.threads",
         kind: SettingKind::Count,
         about: "whisper.cpp threads for transcription (default 1)",
@@ -87,6 +94,11 @@ pub fn check(s: &Setting, value: &str) -> Result<toml::Value, String> {
             "auto" | "always" | "never" => Ok(toml::Value::String(value.to_string())),
             _ => Err(format!("{} is auto, always or never, not {value:?}", s.key)),
         },
+        SettingKind::Flag => match value {
+            "true" => Ok(toml::Value::Boolean(true)),
+            "false" => Ok(toml::Value::Boolean(false)),
+            _ => Err(format!("{} is true or false, not {value:?}", s.key)),
+        },
         SettingKind::Count => match value.parse::<i64>() {
             Ok(n) if n >= 1 => Ok(toml::Value::Integer(n)),
             _ => Err(format!(
@@ -107,13 +119,9 @@ pub fn user_file() -> Option<PathBuf> {
     Some(base.join("lifeos").join("config.toml"))
 }
 
-/// The `.lifeos` folder of the repository whose working folder is `start` or above it.
+/// The store folder of the repository whose working folder is `start` or above it.
 pub fn repo_dot_dir(start: &Path) -> Option<PathBuf> {
-    let start = start.canonicalize().ok()?;
-    start
-        .ancestors()
-        .map(|d| d.join(crate::repo::DOT_DIR))
-        .find(|d| d.join(lifeos_store::store::CONFIG_FILE).is_file())
+    crate::repo::locate(start).map(|(_, dot)| dot)
 }
 
 /// The repository's settings file in `dot_dir`.

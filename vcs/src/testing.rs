@@ -52,3 +52,121 @@ pub fn commit_folder(repo: &crate::Repo, message: &[u8]) -> crate::commit::Commi
     repo.commit_working_copy(&wc, &opts, &crate::working_copy::NoProgress)
         .expect("commit")
 }
+
+/// Commits a tree holding exactly `files` (repository path, kind, content) on branch
+/// `branch` (a child of `@`), as another device or a damaged history could hold it:
+/// nothing checks the names or symlink targets, and the folder does not change. Returns
+/// the commit.
+pub fn commit_entries(
+    repo: &crate::Repo,
+    branch: &str,
+    files: &[(&[u8], crate::EntryKind, &[u8])],
+    message: &str,
+) -> lifeos_store::Id {
+    use crate::object::{Commit, Event, Tree, TreeEntry};
+    use lifeos_store::Kind;
+    use std::collections::BTreeMap;
+
+    #[derive(Default)]
+    struct Dir(BTreeMap<Vec<u8>, Either>);
+    enum Either {
+        Leaf(TreeEntry),
+        Dir(Dir),
+    }
+    fn write(tx: &mut lifeos_store::Transaction<'_>, dir: Dir) -> (lifeos_store::Id, u64) {
+        let mut entries = Vec::new();
+        for (name, e) in dir.0 {
+            entries.push(match e {
+                Either::Leaf(mut t) => {
+                    t.name = name;
+                    t
+                }
+                Either::Dir(d) => {
+                    let (id, size) = write(tx, d);
+                    TreeEntry {
+                        name,
+                        kind: crate::EntryKind::Dir,
+                        id,
+                        size,
+                    }
+                }
+            });
+        }
+        let tree = Tree {
+            entries,
+            git_raw: None,
+        };
+        let size = tree.total_size();
+        (
+            tx.write_object(Kind::Tree, &tree.encode()).expect("tree"),
+            size,
+        )
+    }
+    let head = repo.head().expect("head");
+    let mut tx = repo.store().transaction().expect("transaction");
+    let mut root = Dir::default();
+    for (path, kind, bytes) in files {
+        let parts: Vec<&[u8]> = path.split(|b| *b == b'/').collect();
+        let mut at = &mut root;
+        for p in &parts[..parts.len() - 1] {
+            let next =
+                at.0.entry(p.to_vec())
+                    .or_insert_with(|| Either::Dir(Dir::default()));
+            at = match next {
+                Either::Dir(d) => d,
+                Either::Leaf(_) => panic!("a file where a folder is needed"),
+            };
+        }
+        // A gitlink holds a SHA-1 (its content, zero-padded when shorter), not a file.
+        let id = if *kind == crate::EntryKind::Gitlink {
+            let mut sha = [0u8; 20];
+            sha[..bytes.len().min(20)].copy_from_slice(&bytes[..bytes.len().min(20)]);
+            crate::object::gitlink_id(&sha)
+        } else {
+            tx.store_bytes(bytes).expect("content")
+        };
+        at.0.insert(
+            parts[parts.len() - 1].to_vec(),
+            Either::Leaf(TreeEntry {
+                name: Vec::new(),
+                kind: *kind,
+                id,
+                size: if *kind == crate::EntryKind::Gitlink {
+                    0
+                } else {
+                    bytes.len() as u64
+                },
+            }),
+        );
+    }
+    let (tree, _) = write(&mut tx, root);
+    let sig = repo.signature(crate::repo::now_ms());
+    let parent = head.view.at_commit();
+    let commit = Commit {
+        tree,
+        parents: parent.into_iter().collect(),
+        change_id: crate::commit::new_change_id(),
+        author: sig.clone(),
+        committer: sig,
+        message: message.as_bytes().to_vec(),
+        extra_headers: Vec::new(),
+        conflicts: Vec::new(),
+        git_header: None,
+    };
+    let id = tx
+        .write_object(Kind::Commit, &commit.encode())
+        .expect("commit");
+    let mut view = head.view.clone();
+    view.heads.push(id);
+    view.set_branch(branch, Some(id));
+    repo.publish(
+        tx,
+        &[head.id],
+        view,
+        "commit entries (test)",
+        vec![Event::CommitCreated { commit: id }],
+        crate::repo::now_ms(),
+    )
+    .expect("published");
+    id
+}

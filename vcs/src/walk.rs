@@ -27,7 +27,6 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
 use crate::path::BString;
-use crate::repo::DOT_DIR;
 use crate::working_copy::{Scan, ScanEntry, Skipped, Stat};
 
 /// The custom ignore file, which takes precedence over `.gitignore`.
@@ -416,9 +415,10 @@ impl Walk<'_> {
     }
 
     /// Whether an entry [`Walk::named_in`] lets through is kept, knowing whether it is a
-    /// folder: not lifeos's or git's folder, and not ignored.
+    /// folder: not named as lifeos's or git's folder (a `.git` file, the link of a
+    /// worktree or submodule, included), and not ignored.
     fn kept(&self, name: &[u8], is_dir: bool, rel: &[u8], rules: Option<&Rules>) -> bool {
-        !(is_dir && (name == DOT_DIR.as_bytes() || name == b".git"))
+        !crate::guard::is_repository_name(name)
             && rules.is_none_or(|r| !ignored(r, &self.absolute(rel), is_dir))
     }
 
@@ -625,10 +625,8 @@ mod tests {
             .follow_links(false)
             .add_custom_ignore_filename(LIFEOS_IGNORE)
             .filter_entry(|e| {
-                let name = e.file_name();
-                let is_dir = e.file_type().is_some_and(|t| t.is_dir());
-                !((is_dir && (name == DOT_DIR || name == ".git"))
-                    || name.as_encoded_bytes().starts_with(b".lifeos-tmp-"))
+                let name = e.file_name().as_encoded_bytes();
+                !(crate::guard::is_repository_name(name) || name.starts_with(b".lifeos-tmp-"))
             })
             .build()
             .map(|e| e.expect("a readable tree"))

@@ -1,0 +1,1046 @@
+//! Hostile repositories: what arrives from outside (git histories, lifeos remotes and the
+//! servers behind them, rules files arriving by checkout, merge or pull) never runs a
+//! command, never writes outside the folder or into `.git`/`.lifeos`, and never weakens
+//! encryption (docs/SECURITY.md). Each test builds the hostile input with the real tools
+//! (`git mktree`, `git hash-object`, a real lifeos remote rewritten as its server could),
+//! then checks that nothing ran (a marker file is absent), nothing outside the folder was
+//! written, the store is intact (`lifeos fsck`), and the error names the culprit.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::*;
+
+/// A git tree to build with `git mktree`: entries of (name, node).
+enum Node {
+    /// A blob with its git mode (`100644`, `100755`, `120000`).
+    Blob(&'static str, Vec<u8>),
+    /// A tree.
+    Tree(Vec<(Vec<u8>, Node)>),
+    /// A gitlink (a submodule's commit).
+    Gitlink(&'static str),
+}
+
+fn blob(bytes: &[u8]) -> Node {
+    Node::Blob("100644", bytes.to_vec())
+}
+
+fn exe(bytes: &[u8]) -> Node {
+    Node::Blob("100755", bytes.to_vec())
+}
+
+fn link(target: &[u8]) -> Node {
+    Node::Blob("120000", target.to_vec())
+}
+
+fn tree(entries: Vec<(&[u8], Node)>) -> Node {
+    Node::Tree(entries.into_iter().map(|(n, e)| (n.to_vec(), e)).collect())
+}
+
+/// CVE-2018-11235: a submodule whose name climbs out of `.git/modules` (`../../x`), with
+/// a hook in the repository it names. lifeos never clones submodules: the history is
+/// imported (a `.gitmodules` file and a gitlink are data), a checkout makes the
+/// submodule's empty folder, and nothing is written into `.git` or run.
+#[test]
+fn a_submodule_named_to_climb_out_of_git_modules_writes_and_runs_nothing() {
+    let scene = Scene::new();
+    let modules = format!(
+        "[submodule \"../../modules/evil\"]\n\tpath = sub\n\turl = {}\n",
+        scene.path("evil-sub").display()
+    );
+    let root = tree(vec![
+        (b".gitmodules", blob(modules.as_bytes())),
+        (
+            b"sub",
+            Node::Gitlink("1111111111111111111111111111111111111111"),
+        ),
+        (
+            b"modules",
+            tree(vec![(
+                b"evil",
+                tree(vec![(
+                    b"hooks",
+                    tree(vec![(
+                        b"post-checkout",
+                        exe(format!("#!/bin/sh\n{}\n", marker(&scene, "submodule")).as_bytes()),
+                    )]),
+                )]),
+            )]),
+        ),
+    ]);
+    let evil = scene.path("evil");
+    git_repo_with(&evil, &root);
+    let v = scene.path("victim");
+    std::fs::create_dir(&v).unwrap();
+    ok(&v, &["init"]);
+    ok(&v, &["git", "import", evil.join(".git").to_str().unwrap()]);
+    ok(&v, &["checkout", "main"]);
+    assert!(v.join("sub").is_dir());
+    assert_eq!(std::fs::read_dir(v.join("sub")).unwrap().count(), 0);
+    assert!(!v.join(".git").exists(), "a .git was written");
+    fsck_clean(&v);
+    scene.assert_untouched();
+}
+
+/// `git` with stdin, no user or system configuration; returns stdout.
+fn git_in(dir: &Path, args: &[&str], input: &[u8]) -> String {
+    use std::io::Write;
+    let mut child = Command::new("git")
+        .current_dir(dir)
+        .args(args)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("git runs");
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// Writes `node` into the git repository at `dir`; returns its SHA-1.
+fn write_node(dir: &Path, node: &Node) -> String {
+    match node {
+        Node::Blob(_, bytes) => git_in(dir, &["hash-object", "-w", "--stdin"], bytes),
+        Node::Gitlink(sha) => sha.to_string(),
+        Node::Tree(entries) => {
+            let mut listing = Vec::new();
+            for (name, e) in entries {
+                let (mode, kind) = match e {
+                    Node::Blob(mode, _) => (*mode, "blob"),
+                    Node::Tree(_) => ("040000", "tree"),
+                    Node::Gitlink(_) => ("160000", "commit"),
+                };
+                listing.extend_from_slice(
+                    format!("{mode} {kind} {}\t", write_node(dir, e)).as_bytes(),
+                );
+                listing.extend_from_slice(name);
+                listing.push(b'\n');
+            }
+            git_in(dir, &["mktree", "--missing"], &listing)
+        }
+    }
+}
+
+/// A git repository at `dir` whose `main` is one commit of `root`; returns the commit.
+fn git_repo_with(dir: &Path, root: &Node) -> String {
+    std::fs::create_dir_all(dir).unwrap();
+    git(dir, &["init", "-q", "-b", "main"]);
+    let t = write_node(dir, root);
+    let c = git_in(
+        dir,
+        &[
+            "-c",
+            "user.name=Mallory",
+            "-c",
+            "user.email=m@example.org",
+            "commit-tree",
+            &t,
+            "-m",
+            "hostile",
+        ],
+        b"",
+    );
+    git(dir, &["update-ref", "refs/heads/main", &c]);
+    c
+}
+
+/// A folder with a sentinel file beside the repository, to show nothing outside the
+/// folder is written.
+struct Scene {
+    _tmp: tempfile::TempDir,
+    base: PathBuf,
+}
+
+impl Scene {
+    fn new() -> Scene {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = tmp.path().canonicalize().unwrap();
+        std::fs::write(base.join("sentinel"), b"untouched").unwrap();
+        Scene { _tmp: tmp, base }
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.base.join(rel)
+    }
+
+    /// Asserts that nothing ran (no `PWNED*` marker anywhere in the scene) and that the
+    /// files outside the folders under test are as they were.
+    fn assert_untouched(&self) {
+        let mut stack = vec![self.base.clone()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap().flatten() {
+                let name = e.file_name();
+                assert!(
+                    !name.to_string_lossy().starts_with("PWNED"),
+                    "a hostile command ran: {} exists",
+                    e.path().display()
+                );
+                if e.file_type().unwrap().is_dir() {
+                    stack.push(e.path());
+                }
+            }
+        }
+        assert_eq!(
+            std::fs::read(self.base.join("sentinel")).unwrap(),
+            b"untouched"
+        );
+        let names: Vec<String> = std::fs::read_dir(&self.base)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            !names.iter().any(|n| n == "etc" || n == "hooks"),
+            "something was written beside the folder: {names:?}"
+        );
+    }
+}
+
+/// Asserts that `lifeos fsck` finds nothing wrong in `dir`.
+fn fsck_clean(dir: &Path) {
+    let report = json(dir, &["fsck"]);
+    assert_eq!(report["problems"], serde_json::json!([]), "{report}");
+}
+
+/// A marker command: creates `PWNED-<what>` in the scene's base when run.
+fn marker(scene: &Scene, what: &str) -> String {
+    format!("touch {}", scene.path(&format!("PWNED-{what}")).display())
+}
+
+/// Trees git itself refuses (git's `verify_path`; CVE-2014-9390's case and HFS+/NTFS
+/// spellings), and the same for `.lifeos`: each import is refused naming the path and
+/// the commit, and nothing is imported.
+#[test]
+fn git_trees_naming_git_or_lifeos_folders_are_refused_on_import() {
+    let scene = Scene::new();
+    let hook = |s: &Scene| exe(format!("#!/bin/sh\n{}\n", marker(s, "hook")).as_bytes());
+    let gitdir = || {
+        tree(vec![
+            (b"HEAD", blob(b"ref: refs/heads/main\n")),
+            (
+                b"config",
+                blob(
+                    format!(
+                        "[core]\n\tfsmonitor = \"{}; false\"\n",
+                        marker(&scene, "fsmonitor")
+                    )
+                    .as_bytes(),
+                ),
+            ),
+        ])
+    };
+    let cases: Vec<(&str, Node)> = vec![
+        // H3: a gitdir file and the repository it points at.
+        (
+            ".git",
+            tree(vec![
+                (b".git", blob(b"gitdir: evil-gd\n")),
+                (b"evil-gd", gitdir()),
+            ]),
+        ),
+        (".git", tree(vec![(b".git", link(b"evil-gd"))])),
+        (
+            "sub/.git",
+            tree(vec![(
+                b"sub",
+                tree(vec![(b".git", blob(b"gitdir: ../evil-gd\n"))]),
+            )]),
+        ),
+        // CVE-2014-9390: case and file-system spellings of .git.
+        (
+            ".GIT",
+            tree(vec![(
+                b".GIT",
+                tree(vec![(
+                    b"hooks",
+                    tree(vec![(b"post-checkout", hook(&scene))]),
+                )]),
+            )]),
+        ),
+        (
+            ".Git",
+            tree(vec![(b".Git", tree(vec![(b"config", blob(b"[core]\n"))]))]),
+        ),
+        (
+            "GIT~1",
+            tree(vec![(b"GIT~1", tree(vec![(b"config", blob(b"x"))]))]),
+        ),
+        (
+            ".git. ",
+            tree(vec![(b".git. ", tree(vec![(b"config", blob(b"x"))]))]),
+        ),
+        (
+            ".git::$INDEX_ALLOCATION",
+            tree(vec![(
+                b".git::$INDEX_ALLOCATION",
+                tree(vec![(b"config", blob(b"x"))]),
+            )]),
+        ),
+        (
+            ".g\u{200c}it",
+            tree(vec![(
+                ".g\u{200c}it".as_bytes(),
+                tree(vec![(b"config", blob(b"x"))]),
+            )]),
+        ),
+        // CVE-2018-11235's follow-up: .gitmodules may not be a symlink.
+        (
+            ".gitmodules",
+            tree(vec![(b".gitmodules", link(b"/etc/passwd"))]),
+        ),
+        // H1 through lifeos's own import: lifeos's folder and the trust in it.
+        (
+            ".lifeos",
+            tree(vec![(
+                b".lifeos",
+                tree(vec![(b"trusted-rules", blob(b"00\n"))]),
+            )]),
+        ),
+        (".LIFEOS", tree(vec![(b".LIFEOS", blob(b"x"))])),
+        (
+            "deep/er/LIFEOS~1",
+            tree(vec![(
+                b"deep",
+                tree(vec![(b"er", tree(vec![(b"LIFEOS~1", blob(b"x"))]))]),
+            )]),
+        ),
+    ];
+    for (i, (path, root)) in cases.iter().enumerate() {
+        let evil = scene.path(&format!("evil{i}"));
+        let commit = git_repo_with(&evil, root);
+        let victim = scene.path(&format!("victim{i}"));
+        std::fs::create_dir(&victim).unwrap();
+        ok(&victim, &["init"]);
+        let err = fails(
+            &victim,
+            &["git", "import", evil.join(".git").to_str().unwrap()],
+        );
+        assert!(
+            err.contains(&format!(
+                "ref refs/heads/main was not imported: commit {commit} has {path},"
+            )) && err.contains("lifeos keeps none of its history"),
+            "{path}: {err}"
+        );
+        // Nothing was imported: no commit, no branch.
+        let log = run(&victim, &["log"]);
+        assert!(!log.status.success(), "{path}: something was imported");
+        fsck_clean(&victim);
+        scene.assert_untouched();
+    }
+}
+
+/// Commits `files` on branch `hostile` (a child of `@`) of the repository at `dir` through the library, as another
+/// device (or a history imported before lifeos refused such trees) could hold them.
+fn commit_hostile(dir: &Path, files: &[(&[u8], lifeos_vcs::EntryKind, &[u8])]) -> String {
+    let repo = lifeos_vcs::Repo::discover(dir).unwrap();
+    lifeos_vcs::testing::commit_entries(&repo, "hostile", files, "hostile").to_hex()
+}
+
+/// The operation log's length, to show a refused command published nothing.
+fn ops(dir: &Path) -> usize {
+    json(dir, &["op", "log"])["operations"]
+        .as_array()
+        .unwrap()
+        .len()
+}
+
+/// A lifeos repository with one commit of `notes.md`, as a victim has it.
+fn victim(scene: &Scene, name: &str) -> PathBuf {
+    let d = scene.path(name);
+    std::fs::create_dir(&d).unwrap();
+    ok(&d, &["init"]);
+    write(&d, "notes.md", b"mine\n");
+    ok(&d, &["commit", "-m", "mine"]);
+    d
+}
+
+/// What the folder holds, but for lifeos's own folder.
+fn listing(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            if e.file_name() == ".lifeos" && d == dir {
+                continue;
+            }
+            let rel = e
+                .path()
+                .strip_prefix(dir)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            }
+            out.push(rel);
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Trees from elsewhere that name git's or lifeos's folder, or whose symlinks lead out of
+/// the folder or into those folders (CVE-2021-21300's `A -> .git/hooks` beside `a/`,
+/// CVE-2024-32002's symlink to `.git` beside a submodule), are never checked out,
+/// restored or merged into the folder: the command fails naming the path and the
+/// commit, publishes nothing and writes nothing.
+#[test]
+fn checkout_restore_and_merge_never_write_what_a_hostile_tree_holds() {
+    use lifeos_vcs::EntryKind::{Executable, File, Gitlink, Symlink};
+    let scene = Scene::new();
+    let hook = format!("#!/bin/sh\n{}\n", marker(&scene, "hook"));
+    // (the path refused, the name in it refused, the tree's files)
+    type Files<'a> = Vec<(&'a [u8], lifeos_vcs::EntryKind, &'a [u8])>;
+    let cases: Vec<(&str, &str, Files)> = vec![
+        (".git", ".git", vec![(b".git", File, b"gitdir: evil-gd\n")]),
+        (
+            "sub/.GIT/hooks/post-checkout",
+            ".GIT",
+            vec![(b"sub/.GIT/hooks/post-checkout", Executable, hook.as_bytes())],
+        ),
+        (
+            ".lifeos/trusted-rules",
+            ".lifeos",
+            vec![(b".lifeos/trusted-rules", File, b"00\n")],
+        ),
+        (
+            "a/LIFEOS~1/config",
+            "LIFEOS~1",
+            vec![(b"a/LIFEOS~1/config", File, b"[ui]\npager = \"sh\"\n")],
+        ),
+        (
+            "A",
+            "A",
+            vec![
+                (b"A", Symlink, b".git/hooks"),
+                (b"a/post-checkout", Executable, hook.as_bytes()),
+            ],
+        ),
+        (
+            "a",
+            "a",
+            vec![(b"a", Symlink, b".git"), (b"A/modules/x", Gitlink, b"\x11")],
+        ),
+        ("d/up", "up", vec![(b"d/up", Symlink, b"../../outside")]),
+        ("abs", "abs", vec![(b"abs", Symlink, b"/etc/passwd")]),
+        ("twisty", "twisty", vec![(b"twisty", Symlink, b"d/../../x")]),
+        (
+            ".gitmodules",
+            ".gitmodules",
+            vec![(b".gitmodules", Symlink, b"notes.md")],
+        ),
+    ];
+    for (i, (path, culprit, files)) in cases.iter().enumerate() {
+        let d = victim(&scene, &format!("checkout{i}"));
+        let before = listing(&d);
+        let commit = commit_hostile(&d, files);
+        let named = format!("{path} in commit {}", &commit[..12]);
+        let n = ops(&d);
+        for args in [
+            vec!["checkout", "hostile"],
+            vec!["restore", ".", "-r", "hostile"],
+        ] {
+            let err = fails(&d, &args);
+            assert!(err.contains(&named), "{args:?} {path}: {err}");
+            assert_eq!(ops(&d), n, "{args:?} {path}: an operation was published");
+            assert_eq!(listing(&d), before, "{args:?} {path}: the folder changed");
+        }
+        let out = scene.path(&format!("restored{i}"));
+        let err = fails(
+            &d,
+            &["restore", "--to", out.to_str().unwrap(), "-r", "hostile"],
+        );
+        assert!(err.contains(culprit), "restore --to {culprit}: {err}");
+        // Merging the hostile commit into the current branch is refused the same way.
+        write(&d, "other.md", b"x\n");
+        ok(&d, &["commit", "-m", "other"]);
+        let n = ops(&d);
+        let before = listing(&d);
+        let err = fails(&d, &["merge", "hostile"]);
+        assert!(
+            err.contains(path) && err.contains(&commit[..12]),
+            "merge {path}: {err}"
+        );
+        assert_eq!(ops(&d), n, "merge {path}: an operation was published");
+        assert_eq!(listing(&d), before, "merge {path}: the folder changed");
+        fsck_problems_only_name(&d, culprit);
+        scene.assert_untouched();
+    }
+}
+
+/// `fsck` reports a tree entry lifeos never writes (and nothing else): the data is whole.
+fn fsck_problems_only_name(dir: &Path, culprit: &str) {
+    let report = json(dir, &["fsck"]);
+    for p in report["problems"].as_array().unwrap() {
+        assert_eq!(p["code"], "reserved-name", "{report}");
+        assert!(
+            p["detail"]
+                .as_str()
+                .unwrap()
+                .contains(culprit.rsplit('/').next().unwrap()),
+            "{report}"
+        );
+    }
+}
+
+/// A symlink of a person's own that leads outside the folder is written once they allow
+/// it; one into `.git` never is.
+#[test]
+fn a_person_may_allow_their_own_symlinks_outside_the_folder() {
+    use lifeos_vcs::EntryKind::Symlink;
+    let scene = Scene::new();
+    let d = victim(&scene, "own");
+    commit_hostile(
+        &d,
+        &[
+            (b"notes.md", lifeos_vcs::EntryKind::File, b"mine\n"),
+            (b"logs", Symlink, b"/var/log"),
+        ],
+    );
+    let err = fails(&d, &["checkout", "hostile"]);
+    assert!(err.contains("safety.outside-symlinks"), "{err}");
+    ok(&d, &["config", "set", "safety.outside-symlinks", "true"]);
+    ok(&d, &["checkout", "hostile"]);
+    assert_eq!(
+        std::fs::read_link(d.join("logs")).unwrap(),
+        Path::new("/var/log")
+    );
+    let repo = lifeos_vcs::Repo::discover(&d).unwrap();
+    lifeos_vcs::testing::commit_entries(
+        &repo,
+        "hooks",
+        &[(b"hooks", Symlink, b"/x/.git/hooks")],
+        "x",
+    );
+    drop(repo);
+    let err = fails(&d, &["checkout", "hooks"]);
+    assert!(
+        err.contains("hooks in commit") && err.contains(".git"),
+        "{err}"
+    );
+    scene.assert_untouched();
+}
+
+/// A lifeos remote whose history holds a tree lifeos never writes (another device's, or
+/// planted by whoever can write the remote) is kept as history (it is data, and `fsck`
+/// names it) but never written: `pull` and `clone` refuse to check it out, naming the
+/// path and the commit.
+#[test]
+fn a_remote_history_holding_a_hostile_tree_is_kept_but_never_checked_out() {
+    let scene = Scene::new();
+    let remote = scene.path("remote");
+    let src = victim(&scene, "src");
+    ok(&src, &["remote", "add", "origin", remote.to_str().unwrap()]);
+    ok(&src, &["push"]);
+    let copy = scene.path("copy");
+    ok(
+        &scene.base,
+        &["clone", remote.to_str().unwrap(), copy.to_str().unwrap()],
+    );
+    let before = listing(&copy);
+    // The other device's main now holds a gitdir file.
+    let repo = lifeos_vcs::Repo::discover(&src).unwrap();
+    let commit = lifeos_vcs::testing::commit_entries(
+        &repo,
+        "main",
+        &[(b".git", lifeos_vcs::EntryKind::File, b"gitdir: x\n")],
+        "hostile",
+    )
+    .to_hex();
+    drop(repo);
+    ok(&src, &["push"]);
+    ok(&copy, &["fetch"]);
+    let err = fails(&copy, &["pull"]);
+    assert!(
+        err.contains(&format!(".git in commit {}", &commit[..12])),
+        "pull: {err}"
+    );
+    assert_eq!(listing(&copy), before, "pull changed the folder");
+    let fresh = scene.path("fresh");
+    let err = fails(
+        &scene.base,
+        &["clone", remote.to_str().unwrap(), fresh.to_str().unwrap()],
+    );
+    assert!(
+        err.contains(&format!(".git in commit {}", &commit[..12])),
+        "clone: {err}"
+    );
+    assert!(!fresh.join(".git").exists());
+    fsck_problems_only_name(&copy, ".git");
+    scene.assert_untouched();
+}
+
+/// A snapshot never records what a file system reads as `.git` or `.lifeos`, of any kind
+/// and at any depth: a worktree's or submodule's `.git` file, a `.GIT` folder.
+#[test]
+fn a_snapshot_never_records_a_repository_s_own_names() {
+    let scene = Scene::new();
+    let d = victim(&scene, "snap");
+    write(
+        &d,
+        "sub/.git",
+        b"gitdir: ../../elsewhere/.git/worktrees/sub\n",
+    );
+    write(&d, "sub/kept.md", b"kept\n");
+    write(&d, "other/.GIT/config", b"[core]\n");
+    write(&d, "x/.LifeOS/config", b"format = 1\n");
+    write(&d, "GIT~1/config", b"x");
+    ok(&d, &["commit", "-m", "everything"]);
+    let files = ok(&d, &["ls"]);
+    assert!(files.contains("sub/kept.md"), "{files}");
+    for never in [".git", ".GIT", ".LifeOS", "GIT~1"] {
+        assert!(!files.contains(never), "{never} was recorded:\n{files}");
+    }
+    fsck_clean(&d);
+}
+
+/// `git` in `dir` with an identity and no user or system configuration; returns its
+/// output, failing or not.
+fn git_run(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new("git")
+        .current_dir(dir)
+        .args(["-c", "user.name=V", "-c", "user.email=v@example.org"])
+        .args(args)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap()
+}
+
+/// A hook rule that runs `command` with approval "auto".
+fn auto_hook_rule(command: &str) -> String {
+    format!(
+        "[[rule]]\nname = \"on checkout\"\non = \"hook\"\nhook = \"post-checkout\"\napproval = \"auto\"\n[rule.run]\nargv = [\"sh\", \"-c\", {command:?}]\n"
+    )
+}
+
+/// H1: in a folder shared with git, git's own commands cannot reach lifeos's store. A
+/// branch that brings its rules and `.lifeos/trusted-rules` runs nothing on a plain `git
+/// checkout`; a branch with `.lifeos` as a symlink, `git clean -fdx` and `git stash -u`
+/// leave the store, its trust and its history as they were.
+#[test]
+fn git_checkout_clean_and_stash_never_reach_the_store_of_a_colocated_folder() {
+    let scene = Scene::new();
+    let w = scene.path("work");
+    std::fs::create_dir(&w).unwrap();
+    ok(&w, &["init", "--git"]);
+    write(&w, "notes.md", b"mine\n");
+    ok(&w, &["commit", "-m", "mine"]);
+    ok(&w, &["git", "hooks", "install"]);
+    let store = w.join(".git/lifeos");
+    assert!(store.join("config").is_file());
+    let ops_before = ops(&w);
+
+    // The attacker's branch: rules that run a command on checkout, and a trust file
+    // naming them, where lifeos kept trust before.
+    let attacker = scene.path("attacker");
+    assert!(git_run(
+        &scene.base,
+        &[
+            "clone",
+            "-q",
+            w.to_str().unwrap(),
+            attacker.to_str().unwrap()
+        ]
+    )
+    .status
+    .success());
+    let rules = auto_hook_rule(&marker(&scene, "rules"));
+    write(&attacker, "lifeos.rules.toml", rules.as_bytes());
+    let rules_id = blake3::hash(rules.as_bytes()).to_hex().to_string();
+    write(
+        &attacker,
+        ".lifeos/trusted-rules",
+        format!("{rules_id}\n").as_bytes(),
+    );
+    write(
+        &attacker,
+        ".lifeos/config",
+        b"[ui]\npager = \"sh -c 'touch PWNED-pager'\"\n",
+    );
+    assert!(git_run(&attacker, &["add", "-f", "."]).status.success());
+    assert!(git_run(&attacker, &["commit", "-q", "-m", "feature"])
+        .status
+        .success());
+    // A branch with the rules alone (lifeos imports it; nothing trusts them).
+    assert!(
+        git_run(&attacker, &["checkout", "-q", "-b", "rules", "HEAD~1"])
+            .status
+            .success()
+    );
+    write(&attacker, "lifeos.rules.toml", rules.as_bytes());
+    assert!(git_run(&attacker, &["add", "lifeos.rules.toml"])
+        .status
+        .success());
+    assert!(git_run(&attacker, &["commit", "-q", "-m", "rules"])
+        .status
+        .success());
+    // And a branch where `.lifeos` is a symlink out of the folder.
+    assert!(
+        git_run(&attacker, &["checkout", "-q", "-b", "link", "main~1"])
+            .status
+            .success()
+    );
+    std::os::unix::fs::symlink(&scene.base, attacker.join(".lifeos")).unwrap();
+    assert!(git_run(&attacker, &["add", "-f", ".lifeos"])
+        .status
+        .success());
+    assert!(git_run(&attacker, &["commit", "-q", "-m", "link"])
+        .status
+        .success());
+
+    let a = attacker.to_str().unwrap();
+    // The attacker's main is the feature branch (its clone's main, one commit on).
+    let out = git_run(
+        &w,
+        &["fetch", "-q", a, "main:feature", "rules:rules", "link:link"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let trust_before = std::fs::read_dir(&store).unwrap().count();
+    let config_before = std::fs::read(store.join("config")).unwrap();
+    // A plain `git checkout` of each branch (the hooks run lifeos), then back.
+    for branch in ["feature", "rules", "link"] {
+        let out = git_run(&w, &["checkout", "-q", branch]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        scene.assert_untouched();
+        assert!(
+            store.join("config").is_file(),
+            "git checkout {branch} removed the store"
+        );
+        assert_eq!(std::fs::read(store.join("config")).unwrap(), config_before);
+        assert!(
+            !store.join("trusted-rules").exists(),
+            "trust came with {branch}"
+        );
+        // lifeos goes on working; a branch whose history holds `.lifeos` is refused by
+        // name, and no other is lost.
+        let out = run(&w, &["log"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{branch}: {err}");
+        if branch != "rules" {
+            assert!(
+                err.contains(&format!("ref refs/heads/{branch} was not imported")),
+                "{branch}: {err}"
+            );
+        }
+        scene.assert_untouched();
+        let out = git_run(&w, &["checkout", "-q", "-f", "main"]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // git's commands that delete what they do not track.
+    write(&w, "scratch.txt", b"untracked\n");
+    assert!(git_run(&w, &["stash", "-u"]).status.success());
+    assert!(git_run(&w, &["clean", "-fdx"]).status.success());
+    assert!(
+        store.join("config").is_file(),
+        "git clean -fdx removed the store"
+    );
+    assert!(std::fs::read_dir(&store).unwrap().count() >= trust_before);
+    // The history is whole: every operation is still there, and the folder works.
+    assert!(ops(&w) >= ops_before);
+    write(&w, "more.md", b"more\n");
+    ok(&w, &["commit", "-m", "after"]);
+    fsck_clean(&w);
+    scene.assert_untouched();
+}
+
+/// A store an earlier lifeos kept at `.lifeos` beside `.git` (with `/.lifeos/` in git's
+/// exclude file) moves into `.git/lifeos` on the next command, history and trust whole;
+/// a `.lifeos` that git tracks is never used.
+#[test]
+fn an_older_colocated_store_moves_into_git_and_a_tracked_one_is_refused() {
+    let scene = Scene::new();
+    let w = scene.path("old");
+    std::fs::create_dir(&w).unwrap();
+    ok(&w, &["init", "--git"]);
+    write(&w, "notes.md", b"mine\n");
+    ok(&w, &["commit", "-m", "mine"]);
+    let log = ok(&w, &["log"]);
+    // As an earlier lifeos left it.
+    std::fs::rename(w.join(".git/lifeos"), w.join(".lifeos")).unwrap();
+    std::fs::write(w.join(".lifeos/trusted-rules"), b"00\n").unwrap();
+    std::fs::write(w.join(".git/info/exclude"), b"# git's own\n/.lifeos/\n").unwrap();
+    let out = run(&w, &["log"]);
+    assert!(out.status.success());
+    let note = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        note.contains("moved lifeos's store") && note.contains(".git/lifeos"),
+        "{note}"
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), log);
+    assert!(!w.join(".lifeos").exists());
+    assert_eq!(
+        std::fs::read(w.join(".git/lifeos/trusted-rules")).unwrap(),
+        b"00\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(w.join(".git/info/exclude")).unwrap(),
+        "# git's own\n"
+    );
+    fsck_clean(&w);
+
+    // A `.lifeos` that git tracks, in a plain git clone: refused, its config unused.
+    let t = scene.path("tracked");
+    std::fs::create_dir(&t).unwrap();
+    git(&t, &["init", "-q", "-b", "main"]);
+    let planted = scene.path("planted");
+    std::fs::create_dir(&planted).unwrap();
+    ok(&planted, &["init"]);
+    copy_dir(&planted.join(".lifeos"), &t.join(".lifeos"));
+    std::fs::write(
+        t.join(".lifeos/config"),
+        format!(
+            "{}\n[ui]\npager = \"sh -c '{}'\"\n",
+            std::fs::read_to_string(planted.join(".lifeos/config")).unwrap(),
+            marker(&scene, "pager")
+        ),
+    )
+    .unwrap();
+    assert!(git_run(&t, &["add", "-f", ".lifeos"]).status.success());
+    let err = fails(&t, &["log"]);
+    assert!(err.contains("is tracked by the git repository"), "{err}");
+    scene.assert_untouched();
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let dest = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &dest);
+        } else {
+            std::fs::copy(e.path(), dest).unwrap();
+        }
+    }
+}
+
+/// A victim's repository with an encrypted folder remote `origin` pushed to: the
+/// repository, and the remote's folder (what its storage holds).
+fn pushed_encrypted(scene: &Scene) -> (PathBuf, PathBuf) {
+    let d = victim(scene, "dev");
+    let remote = scene.path("remote");
+    let url = remote.to_str().unwrap();
+    lok(&d, None, &["remote", "add", "origin", url, "--encrypt"]);
+    lok(&d, None, &["push"]);
+    (d, remote)
+}
+
+/// Whether any file under `dir` holds `needle`.
+fn holds(dir: &Path, needle: &[u8]) -> bool {
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            } else if std::fs::read(e.path())
+                .unwrap_or_default()
+                .windows(needle.len())
+                .any(|w| w == needle)
+            {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// H2 with a folder remote: whoever writes the remote's storage rewrites its config to
+/// plain and removes its keys; the next push is refused before anything is sent, the
+/// secret never reaches the storage, and `remote list` says what was seen.
+#[test]
+fn a_remote_downgraded_to_plain_by_its_storage_is_refused() {
+    let scene = Scene::new();
+    let (d, remote) = pushed_encrypted(&scene);
+    // The server's move.
+    std::fs::write(remote.join("config"), "format = 1\nencrypted = false\n").unwrap();
+    std::fs::remove_dir_all(remote.join("keys")).unwrap();
+    write(&d, "diary.md", b"SECRET second entry\n");
+    lok(&d, None, &["commit", "-m", "secret"]);
+    let err = lfails(&d, None, &["push"]);
+    assert!(
+        err.contains("was encrypted when this repository first used it")
+            && err.contains("nothing was sent"),
+        "{err}"
+    );
+    assert!(
+        !holds(&remote, b"SECRET second entry"),
+        "plaintext reached the remote"
+    );
+    for args in [vec!["fetch"], vec!["pull"]] {
+        let err = lfails(&d, None, &args);
+        assert!(err.contains("was encrypted"), "{args:?}: {err}");
+    }
+    let list = lok(&d, None, &["remote", "list"]);
+    assert!(list.contains("(encrypted)"), "{list}");
+    // A remote added to be encrypted and found plain the first time is refused too.
+    let e = victim(&scene, "other");
+    let plain = scene.path("plain");
+    std::fs::create_dir(&plain).unwrap();
+    std::fs::write(plain.join("config"), "format = 1\nencrypted = false\n").unwrap();
+    lok(
+        &e,
+        None,
+        &[
+            "remote",
+            "add",
+            "origin",
+            plain.to_str().unwrap(),
+            "--encrypt",
+        ],
+    );
+    let err = lfails(&e, None, &["push"]);
+    assert!(err.contains("it was added to be"), "{err}");
+    assert!(!holds(&plain, b"mine"), "plaintext reached the remote");
+    scene.assert_untouched();
+}
+
+/// The same with a real S3 server, rewritten through its own filer API as its operator
+/// could: the encrypted remote's config becomes plain; the push is refused and the
+/// server never holds the plaintext.
+#[test]
+fn an_s3_remote_downgraded_by_its_server_is_refused() {
+    let s3 = S3Server::start();
+    let scene = Scene::new();
+    let d = victim(&scene, "dev");
+    let url = format!("s3://{S3_BUCKET}/me");
+    lok(&d, Some(&s3), &["remote", "add", "origin", &url]);
+    lok(&d, Some(&s3), &["push"]);
+    let filer = format!(
+        "http://127.0.0.1:{}/buckets/{S3_BUCKET}/me/config",
+        s3.port + 3
+    );
+    let plain = scene.path("plain-config");
+    std::fs::write(&plain, "format = 1\nencrypted = false\n").unwrap();
+    let out = Command::new("curl")
+        .args(["-sf", "-X", "PUT", "--data-binary"])
+        .arg(format!("@{}", plain.display()))
+        .arg(&filer)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got = Command::new("curl").args(["-sf", &filer]).output().unwrap();
+    assert_eq!(
+        got.stdout, b"format = 1\nencrypted = false\n",
+        "the server's config was not rewritten"
+    );
+    write(&d, "diary.md", b"SECRET second entry\n");
+    lok(&d, Some(&s3), &["commit", "-m", "secret"]);
+    let err = lfails(&d, Some(&s3), &["push"]);
+    assert!(
+        err.contains("was encrypted when this repository first used it"),
+        "{err}"
+    );
+    assert!(
+        !holds(s3.data.path(), b"SECRET second entry"),
+        "plaintext reached the server"
+    );
+}
+
+/// What a server can do short of breaking the encryption: roll its heads back to an
+/// earlier push, answer with oversized files, swap objects between packs. Each is said by
+/// name; nothing wrong is merged or written; the repository stays whole.
+#[test]
+fn a_server_rolling_back_oversizing_or_swapping_is_noticed() {
+    let scene = Scene::new();
+    let (d, remote) = pushed_encrypted(&scene);
+    let heads = |r: &Path| -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(r.join("heads"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        v.sort();
+        v
+    };
+    let old: Vec<(PathBuf, Vec<u8>)> = heads(&remote)
+        .into_iter()
+        .map(|p| (p.clone(), std::fs::read(&p).unwrap()))
+        .collect();
+    write(&d, "later.md", b"later\n");
+    lok(&d, None, &["commit", "-m", "later"]);
+    lok(&d, None, &["push"]);
+    // Rollback: the server puts the earlier heads back.
+    for p in heads(&remote) {
+        std::fs::remove_file(p).unwrap();
+    }
+    for (p, b) in &old {
+        std::fs::write(p, b).unwrap();
+    }
+    let out = lo(&d, None, &["fetch"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("no longer shows operation") && err.contains("rolled back"),
+        "{err}"
+    );
+    // Pushing again puts it back, and the warning goes.
+    lok(&d, None, &["push"]);
+    let out = lo(&d, None, &["fetch"]);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("no longer shows"));
+
+    // Oversized: a head of 8 MiB is left out, named; the rest is fetched.
+    let copy = scene.path("copy");
+    lok(
+        &scene.base,
+        None,
+        &["clone", remote.to_str().unwrap(), copy.to_str().unwrap()],
+    );
+    std::fs::write(remote.join("heads/ffff"), vec![7u8; 8 << 20]).unwrap();
+    let out = lo(&copy, None, &["fetch"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("heads/ffff is larger than"), "{err}");
+    std::fs::remove_file(remote.join("heads/ffff")).unwrap();
+
+    // Swapped: the server answers for the new pack with an older one's bytes (its index
+    // unchanged): the objects fail their checks, and nothing is merged.
+    let packs = |r: &Path| -> std::collections::BTreeSet<PathBuf> {
+        std::fs::read_dir(r.join("packs"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect()
+    };
+    let before_push = packs(&remote);
+    write(&d, "swap.md", b"swap\n");
+    lok(&d, None, &["commit", "-m", "swap"]);
+    lok(&d, None, &["push"]);
+    let new: Vec<PathBuf> = packs(&remote).difference(&before_push).cloned().collect();
+    let older = before_push.iter().next().unwrap();
+    for p in &new {
+        std::fs::copy(older, p).unwrap();
+    }
+    let before = ops(&copy);
+    let err = lfails(&copy, None, &["fetch"]);
+    assert!(err.contains("packs/"), "{err}");
+    assert_eq!(ops(&copy), before, "something was merged");
+    fsck_clean(&copy);
+    fsck_clean(&d);
+    scene.assert_untouched();
+}

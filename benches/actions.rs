@@ -82,7 +82,7 @@ fn folder(files: usize, rules: usize) -> (tempfile::TempDir, Repo) {
     }
     commit(&repo, false);
     if rules > 0 {
-        Actions::new(&repo).trust().unwrap();
+        Actions::new(&repo).trust(None).unwrap();
     }
     (dir, repo)
 }

@@ -12,7 +12,18 @@ echo "==> cargo clippy (all targets, warnings are errors)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "==> the speech tests' model"
 cargo build --locked --bin lifeos
-lifeos_test_model "${CARGO_TARGET_DIR:-$PWD/target}/debug/lifeos"
+bin="${CARGO_TARGET_DIR:-$PWD/target}/debug/lifeos"
+lifeos_test_model "$bin"
+# A build without the `testing` feature (every build but the tests') must not let the
+# environment set its clock: approvals' TTLs rely on it (docs/SECURITY.md).
+echo "==> LIFEOS_NOW is read by test builds only"
+now_check=$(mktemp -d)
+LIFEOS_NOW=2001-01-01T00:00:00Z "$bin" init "$now_check/r" >/dev/null
+if LIFEOS_NOW=2001-01-01T00:00:00Z "$bin" -C "$now_check/r" op log --json | grep -q '"end_ms": 978307200000'; then
+  echo "error: a build without the testing feature took LIFEOS_NOW as the time" >&2
+  exit 1
+fi
+rm -rf "$now_check"
 echo "==> the remote tests' S3 server"
 lifeos_need_s3_server
 echo "==> cargo test (workspace: unit, property, end-to-end, doc tests, bench smoke runs)"

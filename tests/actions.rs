@@ -8,7 +8,10 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{cmd, fails, git, json, ok, ok_at, run, store_dir, write};
+use common::{
+    action_for, actions, cmd, fails, git, json, ok, ok_at, receipts, run, store_dir, wait_for,
+    write,
+};
 
 /// An HTTP server on 127.0.0.1 that answers every request with `status` and keeps
 /// what it was sent ("METHOD URL BODY").
@@ -29,30 +32,6 @@ fn server(status: u16) -> (u16, Arc<Mutex<Vec<String>>>) {
         }
     });
     (port, got)
-}
-
-/// The actions as `lifeos actions --all --json` lists them.
-fn actions(dir: &Path) -> Vec<serde_json::Value> {
-    let j = json(dir, &["actions", "--all"]);
-    assert_eq!(j["schema"], "lifeos.actions.v1", "{j}");
-    j["actions"].as_array().unwrap().clone()
-}
-
-/// The receipts as `lifeos receipts --json` lists them.
-fn receipts(dir: &Path) -> Vec<serde_json::Value> {
-    let j = json(dir, &["receipts"]);
-    assert_eq!(j["schema"], "lifeos.receipt.v1", "{j}");
-    j["receipts"].as_array().unwrap().clone()
-}
-
-/// The one action whose event path is `path`.
-fn action_for(dir: &Path, path: &str) -> serde_json::Value {
-    let found: Vec<_> = actions(dir)
-        .into_iter()
-        .filter(|a| a["event"]["path"] == path)
-        .collect();
-    assert_eq!(found.len(), 1, "{found:?}");
-    found[0].clone()
 }
 
 fn id(a: &serde_json::Value) -> String {
@@ -267,18 +246,6 @@ fn http_servers_that_refuse_or_hang_give_failed_receipts() {
     assert_eq!(busy["outcome"], "failed");
     assert_eq!(busy["status"], 503);
     assert_eq!(posts.lock().unwrap().len(), 2, "one retry after a 503");
-}
-
-/// Waits until `cond` holds (at most 30 s).
-fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !cond() {
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "timed out waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// A new repository in `d` whose trusted rule runs `line` with `sh -c` for each new file

@@ -543,7 +543,9 @@ fn git_hooks_chain_the_user_s_hooks_and_uninstall_restores_them() {
     write_hook(&w.join("my-hooks/pre-push"), "#!/bin/sh\nexit 1\n");
     ok(&w, &["init", "--git"]);
 
-    let r = json(&w, &["git", "hooks", "install"]);
+    // A hooks folder in the work tree is committed with the files: installing there is
+    // asked for explicitly (tests/hostile.rs checks it is refused otherwise).
+    let r = json(&w, &["git", "hooks", "install", "--force"]);
     assert_eq!(r["dir"], w.join("my-hooks").display().to_string(), "{r}");
     let states: Vec<(String, String)> = r["hooks"]
         .as_array()
@@ -565,7 +567,7 @@ fn git_hooks_chain_the_user_s_hooks_and_uninstall_restores_them() {
         assert_eq!(state, want, "{hook}: {r}");
     }
     let installed = std::fs::read(w.join("my-hooks/post-commit")).unwrap();
-    let again = json(&w, &["git", "hooks", "install"]);
+    let again = json(&w, &["git", "hooks", "install", "--force"]);
     assert_eq!(
         again["hooks"],
         r["hooks"]

@@ -354,6 +354,31 @@ fn ops(dir: &Path) -> usize {
         .len()
 }
 
+/// Asserts that a command succeeded, showing what it said when it did not.
+fn ran_ok(out: &std::process::Output) {
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Commits `rules` as the rules file of the repository at `d`, and trusts them.
+fn trusted_rules(d: &Path, rules: &str) {
+    write(d, "lifeos.rules.toml", rules.as_bytes());
+    ok(d, &["commit", "-m", "rules"]);
+    ok(d, &["rules", "trust"]);
+}
+
+/// A new folder `name` shared by lifeos and git (`lifeos init --git`).
+fn colocated(scene: &Scene, name: &str) -> PathBuf {
+    let w = scene.path(name);
+    std::fs::create_dir(&w).unwrap();
+    ok(&w, &["init", "--git"]);
+    w
+}
+
 /// A lifeos repository with one commit of `notes.md`, as a victim has it.
 fn victim(scene: &Scene, name: &str) -> PathBuf {
     let d = scene.path(name);
@@ -631,9 +656,7 @@ fn auto_hook_rule(command: &str) -> String {
 #[test]
 fn git_checkout_clean_and_stash_never_reach_the_store_of_a_colocated_folder() {
     let scene = Scene::new();
-    let w = scene.path("work");
-    std::fs::create_dir(&w).unwrap();
-    ok(&w, &["init", "--git"]);
+    let w = colocated(&scene, "work");
     write(&w, "notes.md", b"mine\n");
     ok(&w, &["commit", "-m", "mine"]);
     ok(&w, &["git", "hooks", "install"]);
@@ -705,21 +728,13 @@ fn git_checkout_clean_and_stash_never_reach_the_store_of_a_colocated_folder() {
         &w,
         &["fetch", "-q", a, "main:feature", "rules:rules", "link:link"],
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ran_ok(&out);
     let trust_before = std::fs::read_dir(&store).unwrap().count();
     let config_before = std::fs::read(store.join("config")).unwrap();
     // A plain `git checkout` of each branch (the hooks run lifeos), then back.
     for branch in ["feature", "rules", "link"] {
         let out = git_run(&w, &["checkout", "-q", branch]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        ran_ok(&out);
         scene.assert_untouched();
         assert!(
             store.join("config").is_file(),
@@ -743,11 +758,7 @@ fn git_checkout_clean_and_stash_never_reach_the_store_of_a_colocated_folder() {
         }
         scene.assert_untouched();
         let out = git_run(&w, &["checkout", "-q", "-f", "main"]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        ran_ok(&out);
     }
     // git's commands that delete what they do not track.
     write(&w, "scratch.txt", b"untracked\n");
@@ -772,9 +783,7 @@ fn git_checkout_clean_and_stash_never_reach_the_store_of_a_colocated_folder() {
 #[test]
 fn an_older_colocated_store_moves_into_git_and_a_tracked_one_is_refused() {
     let scene = Scene::new();
-    let w = scene.path("old");
-    std::fs::create_dir(&w).unwrap();
-    ok(&w, &["init", "--git"]);
+    let w = colocated(&scene, "old");
     write(&w, "notes.md", b"mine\n");
     ok(&w, &["commit", "-m", "mine"]);
     let log = ok(&w, &["log"]);
@@ -939,11 +948,7 @@ fn an_s3_remote_downgraded_by_its_server_is_refused() {
         .arg(&filer)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ran_ok(&out);
     let got = Command::new("curl").args(["-sf", &filer]).output().unwrap();
     assert_eq!(
         got.stdout, b"format = 1\nencrypted = false\n",
@@ -1016,6 +1021,9 @@ fn a_server_rolling_back_oversizing_or_swapping_is_noticed() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(err.contains("heads/ffff is larger than"), "{err}");
+    // What an unreadable head reaches is unknown: gc --remote removes nothing.
+    let err = lfails(&copy, None, &["gc", "--remote", "origin"]);
+    assert!(err.contains("heads/ffff"), "{err}");
     std::fs::remove_file(remote.join("heads/ffff")).unwrap();
 
     // Swapped: the server answers for the new pack with an older one's bytes (its index
@@ -1043,4 +1051,548 @@ fn a_server_rolling_back_oversizing_or_swapping_is_noticed() {
     fsck_clean(&copy);
     fsck_clean(&d);
     scene.assert_untouched();
+}
+
+// Actions: what runs is what a person approved on this machine, in an environment of
+// its own, once.
+
+/// A repository with `rules` committed and trusted, and a script `tools/mark.sh` (mode
+/// 755) that appends its first argument and the repository it ran in to `log`.
+fn with_rules(scene: &Scene, name: &str, rules: &str, log: &Path) -> PathBuf {
+    let d = victim(scene, name);
+    write(
+        &d,
+        "tools/mark.sh",
+        format!(
+            "#!/bin/sh\necho \"$1 in $LIFEOS_REPO\" >> {}\n",
+            log.display()
+        )
+        .as_bytes(),
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        d.join("tools/mark.sh"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    trusted_rules(&d, rules);
+    d
+}
+
+/// A repository with `rules` (see [`with_rules`]) where `inbox/a.pdf` was committed:
+/// it, and the id of the action proposed for the file.
+fn proposed(scene: &Scene, name: &str, rules: &str, log: &Path) -> (PathBuf, String) {
+    let d = with_rules(scene, name, rules, log);
+    write(&d, "inbox/a.pdf", b"a");
+    ok(&d, &["commit", "-m", "a"]);
+    let id = action_for(&d, "inbox/a.pdf")["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    (d, id)
+}
+
+/// A rule that runs `tools/mark.sh {path}` for each file committed under `inbox/`.
+fn mark_rule(approval: &str) -> String {
+    format!(
+        "[[rule]]\nname = \"mark\"\non = \"commit\"\npaths = [\"inbox/**\"]\napproval = \"{approval}\"\n[rule.run]\nargv = [\"./tools/mark.sh\", \"{{path}}\"]\n"
+    )
+}
+
+fn lines(p: &Path) -> Vec<String> {
+    std::fs::read_to_string(p)
+        .unwrap_or_default()
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+/// M1: an approval made on one device does not run on another that never approved it
+/// (nor trusted its rules), so it runs once, where it was approved; a rejection on one
+/// device outranks an approval made a second later on another.
+#[test]
+fn approvals_run_where_they_were_made_and_a_rejection_outranks_an_approval() {
+    let scene = Scene::new();
+    let log = scene.path("ran.log");
+    let b = with_rules(&scene, "b", &mark_rule("required"), &log);
+    let remote = scene.path("remote");
+    ok(&b, &["remote", "add", "origin", remote.to_str().unwrap()]);
+    write(&b, "inbox/x.pdf", b"x");
+    ok(&b, &["commit", "-m", "x"]);
+    let id = action_for(&b, "inbox/x.pdf")["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    ok(&b, &["approve", &id]);
+    ok(&b, &["push"]);
+    let a = scene.path("a");
+    ok(
+        &scene.base,
+        &["clone", remote.to_str().unwrap(), a.to_str().unwrap()],
+    );
+    assert_eq!(action_for(&a, "inbox/x.pdf")["state"], "approved_elsewhere");
+    // Rules that came with the clone fire nothing until trusted here.
+    write(&a, "inbox/z.pdf", b"z");
+    let out = run(&a, &["commit", "-m", "z"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not trusted"));
+    assert!(actions(&a)
+        .iter()
+        .all(|x| x["event"]["path"] != "inbox/z.pdf"));
+    let out = run(&a, &["actions", "run"]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("approved on another device"), "{said}");
+    // Trusting the rules here does not make B's approval A's.
+    ok(&a, &["rules", "trust"]);
+    let _ = run(&a, &["actions", "run"]);
+    assert!(
+        lines(&log).is_empty(),
+        "the clone ran B's approval: {:?}",
+        lines(&log)
+    );
+    ok(&b, &["actions", "run"]);
+    assert_eq!(lines(&log).len(), 1, "{:?}", lines(&log));
+    assert!(lines(&log)[0].ends_with(&format!("in {}", b.display())));
+
+    // Round two: A rejects, B approves a second later; both push and fetch.
+    ok(&b, &["push"]);
+    write(&b, "inbox/y.pdf", b"y");
+    ok(&b, &["commit", "-m", "y"]);
+    ok(&b, &["push"]);
+    ok(&a, &["fetch"]);
+    let id = action_for(&a, "inbox/y.pdf")["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    ok(&a, &["reject", &id]);
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    ok(&b, &["approve", &id]);
+    ok(&a, &["push"]);
+    ok(&b, &["fetch"]);
+    assert_eq!(action_for(&b, "inbox/y.pdf")["state"], "rejected");
+    let _ = run(&b, &["actions", "run"]);
+    ok(&b, &["push"]);
+    ok(&a, &["fetch"]);
+    assert_eq!(action_for(&a, "inbox/y.pdf")["state"], "rejected");
+    assert_eq!(
+        lines(&log).len(),
+        1,
+        "a rejected action ran: {:?}",
+        lines(&log)
+    );
+    scene.assert_untouched();
+}
+
+/// M3: the approval pins what a command runs. A script replaced after the approval is
+/// not run: the action is blocked with a receipt naming what changed. A program earlier
+/// on PATH when it runs is not the one run: the program approved is.
+#[test]
+fn what_an_approval_pins_cannot_change_before_it_runs() {
+    let scene = Scene::new();
+    let log = scene.path("ran.log");
+    let (d, id) = proposed(&scene, "pins", &mark_rule("required"), &log);
+    ok(&d, &["approve", &id]);
+    let shown = json(&d, &["actions", "show", &id]);
+    let pins = &shown["actions"][0]["approval"]["pins"];
+    assert!(
+        pins["program"]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with("/tools/mark.sh"),
+        "{shown}"
+    );
+    write(
+        &d,
+        "tools/mark.sh",
+        format!("#!/bin/sh\n{}\n", marker(&scene, "replaced")).as_bytes(),
+    );
+    let out = String::from_utf8_lossy(&run(&d, &["actions", "run"]).stdout).into_owned();
+    assert!(
+        out.contains("blocked") && out.contains("tools/mark.sh changed since it was approved"),
+        "{out}"
+    );
+    let r = receipts(&d);
+    assert_eq!(r.last().unwrap()["outcome"], "blocked");
+    assert!(lines(&log).is_empty());
+
+    // PATH: a tool found on PATH when approved; a hostile one put earlier on PATH later.
+    let good = scene.path("good");
+    let evil = scene.path("evil");
+    for (dir, body) in [
+        (&good, format!("echo good >> {}", log.display())),
+        (&evil, marker(&scene, "path")),
+    ] {
+        std::fs::create_dir(dir).unwrap();
+        std::fs::write(dir.join("mytool"), format!("#!/bin/sh\n{body}\n")).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir.join("mytool"), std::fs::Permissions::from_mode(0o755))
+            .unwrap();
+    }
+    let rules = "[[rule]]\nname = \"tool\"\non = \"commit\"\npaths = [\"tool/**\"]\n[rule.run]\nargv = [\"mytool\"]\n";
+    write(&d, "tools/mark.sh", b"#!/bin/sh\n");
+    write(&d, "lifeos.rules.toml", rules.as_bytes());
+    ok(&d, &["commit", "-m", "tool rule"]);
+    ok(&d, &["rules", "trust"]);
+    write(&d, "tool/x", b"x");
+    ok(&d, &["commit", "-m", "x"]);
+    let id = action_for(&d, "tool/x")["id"].as_str().unwrap().to_string();
+    let path = std::env::var("PATH").unwrap();
+    let out = cmd(&d)
+        .env("PATH", format!("{}:{path}", good.display()))
+        .args(["approve", &id])
+        .output()
+        .unwrap();
+    succeeded(out, &["approve"]);
+    let out = cmd(&d)
+        .env(
+            "PATH",
+            format!("{}:{}:{path}", evil.display(), good.display()),
+        )
+        .args(["actions", "run"])
+        .output()
+        .unwrap();
+    ran_ok(&out);
+    assert_eq!(lines(&log), vec!["good"]);
+    scene.assert_untouched();
+}
+
+/// M5: a rule whose action commits (through lifeos, or through git with the hooks
+/// installed) does not set itself off again: one commit by a person, one run.
+#[test]
+fn what_an_action_does_never_fires_rules_again() {
+    let scene = Scene::new();
+    let stamps = scene.path("stamps");
+    let lifeos = bin();
+    // Through lifeos.
+    let rules = format!(
+        "[[rule]]\nname = \"loop\"\non = \"commit\"\npaths = [\"**\"]\napproval = \"auto\"\n[rule.run]\nargv = [\"sh\", \"-c\", \"echo s >> {s}; n=$(wc -l < {s}); [ $n -lt 5 ] && echo $n > loop-$n.txt && {l} commit -m again\"]\n",
+        s = stamps.display(),
+        l = lifeos.display()
+    );
+    let d = victim(&scene, "loop");
+    trusted_rules(&d, &rules);
+    write(&d, "a.md", b"a\n");
+    let out = run(&d, &["commit", "-m", "a"]);
+    ran_ok(&out);
+    assert_eq!(
+        lines(&stamps).len(),
+        1,
+        "the rule set itself off: {:?}",
+        lines(&stamps)
+    );
+
+    // Through git's hooks: a post-commit rule whose command commits with git.
+    let g = colocated(&scene, "git");
+    ok(&g, &["git", "hooks", "install"]);
+    let stamps2 = scene.path("stamps2");
+    let rules = format!(
+        "[[rule]]\nname = \"loop\"\non = \"hook\"\nhook = \"post-commit\"\napproval = \"auto\"\n[rule.run]\nargv = [\"sh\", \"-c\", \"echo s >> {s}; [ $(wc -l < {s}) -lt 5 ] && git -c user.name=a -c user.email=a@b commit -q --allow-empty -m again\"]\n",
+        s = stamps2.display()
+    );
+    trusted_rules(&g, &rules);
+    let out = git_run(&g, &["commit", "-q", "--allow-empty", "-m", "by a person"]);
+    ran_ok(&out);
+    assert_eq!(
+        lines(&stamps2).len(),
+        1,
+        "the hook rule set itself off: {:?}",
+        lines(&stamps2)
+    );
+    // And no action runs from inside an action.
+    let out = cmd(&d)
+        .env("LIFEOS_ACTION_ID", "x")
+        .args(["actions", "run"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("runs inside action x"));
+}
+
+/// L1: an approval holds at most 30 days, and one dated ahead of the clock (the clock
+/// was put back) is no approval.
+#[test]
+fn approvals_are_bounded_in_time() {
+    let scene = Scene::new();
+    let log = scene.path("ran.log");
+    let (d, id) = proposed(&scene, "ttl", &mark_rule("required"), &log);
+    let err = fails(&d, &["approve", &id, "--ttl", "100000000d"]);
+    assert!(err.contains("30 days"), "{err}");
+    let tomorrow = jiff::Timestamp::now() + jiff::SignedDuration::from_hours(24);
+    ok_at(&d, &tomorrow.to_string(), &["approve", &id]);
+    let out = String::from_utf8_lossy(&run(&d, &["actions", "run"]).stdout).into_owned();
+    assert!(out.contains("approval_dated_in_the_future"), "{out}");
+    assert!(lines(&log).is_empty());
+}
+
+/// L2: an action gets none of the environment's secrets (a remote's passphrase, cloud
+/// credentials), only what its rule names, and the receipt keeps none of them.
+#[test]
+fn actions_get_a_clean_environment_and_receipts_keep_no_secrets() {
+    let scene = Scene::new();
+    let rules = "[[rule]]\nname = \"env\"\non = \"commit\"\npaths = [\"**\"]\napproval = \"auto\"\n[rule.run]\nargv = [\"env\"]\nenv = [\"GITHUB_TOKEN\"]\n";
+    let d = victim(&scene, "env");
+    trusted_rules(&d, rules);
+    write(&d, "a.md", b"a\n");
+    let out = cmd(&d)
+        .env("LIFEOS_PASSPHRASE", "correct-horse-battery")
+        .env("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMIK7MDENG")
+        .env("GITHUB_TOKEN", "ghtoken-value-123")
+        .args(["commit", "-m", "a"])
+        .output()
+        .unwrap();
+    ran_ok(&out);
+    let r = receipts(&d);
+    let last = r.last().unwrap();
+    assert_eq!(last["outcome"], "executed", "{last}");
+    let shown = ok(&d, &["receipt", "show", last["id"].as_str().unwrap()]);
+    for secret in [
+        "correct-horse-battery",
+        "wJalrXUtnFEMIK7MDENG",
+        "ghtoken-value-123",
+    ] {
+        assert!(
+            !shown.contains(secret),
+            "{secret} is in the receipt:\n{shown}"
+        );
+    }
+    assert!(shown.contains("GITHUB_TOKEN=[REDACTED]"), "{shown}");
+    assert!(
+        !shown.contains("LIFEOS_PASSPHRASE") && !shown.contains("AWS_"),
+        "{shown}"
+    );
+    assert!(shown.contains("LIFEOS_ACTION_ID="), "{shown}");
+}
+
+/// L4 and M2: rules match a file's real name (a tab in it), a name starting with `-`
+/// reaches a command as `./-...`, a name that is not UTF-8 fires nothing and says so;
+/// a shell line quoting a placeholder is refused by `rules check` and at commit.
+#[test]
+fn file_names_reach_rules_as_they_are_and_never_as_options() {
+    let scene = Scene::new();
+    let rules = "[[rule]]\nname = \"echo\"\non = \"commit\"\npaths = [\"**\"]\n[rule.run]\nargv = [\"echo\", \"{path}\"]\n";
+    let d = victim(&scene, "names");
+    trusted_rules(&d, rules);
+    write(&d, "inbox/tab\tname.pdf", b"t");
+    write(&d, "-n", b"n");
+    std::fs::write(
+        d.join(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(b"caf\xe9.txt")),
+        b"c",
+    )
+    .unwrap();
+    let out = run(&d, &["commit", "-m", "names"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("not UTF-8"), "{err}");
+    let all = actions(&d);
+    let argv = |path: &str| {
+        all.iter()
+            .find(|a| a["event"]["path"] == path)
+            .unwrap_or_else(|| panic!("no action for {path:?}: {all:?}"))["payload"]["argv"]
+            .clone()
+    };
+    assert_eq!(
+        argv("inbox/tab\tname.pdf"),
+        serde_json::json!(["echo", "inbox/tab\tname.pdf"])
+    );
+    assert_eq!(argv("-n"), serde_json::json!(["echo", "./-n"]));
+
+    let quoted = "[[rule]]\nname = \"q\"\non = \"commit\"\npaths = [\"**\"]\napproval = \"auto\"\n[rule.run]\nargv = [\"echo \\\"new file: {path}\\\" >> inbox.log\"]\nshell = true\n";
+    write(&d, "lifeos.rules.toml", quoted.as_bytes());
+    let err = fails(&d, &["rules", "check"]);
+    assert!(err.contains("{path} stands inside quotes"), "{err}");
+    ok(&d, &["commit", "-m", "quoted rules"]);
+    let err = fails(&d, &["rules", "trust"]);
+    assert!(err.contains("stands inside quotes"), "{err}");
+}
+
+/// L8: `rules trust` trusts what `rules check` read: it refuses while the folder's file
+/// differs from the committed one, and takes the id `rules check` printed.
+#[test]
+fn rules_trust_trusts_what_rules_check_read() {
+    let scene = Scene::new();
+    let d = victim(&scene, "check");
+    let first = mark_rule("required");
+    write(&d, "lifeos.rules.toml", first.as_bytes());
+    ok(&d, &["commit", "-m", "rules"]);
+    write(&d, "lifeos.rules.toml", mark_rule("auto").as_bytes());
+    let checked = ok(&d, &["rules", "check"]);
+    let err = fails(&d, &["rules", "trust"]);
+    assert!(err.contains("differs from the one at @"), "{err}");
+    ok(&d, &["commit", "-m", "auto"]);
+    let id = checked
+        .split(['(', ')'])
+        .nth(1)
+        .expect("rules check prints the file's id");
+    let out = ok(&d, &["rules", "trust", "--id", id]);
+    assert!(out.contains(id), "{out}");
+    let err = fails(&d, &["rules", "trust", "--id", "00000000"]);
+    assert!(err.contains("changed since you checked it"), "{err}");
+}
+
+// Hooks and watch.
+
+/// M4: `git hooks install` writes only into this repository's own `.git`: a global
+/// `core.hooksPath` (every repository's hooks) and one inside the work tree (committed
+/// for everyone) are refused unless `--force`; uninstall puts back exactly what was
+/// there, and a person's hook that only copies lifeos's text is set aside, not replaced.
+#[test]
+fn hooks_are_installed_only_into_this_repository_s_git_folder() {
+    let scene = Scene::new();
+    let w = colocated(&scene, "repo");
+    let global_hooks = scene.path("globalhooks");
+    std::fs::create_dir(&global_hooks).unwrap();
+    std::fs::write(global_hooks.join("post-commit"), "#!/bin/sh\necho mine\n").unwrap();
+    let gitconfig = scene.path("gitconfig");
+    std::fs::write(
+        &gitconfig,
+        format!("[core]\n\thooksPath = {}\n", global_hooks.display()),
+    )
+    .unwrap();
+    let with_global = |args: &[&str]| {
+        cmd(&w)
+            .env("GIT_CONFIG_GLOBAL", &gitconfig)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = with_global(&["git", "hooks", "install"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("outside this repository's git folder") && err.contains("--force"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&global_hooks).unwrap().count(),
+        1,
+        "the global folder was written"
+    );
+    // A hooks folder inside the work tree (tracked by git) is refused too.
+    git(&w, &["config", "core.hooksPath", ".githooks"]);
+    let err = fails(&w, &["git", "hooks", "install"]);
+    assert!(
+        err.contains("outside this repository's git folder"),
+        "{err}"
+    );
+    assert!(!w.join(".githooks").exists());
+    // With --force it goes there, and uninstall puts back what was.
+    let out = with_global(&["git", "hooks", "install", "--force"]);
+    ran_ok(&out);
+    git(&w, &["config", "--unset", "core.hooksPath"]);
+    // Inside .git: fine. A hook of the person's that copies lifeos's text is theirs.
+    let hooks = w.join(".git/hooks");
+    std::fs::create_dir_all(&hooks).unwrap();
+    let copied =
+        "#!/bin/sh\n# lifeos-hook 1: installed by `lifeos git hooks install`\necho my own\n";
+    std::fs::write(hooks.join("post-merge"), copied).unwrap();
+    ok(&w, &["git", "hooks", "install"]);
+    assert_eq!(
+        std::fs::read_to_string(hooks.join("post-merge.lifeos-user")).unwrap(),
+        copied
+    );
+    ok(&w, &["git", "hooks", "uninstall"]);
+    assert_eq!(
+        std::fs::read_to_string(hooks.join("post-merge")).unwrap(),
+        copied
+    );
+    assert!(!hooks.join("post-commit").exists());
+    scene.assert_untouched();
+}
+
+/// L7: a reader that stops reading (`lifeos ... | head -1`) ends lifeos quietly, with
+/// no panic and no backtrace, after what it did is done.
+#[test]
+fn a_closed_pipe_ends_output_quietly() {
+    let scene = Scene::new();
+    let w = colocated(&scene, "repo");
+    let mut child = cmd(&w)
+        .args(["git", "hooks", "install"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !err.contains("panicked") && !err.contains("backtrace"),
+        "{err}"
+    );
+    assert!(
+        w.join(".git/hooks/post-commit").is_file(),
+        "the hooks were installed"
+    );
+    // Many lines into a reader that reads one.
+    for i in 0..200 {
+        write(&w, &format!("n/{i}.md"), b"x");
+    }
+    ok(&w, &["commit", "-m", "many"]);
+    let mut child = cmd(&w)
+        .args(["ls"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
+}
+
+/// L3: `lifeos watch` stops with a clear error when its folder is moved away, instead of
+/// retrying forever.
+#[test]
+fn watch_stops_when_its_folder_is_moved() {
+    let scene = Scene::new();
+    let w = scene.path("watched");
+    std::fs::create_dir(&w).unwrap();
+    ok(&w, &["init"]);
+    let log_path = scene.path("watch.log");
+    let err_path = scene.path("watch.err");
+    let mut watcher = cmd(&w)
+        .args(["watch", "--quiet-period", "200ms", "--no-ingest"])
+        .stdout(std::fs::File::create(&log_path).unwrap())
+        .stderr(std::fs::File::create(&err_path).unwrap())
+        .spawn()
+        .unwrap();
+    let log = || std::fs::read_to_string(&log_path).unwrap_or_default();
+    wait_for("the watcher to start", || log().contains("watching"));
+    std::fs::rename(&w, scene.path("moved")).unwrap();
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = watcher.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > std::time::Duration::from_secs(20) {
+            watcher.kill().unwrap();
+            panic!("watch did not stop after its folder moved:\n{}", log());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert!(!status.success());
+    let err = std::fs::read_to_string(&err_path).unwrap();
+    assert!(err.contains("was moved or deleted"), "{err}");
+    assert!(
+        log()
+            .lines()
+            .filter(|l| l.contains("not committed"))
+            .count()
+            < 3,
+        "{}",
+        log()
+    );
+}
+
+/// A tree git would refuse (from another device, or imported before lifeos refused such
+/// trees) is never exported to git: the export names the commit and the path.
+#[test]
+fn export_refuses_a_tree_git_would_refuse() {
+    let scene = Scene::new();
+    let d = victim(&scene, "export");
+    let commit = commit_hostile(&d, &[(b"a/.Git/config", lifeos_vcs::EntryKind::File, b"x")]);
+    let out = scene.path("out.git");
+    let err = fails(&d, &["git", "export", out.to_str().unwrap()]);
+    assert!(
+        err.contains(&format!("commit {} has a/.Git,", &commit[..12]))
+            && err.contains("nothing was exported"),
+        "{err}"
+    );
 }

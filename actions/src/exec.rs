@@ -53,6 +53,18 @@ fn failed(reason: String, status: Option<i64>, output: Vec<u8>) -> Ran {
     }
 }
 
+/// The command line of a `run` payload (its `argv` strings).
+pub fn argv(payload: &Json) -> Vec<String> {
+    payload["argv"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Reads at most `cap` bytes of `r` (the rest is read and dropped, so the writer never
 /// blocks), noting whether anything was cut.
 fn capped(mut r: impl Read, cap: u64) -> (Vec<u8>, bool) {
@@ -62,18 +74,13 @@ fn capped(mut r: impl Read, cap: u64) -> (Vec<u8>, bool) {
     (out, rest > 0)
 }
 
-/// Runs a `run` payload in `workdir` with `env` added: the event on stdin, its output
-/// captured up to the cap, killed (with everything it started) at the timeout.
-pub fn run(payload: &Json, workdir: &Path, env: &[(String, String)]) -> Ran {
-    let argv: Vec<String> = payload["argv"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|x| x.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default();
-    let Some((program, args)) = argv.split_first() else {
+/// Runs a `run` payload in `workdir`: `program` (the absolute path its approval pinned
+/// `argv[0]` to) with the rest of `argv`, in an environment of `env` alone; the event on
+/// stdin, its output captured up to the cap, killed (with everything it started) at the
+/// timeout.
+pub fn run(payload: &Json, workdir: &Path, program: &Path, env: &[(String, String)]) -> Ran {
+    let argv = argv(payload);
+    let Some((_, args)) = argv.split_first() else {
         return failed("the payload has no command".into(), None, Vec::new());
     };
     let timeout = Duration::from_millis(payload["timeout_ms"].as_u64().unwrap_or(60_000));
@@ -83,6 +90,7 @@ pub fn run(payload: &Json, workdir: &Path, env: &[(String, String)]) -> Ran {
     let mut cmd = Command::new(program);
     cmd.args(args)
         .current_dir(&cwd)
+        .env_clear()
         .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -113,9 +113,9 @@ impl RulesIndex {
         let paths: Vec<std::borrow::Cow<'_, str>> = match trigger {
             Trigger::Commit { changes, .. } => changes
                 .iter()
-                .map(|(p, _)| lifeos_vcs::path::display(p))
+                .map(|(p, _)| String::from_utf8_lossy(p))
                 .collect(),
-            Trigger::Ingest { path, .. } => vec![Cow::Borrowed(path.as_str())],
+            Trigger::Ingest { path, .. } => vec![String::from_utf8_lossy(path)],
             _ => Vec::new(),
         };
         self.lines().any(|l| match l {

@@ -11,6 +11,7 @@
 pub mod exec;
 pub mod index;
 pub mod monitor;
+pub mod pins;
 pub mod rules;
 pub mod state;
 pub mod watch;
@@ -31,9 +32,50 @@ pub use state::{Action, State};
 /// The approval TTL when none is given: 24 hours.
 pub const DEFAULT_TTL_MS: i64 = 24 * 3_600_000;
 
-/// Where the id of the trusted rules file is kept (inside `.lifeos`; trust is this
-/// machine's decision, not part of the history).
+/// The longest an approval can hold: 30 days.
+pub const MAX_TTL_MS: i64 = 30 * 24 * 3_600_000;
+
+/// Where the ids of the rules files trusted here are kept, one per line, the current one
+/// last (in the store, never in history: trust is this repository's decision, and no
+/// tree, branch or server writes there).
 const TRUST_FILE: &str = "trusted-rules";
+
+/// The key this repository seals its approvals with (in the store; never pushed, never
+/// in history): only an approval sealed with it runs here.
+const APPROVAL_KEY_FILE: &str = "approval.key";
+
+/// The variable a command an action runs finds the action's id in. A lifeos command run
+/// with it set (the action's own side effect: a commit, a `git commit` firing hooks)
+/// records what it does but fires no rule: rules never set themselves off.
+pub const ACTION_VAR: &str = "LIFEOS_ACTION_ID";
+
+/// The variable counting how deep in actions a command runs (1 inside an action's
+/// command). Rules fire and actions run only at depth 0.
+pub const DEPTH_VAR: &str = "LIFEOS_ACTION_DEPTH";
+
+/// Refuses to run actions from inside an action's command (the depth limit: actions
+/// never set off more actions).
+fn refuse_inside_action() -> Result<()> {
+    match inside_action() {
+        Some(outer) => Err(ActionsError::Refused(format!(
+            "this command runs inside action {outer}: lifeos runs no action from inside another (an action's side effects never set off more actions)"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The action a process runs inside, if any (its side effects fire no rule): from
+/// [`ACTION_VAR`], or a depth over 0 when that was cleared.
+pub fn inside_action() -> Option<String> {
+    if let Ok(id) = std::env::var(ACTION_VAR) {
+        return Some(id);
+    }
+    std::env::var(DEPTH_VAR)
+        .ok()
+        .and_then(|d| d.parse::<u32>().ok())
+        .filter(|d| *d > 0)
+        .map(|d| format!("(an action {d} levels up)"))
+}
 
 /// What went wrong.
 #[derive(Debug, thiserror::Error)]
@@ -127,8 +169,8 @@ pub enum Trigger {
     },
     /// Ingest extracted text from a file.
     Ingest {
-        /// The file's path at `@`.
-        path: String,
+        /// The file's path at `@` (its bytes).
+        path: BString,
         /// The file's content id.
         file: Id,
         /// The extractor.
@@ -216,6 +258,9 @@ pub struct Fired {
     pub ran: Vec<RunReport>,
     /// Rules that matched but could not propose (why).
     pub skipped: Vec<String>,
+    /// The action this process runs inside ([`inside_action`]): its side effects fire
+    /// nothing.
+    pub inside: Option<String>,
 }
 
 /// What running one action came to.
@@ -317,6 +362,7 @@ pub struct Actions<'r> {
     repo: &'r Repo,
     me: String,
     ingest: Option<IngestFn>,
+    key: std::sync::OnceLock<std::result::Result<[u8; 32], String>>,
 }
 
 fn record(action: &str, prev: Option<Id>, me: &str, stage: Stage) -> ActionRecord {
@@ -342,6 +388,7 @@ impl<'r> Actions<'r> {
             repo,
             me: repo.actor_name(),
             ingest: None,
+            key: std::sync::OnceLock::new(),
         }
     }
 
@@ -434,12 +481,12 @@ impl<'r> Actions<'r> {
         self.repo.dot_dir().join(TRUST_FILE)
     }
 
-    /// The trusted rules file's id, if one was trusted.
-    pub fn trusted(&self) -> Result<Option<Id>> {
+    /// The ids of the rules files trusted here, oldest first (the current one last).
+    fn trust_history(&self) -> Result<Vec<Id>> {
         let path = self.trust_file();
         match std::fs::read_to_string(&path) {
-            Ok(t) => Ok(Id::from_hex(t.trim())),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Ok(t) => Ok(t.lines().filter_map(|l| Id::from_hex(l.trim())).collect()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
             Err(source) => Err(ActionsError::Io {
                 what: "reading",
                 path: path.display().to_string(),
@@ -448,24 +495,161 @@ impl<'r> Actions<'r> {
         }
     }
 
+    /// The trusted rules file's id, if one was trusted.
+    pub fn trusted(&self) -> Result<Option<Id>> {
+        Ok(self.trust_history()?.last().copied())
+    }
+
+    /// Whether rules file `id` was ever trusted here: only its actions run here.
+    pub fn was_trusted(&self, id: &Id) -> Result<bool> {
+        Ok(self.trust_history()?.contains(id))
+    }
+
     /// Trusts the rules file at `@` (checked first): its rules may fire until it changes.
-    pub fn trust(&self) -> Result<(Id, Rules)> {
+    /// The folder's file must be that one (no uncommitted change), so what a person
+    /// checked with `lifeos rules check` is what is trusted; with `expected`, its id must
+    /// also start with that.
+    pub fn trust(&self, expected: Option<&str>) -> Result<(Id, Rules)> {
         let (id, text) = self.rules_at_head()?.ok_or_else(|| {
             ActionsError::NotFound(format!(
                 "no {RULES_FILE} at @: write one and commit it, then trust it"
             ))
         })?;
+        if let Some(e) = expected.filter(|e| e.is_empty() || !id.has_hex_prefix(e)) {
+            return Err(ActionsError::Refused(format!(
+                "{RULES_FILE} at @ is {}, not {e:?}: it changed since you checked it; check it again with `lifeos rules check`",
+                id.to_hex()
+            )));
+        }
+        let here = self.repo.workdir().join(RULES_FILE);
+        match std::fs::read(&here) {
+            Ok(bytes) if Id::hash(&bytes) != id => {
+                return Err(ActionsError::Refused(format!(
+                    "{RULES_FILE} in the folder differs from the one at @ ({}): commit it (or restore it) first, so that what you checked is what is trusted",
+                    id.short(12)
+                )))
+            }
+            _ => {}
+        }
         let rules = Rules::parse(&text).map_err(ActionsError::Rules)?;
-        let path = self.trust_file();
-        lifeos_store::store::write_atomic(&path, format!("{}\n", id.to_hex()).as_bytes())?;
+        let mut history = self.trust_history()?;
+        history.retain(|h| *h != id);
+        history.push(id);
+        let text: String = history
+            .iter()
+            .map(|h| format!("{}\n", h.to_hex()))
+            .collect();
+        lifeos_store::store::write_atomic(&self.trust_file(), text.as_bytes())?;
         Ok((id, rules))
+    }
+
+    /// This repository's approval key, made the first time (32 random bytes, readable by
+    /// the owner alone).
+    fn approval_key(&self) -> Result<[u8; 32]> {
+        let got = self.key.get_or_init(|| {
+            let path = self.repo.dot_dir().join(APPROVAL_KEY_FILE);
+            let read = |p: &std::path::Path| {
+                std::fs::read(p)
+                    .ok()
+                    .and_then(|b| <[u8; 32]>::try_from(b.as_slice()).ok())
+            };
+            if let Some(k) = read(&path) {
+                return Ok(k);
+            }
+            let mut key = [0u8; 32];
+            getrandom::fill(&mut key).map_err(|e| format!("no random bytes for a key: {e}"))?;
+            use std::io::Write as _;
+            use std::os::unix::fs::OpenOptionsExt as _;
+            // Another process making it at once: its key stands.
+            match std::fs::File::options()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)
+            {
+                Ok(mut f) => {
+                    f.write_all(&key)
+                        .and_then(|()| f.sync_all())
+                        .map_err(|e| format!("writing {}: {e}", path.display()))?;
+                    Ok(key)
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    read(&path).ok_or_else(|| format!("{} is damaged", path.display()))
+                }
+                Err(e) => Err(format!("creating {}: {e}", path.display())),
+            }
+        });
+        got.clone().map_err(ActionsError::Refused)
+    }
+
+    /// `r` (an approval) sealed with this repository's key.
+    fn sealed(&self, mut r: ActionRecord) -> Result<ActionRecord> {
+        let key = self.approval_key()?;
+        let seal = Id::from(blake3::keyed_hash(&key, &r.encode()));
+        if let Stage::Approved { seal: s, .. } = &mut r.stage {
+            *s = Some(seal);
+        }
+        Ok(r)
+    }
+
+    /// Whether approval `a` was sealed by this repository (made here, by a person or a
+    /// rule trusted here).
+    pub fn sealed_here(&self, a: &state::Approval) -> bool {
+        let Stage::Approved {
+            seal: Some(seal), ..
+        } = &a.record.stage
+        else {
+            return false;
+        };
+        let Ok(key) = self.approval_key() else {
+            return false;
+        };
+        let mut bare = a.record.clone();
+        if let Stage::Approved { seal: s, .. } = &mut bare.stage {
+            *s = None;
+        }
+        Id::from(blake3::keyed_hash(&key, &bare.encode())) == *seal
+    }
+
+    /// The approval record of action `id` (after `prev`) for a payload hashing to
+    /// `pinned`, for `ttl_ms`, by `by`: its pins taken now, sealed with this repository's
+    /// key.
+    fn approval(
+        &self,
+        id: &str,
+        prev: Option<Id>,
+        by: &str,
+        (payload, pinned): (&[u8], Id),
+        ttl_ms: i64,
+    ) -> Result<ActionRecord> {
+        let json: Json = serde_json::from_slice(payload).unwrap_or(Json::Null);
+        let env = pins::inherited(&|k| std::env::var(k).ok());
+        let pinned_more = pins::pin(&json, self.repo.workdir(), env).map_err(|why| {
+            ActionsError::Refused(format!(
+                "action {id} cannot be approved: what it runs cannot be pinned ({why})"
+            ))
+        })?;
+        let stage = Stage::Approved {
+            pinned,
+            ttl_ms,
+            pins: pinned_more.map(|p| p.encode()).unwrap_or_default(),
+            seal: None,
+        };
+        self.sealed(record(id, prev, by, stage))
     }
 
     /// Fires the rules at `@` for `trigger` (caused by operation `op`): proposes the
     /// actions of the rules that match (a duplicate of an action proposed before gets a
     /// noop receipt instead), then runs those their rule approves.
+    ///
+    /// Inside an action's command ([`inside_action`]) nothing fires: what an action does
+    /// (a commit, a `git commit` firing hooks) never sets off rules again.
     pub fn fire(&self, triggers: &[(Trigger, Option<Id>)]) -> Result<Fired> {
         let mut fired = Fired::default();
+        if let Some(outer) = inside_action() {
+            fired.inside = Some(outer);
+            return Ok(fired);
+        }
         let (rules_id, ix) = match self.trusted_index()? {
             Ok(found) => found,
             Err(untrusted) => {
@@ -481,6 +665,13 @@ impl<'r> Actions<'r> {
         let mut proposals = Vec::new();
         for (trigger, op) in triggers {
             for (rule, identity, fields) in rules.matching(trigger, *op) {
+                if let Some(p) = fields.get(NOT_UTF8) {
+                    fired.skipped.push(format!(
+                        "rule {:?}: {p}'s name is not UTF-8, so no payload can carry it; nothing was proposed for it",
+                        rule.name
+                    ));
+                    continue;
+                }
                 let op = *op;
                 let event = json!(fields);
                 let mut payload = rule.payload(&fields, &event);
@@ -616,9 +807,12 @@ impl<'r> Actions<'r> {
             }
             let by_rule = format!("rule {:?} (approval = \"auto\")", rule.name);
             let auto_by = (rule.approval == rules::Approval::Auto).then_some(by_rule.as_str());
-            records.extend(self.proposal(&id, stage, auto_by));
-            if auto_by.is_some() {
-                auto.push(id.clone());
+            let (made, unapproved) = self.proposal(&id, stage, auto_by);
+            records.extend(made);
+            match unapproved {
+                Some(why) => fired.skipped.push(why),
+                None if auto_by.is_some() => auto.push(id.clone()),
+                None => {}
             }
             if !names.contains(&rule.name) {
                 names.push(rule.name.clone());
@@ -640,6 +834,9 @@ impl<'r> Actions<'r> {
     /// (oldest first): branches and tags moved, entities changed, text extracted. Nothing
     /// is read when no trusted rule listens for those events.
     pub fn triggers_since(&self, since_ms: i64) -> Result<Vec<(Trigger, Option<Id>)>> {
+        if inside_action().is_some() {
+            return Ok(Vec::new());
+        }
         // A broken rules file is reported when rules fire (commit), not by every command.
         let ix = match self.trusted_index() {
             Ok(Ok((_, ix))) => ix,
@@ -688,7 +885,7 @@ impl<'r> Actions<'r> {
             }
         }
         ops.retain(|(id, _)| !effects.contains(id));
-        let mut paths: Option<BTreeMap<Id, Vec<String>>> = None;
+        let mut paths: Option<BTreeMap<Id, Vec<BString>>> = None;
         let mut out = Vec::new();
         for (op_id, op) in ops {
             for e in self.repo.events(&op)?.iter() {
@@ -791,41 +988,43 @@ impl<'r> Actions<'r> {
     }
 
     /// The paths of each file at `@`.
-    fn paths_at_head(&self) -> Result<BTreeMap<Id, Vec<String>>> {
+    fn paths_at_head(&self) -> Result<BTreeMap<Id, Vec<BString>>> {
         let head = self.repo.head()?;
-        let mut out: BTreeMap<Id, Vec<String>> = BTreeMap::new();
+        let mut out: BTreeMap<Id, Vec<BString>> = BTreeMap::new();
         if let Some(tree) = self.repo.at_tree(&head.view)? {
             for (path, entry) in self.repo.flatten(&tree)? {
-                out.entry(entry.id)
-                    .or_default()
-                    .push(lifeos_vcs::path::display(&path).into_owned());
+                out.entry(entry.id).or_default().push(path);
             }
         }
         Ok(out)
     }
 
-    /// The records proposing action `id` (`stage`, a proposal), approved at once by
-    /// `auto_by` if given.
-    fn proposal(&self, id: &str, stage: Stage, auto_by: Option<&str>) -> Vec<ActionRecord> {
-        let pinned = match &stage {
-            Stage::Proposed { payload, .. } => Id::hash(payload),
+    /// The records proposing action `id` with `stage` and, for `auto_by` (a rule that
+    /// approves its own actions), approving it here. An approval that cannot be made
+    /// (what it runs cannot be pinned) leaves the proposal waiting for a person, and
+    /// says why.
+    fn proposal(
+        &self,
+        id: &str,
+        stage: Stage,
+        auto_by: Option<&str>,
+    ) -> (Vec<ActionRecord>, Option<String>) {
+        let payload = match &stage {
+            Stage::Proposed { payload, .. } => payload.clone(),
             _ => unreachable!("a proposal starts an action"),
         };
         let proposed = record(id, None, &self.me, stage);
         let prev = id_of(&proposed);
         let mut out = vec![proposed];
+        let mut why = None;
         if let Some(by) = auto_by {
-            out.push(record(
-                id,
-                Some(prev),
-                by,
-                Stage::Approved {
-                    pinned,
-                    ttl_ms: DEFAULT_TTL_MS,
-                },
-            ));
+            let pinned = Id::hash(&payload);
+            match self.approval(id, Some(prev), by, (&payload, pinned), DEFAULT_TTL_MS) {
+                Ok(r) => out.push(r),
+                Err(e) => why = Some(e.to_string()),
+            }
         }
-        out
+        (out, why)
     }
 
     /// Undoes what the action of receipt `prefix` did. An internal action (tag, branch,
@@ -946,16 +1145,16 @@ impl<'r> Actions<'r> {
                 r.id.short(12)
             )));
         }
-        let records = self.proposal(&id, stage, auto_by.as_deref());
+        let (records, unapproved) = self.proposal(&id, stage, auto_by.as_deref());
         held.publish(
             self.repo,
             &records,
             Vec::new(),
             &format!("roll back action {}", a.id),
         )?;
-        match auto_by {
-            Some(_) => Ok(Rolledback::Ran(self.run_one(&id)?)),
-            None => Ok(Rolledback::Proposed(id)),
+        match (auto_by, unapproved) {
+            (Some(_), None) => Ok(Rolledback::Ran(self.run_one(&id)?)),
+            _ => Ok(Rolledback::Proposed(id)),
         }
     }
 
@@ -1005,7 +1204,7 @@ impl<'r> Actions<'r> {
 
     /// The state of `a` now, as this process sees it.
     pub fn state(&self, a: &Action) -> State {
-        a.state(now_ms(), &self.me)
+        a.state(now_ms(), &self.me, &|ap| self.sealed_here(ap))
     }
 
     /// Every receipt, oldest first: the outcomes recorded, and `uncertain` for a start
@@ -1065,12 +1264,19 @@ impl<'r> Actions<'r> {
                     Stage::Proposed { payload: p, .. } | Stage::Edited { payload: p } => {
                         payload = Some(p.clone())
                     }
-                    Stage::Approved { pinned, ttl_ms } => {
+                    Stage::Approved {
+                        pinned,
+                        ttl_ms,
+                        pins,
+                        ..
+                    } => {
                         approval = Some(state::Approval {
                             by: r.by.clone(),
                             at_ms: r.at_ms,
                             ttl_ms: *ttl_ms,
                             pinned: *pinned,
+                            pins: pins.clone(),
+                            record: r.clone(),
                         })
                     }
                     Stage::Started => started = Some((*id, r)),
@@ -1174,33 +1380,58 @@ impl<'r> Actions<'r> {
     /// Approves action `id`'s payload as it is now, for `ttl_ms`; with `expected`, only
     /// if the payload's hash (in hex) starts with it, so that a payload edited since the
     /// person read it is never approved unseen. Returns the hash pinned.
+    ///
+    /// The approval holds here only (it is sealed with this repository's key), for at
+    /// most [`MAX_TTL_MS`], for an action of a rules file trusted here; it pins what a
+    /// command runs ([`pins`]).
     pub fn approve(&self, id: &str, ttl_ms: i64, expected: Option<&str>) -> Result<Id> {
-        let (a, _) = self.advance(id, "approve", &|a, s| match s {
-            _ if expected.is_some_and(|h| h.is_empty() || !a.payload_hash().has_hex_prefix(h)) => {
-                Err(format!(
-                    "action {}'s payload hash is {}, not {:?}: its payload changed since you read it; read it again with `lifeos actions show {}`",
-                    a.id,
-                    a.payload_hash().to_hex(),
-                    expected.unwrap_or_default(),
-                    a.id
-                ))
-            }
+        if !(1..=MAX_TTL_MS).contains(&ttl_ms) {
+            return Err(ActionsError::Refused(format!(
+                "an approval holds from 1 ms to 30 days, not {ttl_ms} ms"
+            )));
+        }
+        let (held, newest, a) = self.hold_action(id)?;
+        let hash = a.payload_hash();
+        if expected.is_some_and(|h| h.is_empty() || !hash.has_hex_prefix(h)) {
+            return Err(ActionsError::Refused(format!(
+                "action {}'s payload hash is {}, not {:?}: its payload changed since you read it; read it again with `lifeos actions show {}`",
+                a.id,
+                hash.to_hex(),
+                expected.unwrap_or_default(),
+                a.id
+            )));
+        }
+        match self.state(&a) {
             State::Pending
             | State::Fresh
             | State::NearingExpiry
             | State::Expired
             | State::Tampered
-            | State::Blocked => Ok(Stage::Approved {
-                pinned: a.payload_hash(),
-                ttl_ms,
-            }),
-            other => Err(format!(
-                "action {} is {}: there is nothing to approve",
+            | State::ApprovedElsewhere
+            | State::Blocked => {}
+            other => {
+                return Err(ActionsError::Refused(format!(
+                    "action {} is {}: there is nothing to approve",
+                    a.id,
+                    other.name()
+                )))
+            }
+        }
+        if !self.was_trusted(&a.rules_file)? {
+            return Err(ActionsError::Refused(format!(
+                "action {} comes from {RULES_FILE} {}, which this repository never trusted: read it (`lifeos rules check`) and trust it (`lifeos rules trust`) first",
                 a.id,
-                other.name()
-            )),
-        })?;
-        Ok(a.payload_hash())
+                a.rules_file.short(12)
+            )));
+        }
+        let rec = self.approval(id, Some(newest), &self.me, (&a.payload, hash), ttl_ms)?;
+        held.publish(
+            self.repo,
+            std::slice::from_ref(&rec),
+            Vec::new(),
+            &format!("approve action {id}"),
+        )?;
+        Ok(hash)
     }
 
     /// Rejects action `id`: it never runs.
@@ -1256,11 +1487,16 @@ impl<'r> Actions<'r> {
     /// Runs every approved action (fresh or nearing expiry); those whose approval no
     /// longer holds (expired, or the payload changed) get a blocked receipt.
     pub fn run_approved(&self) -> Result<Vec<RunReport>> {
+        refuse_inside_action()?;
         let mut out = Vec::new();
         for a in self.list()? {
             if matches!(
                 self.state(&a),
-                State::Fresh | State::NearingExpiry | State::Expired | State::Tampered
+                State::Fresh
+                    | State::NearingExpiry
+                    | State::Expired
+                    | State::Tampered
+                    | State::ApprovedElsewhere
             ) {
                 out.push(self.run_one(&a.id)?);
             }
@@ -1272,18 +1508,44 @@ impl<'r> Actions<'r> {
     /// hash and the TTL (refusing with a blocked receipt) and records the start; then
     /// causes the side effect; then records the receipt. Another process that got there
     /// first leaves nothing to do.
+    ///
+    /// Only an approval sealed here runs here, and what it pins (a command's program and
+    /// files) must be unchanged; no action runs from inside another action's command.
     pub fn run_one(&self, id: &str) -> Result<RunReport> {
+        refuse_inside_action()?;
         let started_ms = now_ms();
         let (held, newest, a) = self.hold_action(id)?;
         let state = self.state(&a);
+        let pins_changed = match (&state, &a.approval) {
+            (State::Fresh | State::NearingExpiry, Some(ap)) => self.pins_changed(&a, ap),
+            _ => None,
+        };
         let blocked = match state {
-            State::Fresh | State::NearingExpiry => None,
-            State::Expired => Some("approval_expired"),
-            State::Tampered => Some("payload_hash_mismatch"),
+            State::Fresh | State::NearingExpiry => pins_changed,
+            State::Expired
+                if a
+                    .approval
+                    .as_ref()
+                    .is_some_and(|ap| ap.at_ms > started_ms + state::CLOCK_SKEW_MS) =>
+            {
+                Some("approval_dated_in_the_future: the clock is behind the approval's time; approve it again".into())
+            }
+            State::Expired => Some("approval_expired".to_string()),
+            State::Tampered => Some("payload_hash_mismatch".to_string()),
             State::Pending => {
                 return Err(ActionsError::Refused(format!(
                     "action {id} is not approved: `lifeos approve {id}` first"
                 )))
+            }
+            State::ApprovedElsewhere => {
+                return Ok(RunReport {
+                    action: id.to_string(),
+                    state,
+                    reason: format!(
+                        "it was approved on another device (or by a lifeos that did not seal approvals): it runs where it was approved; `lifeos approve {id}` to run it here"
+                    ),
+                    receipt: None,
+                })
             }
             other => {
                 return Ok(RunReport {
@@ -1301,23 +1563,24 @@ impl<'r> Actions<'r> {
                 &self.me,
                 Stage::Finished {
                     outcome: Outcome::Blocked,
-                    reason: reason.to_string(),
+                    reason: reason.clone(),
                     started_ms,
                     status: None,
                     output: None,
                     effect: None,
                 },
             );
+            let short = reason.split(':').next().unwrap_or_default();
             let ids = held.publish(
                 self.repo,
                 std::slice::from_ref(&rec),
                 Vec::new(),
-                &format!("block action {id}: {reason}"),
+                &format!("block action {id}: {short}"),
             )?;
             return Ok(RunReport {
                 action: id.to_string(),
                 state: State::Blocked,
-                reason: reason.to_string(),
+                reason,
                 receipt: Some(ids[0]),
             });
         }
@@ -1385,6 +1648,19 @@ impl<'r> Actions<'r> {
         })
     }
 
+    /// Why what approval `ap` of action `a` pins no longer holds, if it does not: a `run`
+    /// action's program or files changed, or its pins were never taken.
+    fn pins_changed(&self, a: &Action, ap: &state::Approval) -> Option<String> {
+        let payload: Json = serde_json::from_slice(&a.payload).unwrap_or(Json::Null);
+        if payload["kind"] != "run" {
+            return None;
+        }
+        match pins::Pins::decode(&ap.pins) {
+            None => Some("pins_missing: the approval does not say which program it approved; approve it again".into()),
+            Some(p) => pins::changed(&p, self.repo.workdir()).map(|why| format!("pins_changed: {why}")),
+        }
+    }
+
     /// Causes action `a`'s side effect.
     fn carry_out(&self, a: &Action) -> exec::Ran {
         let payload: Json = match serde_json::from_slice(&a.payload) {
@@ -1407,8 +1683,28 @@ impl<'r> Actions<'r> {
         };
         match payload["kind"].as_str() {
             Some("run") => {
-                let mut env = vec![
-                    ("LIFEOS_ACTION_ID".to_string(), a.id.clone()),
+                // The environment the approval pinned, and nothing else of this
+                // process's: no passphrase, no credentials, unless the rule names them.
+                let Some(pins) = a
+                    .approval
+                    .as_ref()
+                    .and_then(|ap| pins::Pins::decode(&ap.pins))
+                else {
+                    return exec::Ran::failure("the approval pins no program".into());
+                };
+                let mut env = pins.env.clone();
+                let mut secrets = Vec::new();
+                if let Some(names) = payload["env"].as_array() {
+                    for n in names.iter().filter_map(Json::as_str) {
+                        if let Ok(v) = std::env::var(n) {
+                            secrets.push(v.clone());
+                            env.push((n.to_string(), v));
+                        }
+                    }
+                }
+                env.extend([
+                    (ACTION_VAR.to_string(), a.id.clone()),
+                    (DEPTH_VAR.to_string(), "1".to_string()),
                     ("LIFEOS_RULE".to_string(), a.rule.clone()),
                     (
                         "LIFEOS_EVENT".to_string(),
@@ -1421,7 +1717,7 @@ impl<'r> Actions<'r> {
                         "LIFEOS_REPO".to_string(),
                         self.repo.workdir().display().to_string(),
                     ),
-                ];
+                ]);
                 // Each field as LIFEOS_<FIELD>, but the event's name as LIFEOS_EVENT_NAME:
                 // LIFEOS_EVENT is the whole event.
                 // From the approved payload, which is what the hash pinned.
@@ -1436,7 +1732,20 @@ impl<'r> Actions<'r> {
                         }
                     }
                 }
-                exec::run(&payload, self.repo.workdir(), &env)
+                let mut ran = exec::run(
+                    &payload,
+                    self.repo.workdir(),
+                    std::path::Path::new(&pins.program.path),
+                    &env,
+                );
+                // What the rule let through is never kept in the receipt.
+                for s in secrets.iter().filter(|s| s.len() >= 4) {
+                    ran.reason = ran.reason.replace(s.as_str(), lifeos_vcs::redact::MARK);
+                    let out = String::from_utf8_lossy(&ran.output)
+                        .replace(s.as_str(), lifeos_vcs::redact::MARK);
+                    ran.output = out.into_bytes();
+                }
+                ran
             }
             Some("http") => exec::http(&payload),
             Some(kind @ ("tag" | "branch")) => internal(target().and_then(|commit| {
@@ -1562,6 +1871,28 @@ impl Rules {
     }
 }
 
+/// The field a rule matches and a command gets for a file's path: its bytes as they are
+/// (not the quoted form a person reads), which must be UTF-8 to go into a payload. A
+/// name that is not marks the fields ([`NOT_UTF8`]) and fires nothing. Returns the path
+/// as text for the instance's identity.
+fn path_field(path: &[u8], f: &mut BTreeMap<String, String>) -> String {
+    match std::str::from_utf8(path) {
+        Ok(p) => {
+            f.insert("path".into(), p.to_string());
+            p.to_string()
+        }
+        Err(_) => {
+            let shown = lifeos_vcs::path::display(path).into_owned();
+            f.insert(NOT_UTF8.into(), shown.clone());
+            shown
+        }
+    }
+}
+
+/// The field marking an event whose path is not UTF-8 (shown quoted): no rule fires for
+/// it, since no payload can carry its bytes.
+const NOT_UTF8: &str = "path_not_utf8";
+
 /// The event instances of a trigger: (identity for idempotency, template fields). A
 /// commit gives one per changed path.
 fn instances(trigger: &Trigger, op: Option<Id>) -> Vec<(String, BTreeMap<String, String>)> {
@@ -1586,8 +1917,7 @@ fn instances(trigger: &Trigger, op: Option<Id>) -> Vec<(String, BTreeMap<String,
             .iter()
             .map(|(path, change)| {
                 let mut f = base("commit", Some(commit), branch);
-                let p = lifeos_vcs::path::display(path).into_owned();
-                f.insert("path".into(), p.clone());
+                let p = path_field(path, &mut f);
                 f.insert("change".into(), change.to_string());
                 f.insert("message".into(), message.clone());
                 (format!("commit {} {p}", commit.to_hex()), f)
@@ -1663,7 +1993,7 @@ fn instances(trigger: &Trigger, op: Option<Id>) -> Vec<(String, BTreeMap<String,
         } => {
             let mut f = base("ingest", None, &None);
             f.remove("branch");
-            f.insert("path".into(), path.clone());
+            let path = path_field(path, &mut f);
             f.insert("file".into(), file.to_hex());
             f.insert("kind".into(), kind.clone());
             vec![(format!("ingest {path} {} {kind}", file.to_hex()), f)]
@@ -1682,11 +2012,14 @@ fn matches(
         return None;
     }
     let path_ok = |p: &str| rule.paths.as_ref().is_none_or(|g| g.is_match(p));
+    // A path that is not UTF-8 matches by its quoted form, for the caller to say why the
+    // rule did not fire.
+    let path = fields.get("path").or(fields.get(NOT_UTF8));
     let fires = match trigger {
         Trigger::Commit { .. } => {
             fields.get("change").is_some_and(|c| c != "deleted")
                 && rule.paths.is_some()
-                && fields.get("path").is_some_and(|p| path_ok(p))
+                && path.is_some_and(|p| path_ok(p))
         }
         Trigger::Hook { hook, .. } => rule.hook.as_deref() == Some(hook),
         Trigger::Time { rule: name, .. } => rule.name == *name,
@@ -1703,10 +2036,10 @@ fn matches(
                 && (rule.attributes.is_empty()
                     || attributes.iter().any(|a| rule.attributes.contains(a)))
         }
-        Trigger::Ingest {
-            path, kind, text, ..
-        } => {
-            if !(path_ok(path) && (rule.kinds.is_empty() || rule.kinds.contains(kind))) {
+        Trigger::Ingest { kind, text, .. } => {
+            if !(path.is_some_and(|p| path_ok(p))
+                && (rule.kinds.is_empty() || rule.kinds.contains(kind)))
+            {
                 return None;
             }
             if let Some(re) = &rule.text {

@@ -126,6 +126,9 @@ pub enum ActionSpec {
         timeout_ms: i64,
         /// How much of its output is kept.
         output_cap: u64,
+        /// Variables of the running process's environment the command also gets (read
+        /// when it runs, never stored, their values redacted from its output).
+        env: Vec<String>,
     },
     /// POSTs JSON to a URL.
     Http {
@@ -339,6 +342,8 @@ struct RawRun {
     cwd: Option<String>,
     timeout: Option<String>,
     output_cap: Option<u64>,
+    #[serde(default)]
+    env: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -489,6 +494,39 @@ pub fn render(t: &str, fields: &BTreeMap<String, String>) -> String {
     out
 }
 
+/// The first placeholder of shell line `line` that stands inside the line's own quotes
+/// (`'...'` or `"..."`), if one does.
+fn quoted_placeholder(line: &str) -> Option<&str> {
+    let b = line.as_bytes();
+    let (mut single, mut double) = (false, false);
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        // `{{` and `}}` are literal braces, in quotes or not.
+        if (c == b'{' || c == b'}') && b.get(i + 1) == Some(&c) {
+            i += 2;
+            continue;
+        }
+        if c == b'{' {
+            let end = line[i + 1..].find('}')?;
+            if single || double {
+                return Some(&line[i + 1..i + 1 + end]);
+            }
+            i += end + 2;
+            continue;
+        }
+        match c {
+            b'\'' if !double => single = !single,
+            b'"' if !single => double = !double,
+            // An escaped character (not inside single quotes, where `\` is itself).
+            b'\\' if !single => i += 1,
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
 /// `text` as one single-quoted `sh` word.
 fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
@@ -561,12 +599,38 @@ fn action_of(raw: RawAction) -> Result<Option<ActionSpec>, (Option<&'static str>
                 "with shell = true, argv is one command line for sh -c".into(),
             ));
         }
+        if let Some(p) = run
+            .argv
+            .first()
+            .filter(|_| run.shell)
+            .and_then(|l| quoted_placeholder(l))
+        {
+            return Err((
+                Some("argv"),
+                format!(
+                    "{{{p}}} stands inside quotes in a shell = true command line: lifeos quotes every value as one word itself, and a value inside the line's own quotes would be read by the shell (a file named `$(...)` would run); remove the quotes around it"
+                ),
+            ));
+        }
+        if let Some(bad) = run.env.iter().find(|n| {
+            n.is_empty()
+                || !n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+                || n.starts_with("LIFEOS_")
+        }) {
+            return Err((
+                Some("env"),
+                format!(
+                    "run.env names variables (letters, digits, `_`; not LIFEOS_*), not {bad:?}"
+                ),
+            ));
+        }
         return Ok(Some(ActionSpec::Run {
             argv: run.argv,
             shell: run.shell,
             cwd: run.cwd,
             timeout_ms: duration(run.timeout, 60_000).map_err(|m| (Some("timeout"), m))?,
             output_cap: run.output_cap.unwrap_or(64 << 10),
+            env: run.env,
         }));
     }
     if let Some(http) = http {
@@ -906,8 +970,20 @@ impl Rule {
 
 impl ActionSpec {
     /// The payload of this action for an event with `fields` (see [`Rule::payload`]); a
-    /// `restore` names its moment as text here, resolved to a commit by the caller.
+    /// `restore` names its moment as text here, resolved to a commit by the caller. A
+    /// path starting with `-` is given as `./-...` (the same file, from the repository's
+    /// top), so a file's name never becomes a command's option.
     pub fn payload(&self, fields: &BTreeMap<String, String>, event: &Json) -> Json {
+        let guarded;
+        let fields = match fields.get("path") {
+            Some(p) if p.starts_with('-') => {
+                let mut f = fields.clone();
+                f.insert("path".into(), format!("./{p}"));
+                guarded = f;
+                &guarded
+            }
+            _ => fields,
+        };
         match self {
             ActionSpec::Run {
                 argv,
@@ -915,6 +991,7 @@ impl ActionSpec {
                 cwd,
                 timeout_ms,
                 output_cap,
+                env,
             } => {
                 let argv = if *shell {
                     // Each value goes into the command line as one quoted word, so text
@@ -931,14 +1008,19 @@ impl ActionSpec {
                 } else {
                     argv.iter().map(|a| render(a, fields)).collect()
                 };
-                json!({
+                let mut p = json!({
                     "kind": "run",
                     "argv": argv,
                     "cwd": cwd.as_deref().map(|c| render(c, fields)).unwrap_or_else(|| ".".into()),
                     "timeout_ms": timeout_ms,
                     "output_cap": output_cap,
                     "stdin": event,
-                })
+                });
+                // Only when named: the payloads (and hashes) of other rules stay as they were.
+                if !env.is_empty() {
+                    p["env"] = json!(env);
+                }
+                p
             }
             ActionSpec::Http {
                 url,
@@ -1069,5 +1151,38 @@ mod tests {
         assert_eq!(parse_duration("2h"), Some(7_200_000));
         assert_eq!(parse_duration("500ms"), Some(500));
         assert_eq!(parse_duration("0s"), None);
+    }
+
+    /// M2: a placeholder inside the line's own quotes would be outside lifeos's quoting
+    /// (`"{path}"` with a file named `$(id)` runs it): refused when the rules are read.
+    #[test]
+    fn a_placeholder_inside_quotes_of_a_shell_line_is_refused() {
+        for (line, bad) in [
+            (r#"echo "new file: {path}" >> inbox.log"#, Some("path")),
+            ("echo '{path}'", Some("path")),
+            (r#"echo "a" {path} 'b'"#, None),
+            (r#"echo "{{literal}}" {path}"#, None),
+            (r#"echo \"{path}"#, None),
+            (r#"echo "x\"{message}\"y""#, Some("message")),
+            ("printf %s {path} | grep '^x$'", None),
+        ] {
+            assert_eq!(quoted_placeholder(line), bad, "{line}");
+            let text = format!(
+                "[[rule]]\nname = \"x\"\non = \"commit\"\npaths = [\"*\"]\n[rule.run]\nargv = [{}]\nshell = true\n",
+                toml::Value::String(line.to_string())
+            );
+            match (Rules::parse(&text), bad) {
+                (Ok(_), None) => {}
+                (Err(e), Some(p)) => {
+                    let e = e.to_string();
+                    assert!(
+                        e.contains(&format!("{{{p}}} stands inside quotes"))
+                            && e.contains("lifeos.rules.toml:6:"),
+                        "{e}"
+                    );
+                }
+                (r, _) => panic!("{line}: {:?}", r.map(|_| ())),
+            }
+        }
     }
 }

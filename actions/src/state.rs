@@ -3,6 +3,10 @@
 use lifeos_store::Id;
 use lifeos_vcs::action::{ActionRecord, Outcome, Stage};
 
+/// How far in the future an approval may be dated before it is refused: clocks of one
+/// machine's processes agree, so this is only for a clock corrected meanwhile.
+pub const CLOCK_SKEW_MS: i64 = 5 * 60_000;
+
 /// An approval as recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Approval {
@@ -14,6 +18,11 @@ pub struct Approval {
     pub ttl_ms: i64,
     /// The payload hash it pins.
     pub pinned: Id,
+    /// What else it pins (a command's program, files and environment:
+    /// [`crate::pins::Pins`]), as recorded; empty when nothing.
+    pub pins: Vec<u8>,
+    /// The record, as written (its seal says which repository approved it).
+    pub record: ActionRecord,
 }
 
 impl Approval {
@@ -83,6 +92,9 @@ pub enum State {
     Expired,
     /// Approved, but the payload changed since: running it is refused.
     Tampered,
+    /// Approved on another device (or before approvals were sealed): it runs only where
+    /// it was approved, until it is approved here too.
+    ApprovedElsewhere,
     /// Rejected.
     Rejected,
     /// Being run by a live process.
@@ -108,6 +120,7 @@ impl State {
             State::NearingExpiry => "nearing_expiry",
             State::Expired => "expired",
             State::Tampered => "tampered",
+            State::ApprovedElsewhere => "approved_elsewhere",
             State::Rejected => "rejected",
             State::Running => "running",
             State::Uncertain => "uncertain",
@@ -170,12 +183,19 @@ impl Action {
             match &r.stage {
                 Stage::Proposed { .. } => {}
                 Stage::Edited { payload } => a.payload = payload.clone(),
-                Stage::Approved { pinned, ttl_ms } => {
+                Stage::Approved {
+                    pinned,
+                    ttl_ms,
+                    pins,
+                    ..
+                } => {
                     a.approval = Some(Approval {
                         by: r.by.clone(),
                         at_ms: r.at_ms,
                         ttl_ms: *ttl_ms,
                         pinned: *pinned,
+                        pins: pins.clone(),
+                        record: r.clone(),
                     });
                     if matches!(a.phase, Phase::Done(Outcome::Blocked, _)) {
                         a.phase = Phase::Waiting;
@@ -207,8 +227,9 @@ impl Action {
         Id::hash(&self.payload)
     }
 
-    /// The state at `now_ms`, seen by process `me` (`user@host`).
-    pub fn state(&self, now_ms: i64, me: &str) -> State {
+    /// The state at `now_ms`, seen by process `me` (`user@host`) of the repository whose
+    /// approvals `sealed_here` recognises.
+    pub fn state(&self, now_ms: i64, me: &str, sealed_here: &dyn Fn(&Approval) -> bool) -> State {
         match &self.phase {
             Phase::Rejected => State::Rejected,
             Phase::Done(Outcome::Executed, _) => State::Executed,
@@ -224,7 +245,11 @@ impl Action {
             }
             Phase::Waiting => match &self.approval {
                 None => State::Pending,
+                Some(a) if !sealed_here(a) => State::ApprovedElsewhere,
                 Some(a) if a.pinned != self.payload_hash() => State::Tampered,
+                // A clock put back revives nothing: an approval dated ahead of now is
+                // no approval.
+                Some(a) if a.at_ms > now_ms + CLOCK_SKEW_MS => State::Expired,
                 Some(a) if now_ms >= a.expires_ms() => State::Expired,
                 Some(a) if a.expires_ms() - now_ms <= a.ttl_ms / 4 => State::NearingExpiry,
                 Some(_) => State::Fresh,

@@ -142,7 +142,8 @@ setup() {
 }
 commit_all() { git -C "$1" add -A && git -C "$1" "${GIT_ID[@]}" commit -qm "$2"; }
 store_bytes() {
-    if [[ $1 == lifeos ]]; then bytes "$2/.lifeos"; else bytes "$2/.git/lfs"; fi
+    # lifeos keeps its store in .git/lifeos in a folder git shares (docs/SECURITY.md).
+    if [[ $1 == lifeos ]]; then bytes "$2/.git/lifeos"; else bytes "$2/.git/lfs"; fi
 }
 
 say "## Large-file filter against git-lfs"

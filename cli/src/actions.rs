@@ -94,8 +94,13 @@ pub enum RulesCmd {
         /// The file to check.
         file: Option<PathBuf>,
     },
-    /// Trust the rules file at @ so its rules may fire (again after any change).
-    Trust,
+    /// Trust the rules file at @ so its rules may fire (again after any change). The
+    /// folder's file must be the committed one, the one `rules check` read.
+    Trust {
+        /// Only if the file's id (as `rules check` prints it) starts with this.
+        #[arg(long, value_name = "HEX")]
+        id: Option<String>,
+    },
 }
 
 impl From<ActionsError> for CliError {
@@ -136,6 +141,8 @@ fn action_json(actions: &Actions<'_>, a: &Action) -> Json {
             "ttl_ms": p.ttl_ms,
             "expires": local_time(p.expires_ms()),
             "pinned_hash": p.pinned.to_hex(),
+            "here": actions.sealed_here(p),
+            "pins": serde_json::from_slice::<Json>(&p.pins).unwrap_or(Json::Null),
         })),
         "records": a.records.iter().map(|(id, r)| json!({
             "id": id.to_hex(),
@@ -231,6 +238,11 @@ fn print_run(r: &RunReport, style: Style) {
 
 /// Tells what firing rules did (after a commit or a git hook), on stderr.
 pub fn report_fired(fired: &Fired, style: Style) {
+    if let Some(outer) = &fired.inside {
+        eprintln!(
+            "rules: none fired: this command runs inside action {outer}, and what an action does never sets off rules"
+        );
+    }
     if let Some(id) = fired.untrusted {
         eprintln!(
             "rules: {} at @ ({}) is not trusted, so no rule fired; check it with `lifeos rules check` and trust it with `lifeos rules trust`",
@@ -410,12 +422,32 @@ pub fn actions(repo: &Repo, args: ActionsArgs, style: Style) -> CliResult<u8> {
             println!("hash      {}", a.payload_hash().to_hex());
             if let Some(p) = &a.approval {
                 println!(
-                    "approved  by {} at {}, until {} (pins {})",
+                    "approved  by {} at {}, until {} (pins {}){}",
                     p.by,
                     local_time(p.at_ms),
                     local_time(p.expires_ms()),
-                    p.pinned.short(12)
+                    p.pinned.short(12),
+                    if actions.sealed_here(p) {
+                        ""
+                    } else {
+                        "; on another device: it runs there, not here"
+                    }
                 );
+                if let Some(pins) = lifeos_actions::pins::Pins::decode(&p.pins) {
+                    println!(
+                        "runs      {} (blake3 {})",
+                        pins.program.path,
+                        pins.program
+                            .blake3
+                            .get(..12)
+                            .unwrap_or("none: it was nowhere")
+                    );
+                    for f in &pins.files {
+                        println!("  file    {} (blake3 {})", f.path, &f.blake3[..12]);
+                    }
+                    let names: Vec<&str> = pins.env.iter().map(|(k, _)| k.as_str()).collect();
+                    println!("  env     {}", names.join(" "));
+                }
             }
             for (rid, r) in &a.records {
                 println!(
@@ -601,7 +633,13 @@ pub fn rules(repo: &Repo, cmd: RulesCmd, style: Style) -> CliResult<u8> {
             let text = std::fs::read_to_string(&path)
                 .map_err(|e| CliError::new(format!("cannot read {}: {e}", path.display())))?;
             let rules = Rules::parse(&text).map_err(ActionsError::Rules)?;
-            println!("{}: {} rules, all valid", path.display(), rules.rules.len());
+            let id = lifeos_store::Id::hash(text.as_bytes());
+            println!(
+                "{} ({}): {} rules, all valid",
+                path.display(),
+                style.id(&id.short(12)),
+                rules.rules.len()
+            );
             for r in &rules.rules {
                 println!(
                     "  {:?} (line {}): on {}, {} action{}",
@@ -618,14 +656,22 @@ pub fn rules(repo: &Repo, cmd: RulesCmd, style: Style) -> CliResult<u8> {
             }
             Ok(0)
         }
-        RulesCmd::Trust => {
-            let (id, rules) = actions_of(repo).trust()?;
+        RulesCmd::Trust { id } => {
+            let (id, rules) = actions_of(repo).trust(id.as_deref())?;
             println!(
                 "Trusted {} {} ({} rules): they fire until the file changes",
                 lifeos_actions::RULES_FILE,
                 style.id(&id.short(12)),
                 rules.rules.len()
             );
+            for r in &rules.rules {
+                println!(
+                    "  {:?}: on {}, {} action",
+                    r.name,
+                    r.hook.as_deref().unwrap_or(&r.on),
+                    r.action.kind()
+                );
+            }
             Ok(0)
         }
     }

@@ -90,13 +90,17 @@ pub enum GitCmd {
 /// `lifeos git hooks ...`
 #[derive(Debug, Subcommand)]
 pub enum HooksCmd {
-    /// Install lifeos's hooks in the git repository beside .lifeos (where
-    /// `core.hooksPath` says, else .git/hooks); a hook already there is chained, not
+    /// Install lifeos's hooks in the folder's git repository (where `core.hooksPath`
+    /// says, if inside its .git, else .git/hooks); a hook already there is chained, not
     /// replaced; installing twice changes nothing.
     Install {
         /// Print JSON (schema lifeos.git_hooks.v1).
         #[arg(long)]
         json: bool,
+        /// Install where `core.hooksPath` says even outside this repository's .git (a
+        /// global hooks folder, or one in the work tree that git tracks).
+        #[arg(long)]
+        force: bool,
     },
     /// Remove lifeos's hooks, putting back the hooks they chained.
     Uninstall {
@@ -422,9 +426,12 @@ pub fn sync_out(repo: &Repo) -> CliResult<()> {
 fn hooks(repo: &Repo, cmd: HooksCmd) -> CliResult<u8> {
     use lifeos_git::hooks::{self, HookState};
     let git_dir = repo.workdir().join(".git");
-    let dir = hooks::hooks_dir(&git_dir)?;
+    let dir = match &cmd {
+        HooksCmd::Install { force, .. } => hooks::install_dir(&git_dir, *force)?,
+        _ => hooks::hooks_dir(&git_dir)?,
+    };
     let (verb, json, changes) = match cmd {
-        HooksCmd::Install { json } => (
+        HooksCmd::Install { json, .. } => (
             "install",
             json,
             hooks::install(&dir, &current_exe()?, repo.workdir())?,

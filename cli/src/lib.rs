@@ -753,8 +753,30 @@ pub enum ExtractCmd {
     },
 }
 
+/// Ends the process quietly when a reader stops reading its output (`lifeos log |
+/// head`), as a program killed by SIGPIPE ends: Rust ignores SIGPIPE, so the write fails
+/// and `println!` panics, which printed a backtrace. Stopping there is as safe as being
+/// killed: what a command records is published before it is printed, and a folder move
+/// cut short is finished by the next command.
+fn quiet_on_closed_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let msg = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if msg.contains("Broken pipe") && msg.starts_with("failed printing to std") {
+            std::process::exit(141);
+        }
+        default(info);
+    }));
+}
+
 /// Runs the command line; returns the process exit code.
 pub fn main() -> ExitCode {
+    quiet_on_closed_pipe();
     let cli =
         Cli::from_arg_matches(&examples::command().get_matches()).unwrap_or_else(|e| e.exit());
     // --color, else the ui.color setting, else auto.

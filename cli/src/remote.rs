@@ -112,21 +112,30 @@ fn passphrase_at_hand(file: Option<&Path>, var: &str) -> bool {
 }
 
 /// A passphrase from a file, a variable or the terminal, in that order.
-fn passphrase(file: Option<&Path>, var: &str, what: &str) -> lifeos_remote::Result<Vec<u8>> {
+fn passphrase(
+    file: Option<&Path>,
+    var: &str,
+    what: &str,
+) -> lifeos_remote::Result<lifeos_remote::Passphrase> {
     if let Some(f) = file {
         let text = std::fs::read(f).map_err(|e| {
             RemoteError::Refused(format!("reading the passphrase file {}: {e}", f.display()))
         })?;
+        let text = lifeos_remote::Passphrase::new(text);
         let line = text.split(|b| *b == b'\n').next().unwrap_or_default();
-        return Ok(line.strip_suffix(b"\r").unwrap_or(line).to_vec());
+        return Ok(lifeos_remote::Passphrase::new(
+            line.strip_suffix(b"\r").unwrap_or(line).to_vec(),
+        ));
     }
     if let Some(v) = std::env::var_os(var) {
-        return Ok(std::os::unix::ffi::OsStrExt::as_bytes(v.as_os_str()).to_vec());
+        return Ok(lifeos_remote::Passphrase::new(
+            std::os::unix::ffi::OsStrExt::as_bytes(v.as_os_str()).to_vec(),
+        ));
     }
     use std::io::IsTerminal;
     if std::io::stdin().is_terminal() {
         return rpassword::prompt_password(format!("{what}: "))
-            .map(String::into_bytes)
+            .map(|p| lifeos_remote::Passphrase::new(p.into_bytes()))
             .map_err(|e| RemoteError::Refused(format!("reading the passphrase: {e}")));
     }
     Err(RemoteError::NoPassphrase(format!(

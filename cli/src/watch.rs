@@ -147,6 +147,9 @@ async fn watch_loop(
         quiet.as_millis(),
         schedule.len()
     ));
+    // The folder and its store as they were when the watch started: moved or deleted,
+    // the watch stops instead of trying again forever.
+    let home = identity(repo.workdir());
     // A first look for what changed while nothing watched.
     let mut changed_at: Option<Instant> = Some(Instant::now() - quiet);
     let mut next_rescan = Instant::now() + rescan;
@@ -178,6 +181,14 @@ async fn watch_loop(
                 }
             },
             _ = sleep_until(Deadline::from_std(wake_at)) => {}
+        }
+        if identity(repo.workdir()) != home || !repo.dot_dir().is_dir() {
+            log("stopped: the folder was moved or deleted");
+            return Err(CliError::new(format!(
+                "{} was moved or deleted while lifeos watched it, so nothing more is recorded",
+                repo.workdir().display()
+            ))
+            .hint("start `lifeos watch` again in the folder where it is now"));
         }
         // A signal that came during a step stops the loop before the next one.
         let stop = || requested.load(Ordering::SeqCst);
@@ -211,6 +222,12 @@ async fn watch_loop(
     }
     log("stopped");
     Ok(0)
+}
+
+/// Which folder `path` is (device and inode), if there is one there.
+fn identity(path: &std::path::Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
 /// The time rules `fresh` read from the rules at `@`, keeping the next slot of each rule

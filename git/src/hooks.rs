@@ -51,6 +51,11 @@ impl HookState {
 /// The folder git runs hooks from: `core.hooksPath` (relative to the work tree) when set,
 /// else `.git/hooks`.
 pub fn hooks_dir(git_dir: &Path) -> Result<PathBuf> {
+    Ok(hooks_place(git_dir)?.0)
+}
+
+/// The hooks folder, and the git folder it must lie in to be this repository's alone.
+fn hooks_place(git_dir: &Path) -> Result<(PathBuf, PathBuf)> {
     let git = crate::import::open_git(git_dir)?;
     let configured = git
         .config_snapshot()
@@ -59,10 +64,43 @@ pub fn hooks_dir(git_dir: &Path) -> Result<PathBuf> {
             what: "reading core.hooksPath",
             reason: e.to_string(),
         })?;
-    Ok(match configured {
+    let dir = match configured {
         Some(p) if p.is_absolute() => p,
         Some(p) => git.workdir().unwrap_or(git.git_dir()).join(p),
         None => git.git_dir().join("hooks"),
+    };
+    Ok((dir, git.common_dir().to_path_buf()))
+}
+
+/// The hooks folder lifeos may install into: `core.hooksPath` only when it lies inside
+/// this repository's `.git` (unless `force`). A folder elsewhere is shared: a global one
+/// (`~/.gitconfig`) would make every repository's commits fire this one's rules, and one
+/// inside the work tree is tracked, so the hooks (naming this person's binary and folder)
+/// would be committed for everyone.
+pub fn install_dir(git_dir: &Path, force: bool) -> Result<PathBuf> {
+    let (dir, git) = hooks_place(git_dir)?;
+    if force {
+        return Ok(dir);
+    }
+    let real = |p: &Path| {
+        // The folder may not exist yet: its nearest existing ancestor decides.
+        p.ancestors()
+            .find_map(|a| {
+                a.canonicalize()
+                    .ok()
+                    .map(|c| c.join(p.strip_prefix(a).unwrap_or(p)))
+            })
+            .unwrap_or_else(|| p.to_path_buf())
+    };
+    if real(&dir).starts_with(real(&git)) {
+        return Ok(dir);
+    }
+    Err(GitError::Hooks {
+        reason: format!(
+            "core.hooksPath is {}, outside this repository's git folder {}: hooks there run for other repositories too, or are committed with the files; lifeos installs nothing there (`--force` to install there anyway)",
+            dir.display(),
+            git.display()
+        ),
     })
 }
 
@@ -72,14 +110,30 @@ fn io_err<'a>(action: &'static str, path: &'a Path) -> impl Fn(std::io::Error) -
     }
 }
 
+/// Whether the hook at `path` is one lifeos wrote: exactly the script
+/// [`script`] makes for the binary and folder it names (a hook of the person's that only
+/// copies lifeos's text is theirs, and is set aside, not overwritten).
 fn is_ours(path: &Path) -> bool {
-    std::fs::read(path)
-        .map(|b| {
-            String::from_utf8_lossy(&b)
-                .lines()
-                .any(|l| l.starts_with(MARKER))
-        })
-        .unwrap_or(false)
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return false;
+    };
+    let unquote = |s: &str| -> Option<String> {
+        let inner = s.strip_prefix('\'')?.strip_suffix('\'')?;
+        Some(inner.replace(r"'\''", "'"))
+    };
+    let lifeos = text
+        .lines()
+        .find_map(|l| l.strip_prefix("lifeos="))
+        .and_then(unquote);
+    let workdir = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("\"$lifeos\" -C "))
+        .and_then(|rest| rest.strip_suffix(" git hook \"$hook\" \"$@\" < \"$input\""))
+        .and_then(unquote);
+    match (lifeos, workdir) {
+        (Some(l), Some(w)) => text == script(Path::new(&l), Path::new(&w)),
+        _ => false,
+    }
 }
 
 /// The state of `hook` in `dir`.

@@ -159,6 +159,9 @@ pub struct Heads {
 /// Result alias for remotes.
 pub type Result<T, E = RemoteError> = std::result::Result<T, E>;
 
+/// A passphrase, wiped from memory when dropped.
+pub type Passphrase = zeroize::Zeroizing<Vec<u8>>;
+
 /// An opened remote: its backend, and its keys if it is encrypted. Clones share the
 /// backend.
 #[derive(Clone)]
@@ -190,7 +193,7 @@ impl Remote {
     pub fn open(
         backend: Box<dyn Backend>,
         create: Create,
-        passphrase: &dyn Fn() -> Result<Vec<u8>>,
+        passphrase: &dyn Fn() -> Result<Passphrase>,
         cache: Option<PathBuf>,
         expect: Expect<'_>,
     ) -> Result<Remote> {
@@ -525,7 +528,7 @@ mod tests {
     fn a_remote_made_here_uses_the_key_its_slot_wraps_and_a_late_device_takes_the_first() {
         let root = tempfile::tempdir().unwrap();
         let dir = || Box::new(DirBackend::open(root.path()).unwrap());
-        let pass = || Ok(b"correct horse".to_vec());
+        let pass = || Ok(Passphrase::new(b"correct horse".to_vec()));
         let name = |r: &Remote| r.keys.as_ref().unwrap().name(&Id::hash(b"an operation"));
         let made = Remote::open(dir(), Create::Encrypted, &pass, None, Expect::default()).unwrap();
         let opened = Remote::open(dir(), Create::No, &pass, None, Expect::default()).unwrap();
@@ -545,7 +548,7 @@ mod tests {
         assert_eq!(name(&late), name(&made));
         // The late device's own slot, for a master key nothing uses, is gone.
         assert_eq!(dir().list(KEYS_DIR).unwrap().len(), 1);
-        let wrong = || Ok(b"wrong".to_vec());
+        let wrong = || Ok(Passphrase::new(b"wrong".to_vec()));
         assert!(matches!(
             Remote::open(dir(), Create::No, &wrong, None, Expect::default()),
             Err(RemoteError::Crypt(CryptError::WrongPassphrase))
@@ -559,7 +562,7 @@ mod tests {
     fn a_remote_is_refused_when_its_config_differs_from_what_was_seen() {
         let root = tempfile::tempdir().unwrap();
         let dir = || Box::new(DirBackend::open(root.path()).unwrap());
-        let pass = || Ok(b"correct horse".to_vec());
+        let pass = || Ok(Passphrase::new(b"correct horse".to_vec()));
         let first = Remote::open(dir(), Create::Encrypted, &pass, None, Expect::default()).unwrap();
         let seen = first.seen().clone();
         assert!(seen.encrypted && seen.key_check.is_some());
@@ -626,7 +629,7 @@ mod tests {
     fn key_slots_past_the_bounds_are_refused_before_they_are_tried() {
         let root = tempfile::tempdir().unwrap();
         let dir = || Box::new(DirBackend::open(root.path()).unwrap());
-        let pass = || Ok(b"correct horse".to_vec());
+        let pass = || Ok(Passphrase::new(b"correct horse".to_vec()));
         let remote =
             Remote::open(dir(), Create::Encrypted, &pass, None, Expect::default()).unwrap();
         let master = MasterKey::generate();
@@ -641,7 +644,7 @@ mod tests {
         slot.params = costly;
         dir().put("keys/costly", &mut slot.encode()).unwrap();
         let started = std::time::Instant::now();
-        let wrong = || Ok(b"wrong".to_vec());
+        let wrong = || Ok(Passphrase::new(b"wrong".to_vec()));
         let e = Remote::open(dir(), Create::No, &wrong, None, Expect::default())
             .err()
             .unwrap();
@@ -692,7 +695,7 @@ mod tests {
                 ranges_read: std::sync::Arc::clone(&ranges_read),
             }),
             Create::Plain,
-            &|| Ok(Vec::new()),
+            &|| Ok(Passphrase::default()),
             None,
             Expect::default(),
         )
@@ -884,7 +887,7 @@ mod tests {
         let remote = Remote::open(
             backend,
             Create::Plain,
-            &|| Ok(Vec::new()),
+            &|| Ok(Passphrase::default()),
             None,
             Expect::default(),
         )

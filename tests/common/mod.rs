@@ -479,3 +479,39 @@ pub fn lfails(dir: &Path, s3: Option<&S3Server>, args: &[&str]) -> String {
     );
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
+
+/// The actions as `lifeos actions --all --json` lists them.
+pub fn actions(dir: &Path) -> Vec<serde_json::Value> {
+    let j = json(dir, &["actions", "--all"]);
+    assert_eq!(j["schema"], "lifeos.actions.v1", "{j}");
+    j["actions"].as_array().unwrap().clone()
+}
+
+/// The receipts as `lifeos receipts --json` lists them.
+pub fn receipts(dir: &Path) -> Vec<serde_json::Value> {
+    let j = json(dir, &["receipts"]);
+    assert_eq!(j["schema"], "lifeos.receipt.v1", "{j}");
+    j["receipts"].as_array().unwrap().clone()
+}
+
+/// Waits until `cond` holds (at most 30 s).
+pub fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while !cond() {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(30),
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// The one action whose event path is `path`.
+pub fn action_for(dir: &Path, path: &str) -> serde_json::Value {
+    let found: Vec<_> = actions(dir)
+        .into_iter()
+        .filter(|a| a["event"]["path"] == path)
+        .collect();
+    assert_eq!(found.len(), 1, "{found:?}");
+    found[0].clone()
+}

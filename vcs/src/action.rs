@@ -18,8 +18,9 @@ use crate::object::{read_opt_id, write_opt_id, Event, View};
 use crate::repo::{now_ms, OpState, Repo};
 
 /// Format version of an action record (version 1, read still, had no `effect` in a
-/// finished record).
-pub const ACTION_VERSION: u8 = 2;
+/// finished record; version 2 has no pins or seal in an approval, and is still written
+/// for every record that has neither).
+pub const ACTION_VERSION: u8 = 3;
 
 /// How an action ended (a receipt's outcome).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,6 +95,15 @@ pub enum Stage {
         pinned: Id,
         /// How long the approval holds, from the record's time.
         ttl_ms: i64,
+        /// What the approval pins beside the payload, as canonical JSON (a command's
+        /// resolved program and its hash, the in-repository files its arguments name
+        /// and theirs, the environment it gets); empty when there is nothing to pin,
+        /// and in approvals before version 3.
+        pins: Vec<u8>,
+        /// The approving repository's seal: a keyed BLAKE3 hash of this record without
+        /// it, under a key that never leaves that repository's store. Only approvals
+        /// that this repository sealed run here (none before version 3).
+        seal: Option<Id>,
     },
     /// A person rejected the action.
     Rejected,
@@ -174,9 +184,18 @@ fn read_opt_str(
 }
 
 impl ActionRecord {
+    /// The version its encoding needs: 3 for an approval with pins or a seal, 2 for
+    /// everything else (so records without them keep the bytes, and ids, they had).
+    fn version(&self) -> u8 {
+        match &self.stage {
+            Stage::Approved { pins, seal, .. } if !pins.is_empty() || seal.is_some() => 3,
+            _ => 2,
+        }
+    }
+
     /// The canonical encoding.
     pub fn encode(&self) -> Vec<u8> {
-        let mut w = Writer::with_header(Kind::Action as u8, ACTION_VERSION);
+        let mut w = Writer::with_header(Kind::Action as u8, self.version());
         w.bytes(self.action.as_bytes());
         write_opt_id(&mut w, &self.prev);
         w.int(self.at_ms)
@@ -202,8 +221,17 @@ impl ActionRecord {
             Stage::Edited { payload } => {
                 w.u8(2).bytes(payload);
             }
-            Stage::Approved { pinned, ttl_ms } => {
+            Stage::Approved {
+                pinned,
+                ttl_ms,
+                pins,
+                seal,
+            } => {
                 w.u8(3).id(pinned).int(*ttl_ms);
+                if self.version() >= 3 {
+                    w.bytes(pins);
+                    write_opt_id(&mut w, seal);
+                }
             }
             Stage::Rejected => {
                 w.u8(4);
@@ -259,10 +287,21 @@ impl ActionRecord {
             2 => Stage::Edited {
                 payload: r.bytes(W)?.to_vec(),
             },
-            3 => Stage::Approved {
-                pinned: r.id(W)?,
-                ttl_ms: r.int(W)?,
-            },
+            3 => {
+                let pinned = r.id(W)?;
+                let ttl_ms = r.int(W)?;
+                let (pins, seal) = if version >= 3 {
+                    (r.bytes(W)?.to_vec(), read_opt_id(&mut r, W)?)
+                } else {
+                    (Vec::new(), None)
+                };
+                Stage::Approved {
+                    pinned,
+                    ttl_ms,
+                    pins,
+                    seal,
+                }
+            }
             4 => Stage::Rejected,
             5 => Stage::Started,
             6 => {
@@ -331,13 +370,16 @@ pub fn stored_record(repo: &Repo, id: &Id) -> Result<ActionRecord> {
 }
 
 /// How far along an action's chain is, to settle two concurrent records of one action
-/// (an operation merge): a receipt beats a start, a start beats an approval or rejection.
+/// (an operation merge): a receipt beats a start, a start beats a rejection, and a
+/// rejection beats an approval, whichever came later: a "no" given on one device is
+/// never lost to a "yes" given on another.
 fn rank(stage: &Stage) -> u8 {
     match stage {
         Stage::Proposed { .. } | Stage::Edited { .. } => 0,
-        Stage::Approved { .. } | Stage::Rejected => 1,
-        Stage::Started => 2,
-        Stage::Finished { .. } | Stage::Resolved { .. } => 3,
+        Stage::Approved { .. } => 1,
+        Stage::Rejected => 2,
+        Stage::Started => 3,
+        Stage::Finished { .. } | Stage::Resolved { .. } => 4,
     }
 }
 
@@ -506,6 +548,14 @@ mod tests {
             Stage::Approved {
                 pinned: Id::hash(b"p"),
                 ttl_ms: 3_600_000,
+                pins: Vec::new(),
+                seal: None,
+            },
+            Stage::Approved {
+                pinned: Id::hash(b"p"),
+                ttl_ms: 3_600_000,
+                pins: b"{\"program\":{}}".to_vec(),
+                seal: Some(Id::hash(b"seal")),
             },
             Stage::Rejected,
             Stage::Started,

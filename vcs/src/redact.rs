@@ -14,8 +14,10 @@ pub const DEFAULT_PATTERNS: &[&str] = &[
     r"\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}",
 ];
 
-/// Keys whose values are secrets in `key = value` or `key: value`.
-const ASSIGNMENT: &str = r#"(?i)\b(password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|client[_-]?secret)(\s*[=:]\s*)("[^"\n]*"|'[^'\n]*'|[^\s,;]+)"#;
+/// Keys whose values are secrets in `key = value` or `key: value`, alone or as a part of
+/// a name joined by `_` (`AWS_SECRET_ACCESS_KEY=...`, `LIFEOS_PASSPHRASE=...` as `env`
+/// prints them).
+const ASSIGNMENT: &str = r#"(?i)\b((?:[a-z0-9]+_)*(?:password|passwd|passphrase|pwd|secret|token|api[_-]?key|access[_-]?key|client[_-]?secret)(?:_[a-z0-9]+)*)(\s*[=:]\s*)("[^"\n]*"|'[^'\n]*'|[^\s,;]+)"#;
 
 /// What replaces a secret.
 pub const MARK: &str = "[REDACTED]";
@@ -130,5 +132,20 @@ mod tests {
         );
         let custom = Redactor::new(&["INTERNAL-[0-9]{4}".into()]).unwrap();
         assert_eq!(custom.redact("ticket INTERNAL-1234"), "ticket [REDACTED]");
+    }
+
+    /// L2: what `env` prints of a process's secrets is redacted by default.
+    #[test]
+    fn environment_secrets_are_replaced() {
+        let r = Redactor::new(&[]).unwrap();
+        let env = "LIFEOS_PASSPHRASE=correct-horse\nAWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI\nGITHUB_TOKEN=abc123\nPATH=/usr/bin\ntokenizer = bert\n";
+        let o = r.redact(env);
+        for secret in ["correct-horse", "wJalrXUtnFEMI", "abc123"] {
+            assert!(!o.contains(secret), "{o}");
+        }
+        assert!(
+            o.contains("PATH=/usr/bin") && o.contains("tokenizer = bert"),
+            "{o}"
+        );
     }
 }

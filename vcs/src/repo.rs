@@ -109,9 +109,12 @@ fn user_from_passwd() -> Option<String> {
     })
 }
 
-/// Milliseconds since the Unix epoch, now (or `LIFEOS_NOW`, an RFC 3339 time, for tests
-/// that need to place operations in time).
+/// Milliseconds since the Unix epoch, now. A build with the `testing` feature (what
+/// `cargo test` builds) reads `LIFEOS_NOW`, an RFC 3339 time, instead, for tests that
+/// place operations in time; any other build ignores it, so no environment can move an
+/// approval's clock (docs/SECURITY.md).
 pub fn now_ms() -> i64 {
+    #[cfg(feature = "testing")]
     if let Ok(s) = std::env::var("LIFEOS_NOW") {
         if let Ok(ts) = s.parse::<jiff::Timestamp>() {
             return ts.as_millisecond();

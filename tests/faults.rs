@@ -282,7 +282,7 @@ fn a_symlink_in_the_target_is_never_written_through() {
     let work = tempfile::tempdir().unwrap();
     std::os::unix::fs::symlink(outside.path(), work.path().join("dir")).unwrap();
     let err = lrepo
-        .write_file(&lifeos_vcs::restore::FileJob {
+        .write_file(&lifeos_vcs::working_copy::restore::FileJob {
             repo_path: "dir/file.txt".into(),
             dest: work.path().join("dir/file.txt"),
             id: lrepo.tree(&dir_entry.id).unwrap().entries[0].id,

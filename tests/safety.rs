@@ -974,7 +974,7 @@ fn plant_journal(d: &Path, from: &str, to: &str) {
         let c = r.resolve_rev(&head.view, rev).unwrap();
         r.commit(&c).unwrap().tree
     };
-    let j = lifeos_vcs::folder::MoveJournal {
+    let j = lifeos_vcs::working_copy::moves::MoveJournal {
         op: r.head().unwrap().id,
         from: Some(tree(from)),
         to: Some(tree(to)),

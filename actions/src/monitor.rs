@@ -27,7 +27,10 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use inotify::{EventMask, Inotify, WatchDescriptor, WatchMask, Watches};
-use lifeos_vcs::monitor::{decode_request, encode_answer, Answer, Token, PROTOCOL, SOCKET};
+use lifeos_vcs::working_copy::fsmonitor::{
+    decode_request, encode_answer, Answer, PROTOCOL, SOCKET,
+};
+use lifeos_vcs::working_copy::Token;
 
 use crate::watch::Wake;
 
@@ -302,8 +305,9 @@ impl Monitor {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(io_err("remove the old socket", &socket_path)(e)),
         }
-        let listener = lifeos_vcs::monitor::with_socket_path(dot, |p| UnixListener::bind(p))
-            .map_err(io_err("listen on", &socket_path))?;
+        let listener =
+            lifeos_vcs::working_copy::fsmonitor::with_socket_path(dot, |p| UnixListener::bind(p))
+                .map_err(io_err("listen on", &socket_path))?;
         let mut monitor = Monitor {
             shared: shared.clone(),
             dot: dot.to_path_buf(),
@@ -392,7 +396,7 @@ fn unseen_rules(path: &Path) -> Option<String> {
 
 /// Folders never watched (nor recorded by a scan): repositories' own data.
 fn unwatched(name: &[u8]) -> bool {
-    name == b".git" || name == lifeos_vcs::repo::DOT_DIR.as_bytes()
+    name == b".git" || name == lifeos_vcs::layout::DOT_DIR.as_bytes()
 }
 
 impl Reader {
@@ -561,7 +565,7 @@ impl Reader {
             }
             return false;
         };
-        if dir.is_empty() && name == lifeos_vcs::repo::DOT_DIR.as_bytes() {
+        if dir.is_empty() && name == lifeos_vcs::layout::DOT_DIR.as_bytes() {
             return false;
         }
         let rel = join(dir, name);
@@ -995,15 +999,16 @@ mod tests {
     /// The truth: the folder's status with no stat cache and no monitor token, every file
     /// read and compared with `@`; the cache and token are put back after.
     fn truth(repo: &lifeos_vcs::Repo) -> Summary {
-        let keep: Vec<(PathBuf, Option<Vec<u8>>)> = ["wc_state", lifeos_vcs::monitor::SIDE_FILE]
-            .iter()
-            .map(|f| {
-                let p = repo.dot_dir().join(f);
-                let b = std::fs::read(&p).ok();
-                let _ = std::fs::remove_file(&p);
-                (p, b)
-            })
-            .collect();
+        let keep: Vec<(PathBuf, Option<Vec<u8>>)> =
+            ["wc_state", lifeos_vcs::working_copy::fsmonitor::SIDE_FILE]
+                .iter()
+                .map(|f| {
+                    let p = repo.dot_dir().join(f);
+                    let b = std::fs::read(&p).ok();
+                    let _ = std::fs::remove_file(&p);
+                    (p, b)
+                })
+                .collect();
         let wc = repo.lock_working_copy().unwrap();
         let st = summary(&repo.status(&wc).unwrap());
         for (p, b) in keep {
@@ -1035,7 +1040,9 @@ mod tests {
         };
         commit();
         let monitor = Monitor::start(root, repo.dot_dir(), None, None).unwrap();
-        let side = repo.dot_dir().join(lifeos_vcs::monitor::SIDE_FILE);
+        let side = repo
+            .dot_dir()
+            .join(lifeos_vcs::working_copy::fsmonitor::SIDE_FILE);
         let status = || {
             let wc = repo.lock_working_copy().unwrap();
             summary(&repo.status(&wc).unwrap())
@@ -1107,7 +1114,7 @@ mod tests {
         }
         let why = monitor.broken().expect("no longer vouching");
         assert!(why.contains("symlink"), "{why}");
-        let (_, answer) = lifeos_vcs::monitor::ask(repo.dot_dir(), None).unwrap();
+        let (_, answer) = lifeos_vcs::working_copy::fsmonitor::ask(repo.dot_dir(), None).unwrap();
         assert!(matches!(answer, Answer::All(_)));
     }
 }

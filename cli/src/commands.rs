@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use lifeos_store::StoreConfig;
 use lifeos_vcs::commit::CommitOptions;
-use lifeos_vcs::folder::WorkingCopyLock;
 use lifeos_vcs::path::{display, BString};
+use lifeos_vcs::working_copy::moves::WorkingCopyLock;
 use lifeos_vcs::working_copy::SnapshotProgress;
 use lifeos_vcs::{EntryKind, Repo};
 use serde_json::json;

@@ -5,7 +5,7 @@
 
 use std::sync::OnceLock;
 
-use lifeos_vcs::folder::Interrupt;
+use lifeos_vcs::interrupt::Interrupt;
 
 static INTERRUPT: OnceLock<Interrupt> = OnceLock::new();
 

@@ -17,5 +17,5 @@ fuzz_target!(|data: &[u8]| {
     let _ = lifeos_vcs::entity::Entity::decode(data);
     let _ = lifeos_vcs::action::ActionRecord::decode(data);
     let _ = lifeos_vcs::working_copy::WcState::decode(data);
-    let _ = lifeos_vcs::folder::MoveJournal::decode(data);
+    let _ = lifeos_vcs::working_copy::moves::MoveJournal::decode(data);
 });

@@ -187,7 +187,7 @@ pub fn colocate(repo: Repo) -> Result<(Repo, ColocateReport)> {
     let branch = view
         .current_branch
         .clone()
-        .unwrap_or_else(|| lifeos_vcs::repo::DEFAULT_BRANCH.to_string());
+        .unwrap_or_else(|| lifeos_vcs::layout::DEFAULT_BRANCH.to_string());
     let created = !dir.exists();
     let git = if created {
         gix::init(repo.workdir()).map_err(|e| GitError::Open {

@@ -275,7 +275,7 @@ impl Importer<'_, '_, '_> {
         let mut entries = Vec::with_capacity(parsed.len());
         let mut canonical = Vec::with_capacity(parsed.len());
         for e in &parsed {
-            lifeos_vcs::object::valid_name(e.name)
+            lifeos_vcs::path::valid_name(e.name)
                 .map_err(|r| bad(format!("has an entry lifeos cannot hold: {r}")))?;
             let kind = form::kind_of_mode(e.mode).ok_or_else(|| {
                 bad(format!(

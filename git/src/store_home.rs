@@ -8,12 +8,12 @@
 //! pager, its remotes) or deleted with everything only it holds. git never writes into
 //! its own `.git` from a tree (it refuses such trees) and `clean` never touches it, so a
 //! folder whose top holds a `.git` folder keeps the store at `.git/lifeos`
-//! ([`lifeos_vcs::repo::COLOCATED_DIR`]), as git keeps its own state there
+//! ([`lifeos_vcs::layout::COLOCATED_DIR`]), as git keeps its own state there
 //! (docs/DECISIONS.md, "Colocation").
 
 use std::path::{Path, PathBuf};
 
-use lifeos_vcs::repo::{COLOCATED_DIR, DOT_DIR};
+use lifeos_vcs::layout::{COLOCATED_DIR, DOT_DIR};
 use lifeos_vcs::Repo;
 
 use crate::{GitError, Result};
@@ -64,7 +64,7 @@ pub fn store_into_git(repo: Repo) -> Result<(Repo, Option<Moved>)> {
 /// checkout, not from `lifeos init`) is refused, so its config, trust and remotes are
 /// never used.
 pub fn settle(start: &Path) -> Result<Option<Moved>> {
-    let Some((workdir, dot)) = lifeos_vcs::repo::locate(start) else {
+    let Some((workdir, dot)) = lifeos_vcs::layout::locate(start) else {
         return Ok(None);
     };
     if dot != workdir.join(DOT_DIR) {

@@ -448,7 +448,7 @@ fn free_port_block() -> u16 {
 /// The store folder of the repository whose working folder is `dir`: `.git/lifeos` in a
 /// folder shared with git, else `.lifeos`.
 pub fn store_dir(dir: &Path) -> PathBuf {
-    lifeos_vcs::repo::store_dir_of(dir).expect("a lifeos repository")
+    lifeos_vcs::layout::store_dir_of(dir).expect("a lifeos repository")
 }
 
 /// The passphrase of the remotes the tests make.

@@ -3,10 +3,10 @@
 use lifeos_store::{Id, Kind, Transaction};
 
 use crate::error::{Result, VcsError};
-use crate::folder::WorkingCopyLock;
 use crate::object::{Commit, Event, Tree, View};
 use crate::path::{display, BString};
 use crate::repo::{now_ms, Repo};
+use crate::working_copy::moves::WorkingCopyLock;
 use crate::working_copy::{Snapshot, SnapshotProgress};
 
 /// What `commit` did.

@@ -762,8 +762,8 @@ impl Catalog {
 mod tests {
     use super::*;
     use crate::entity::EntityChange;
+    use crate::layout::OP_HEADS_DIR;
     use crate::object::Operation;
-    use crate::repo::OP_HEADS_DIR;
     use lifeos_store::Kind;
 
     /// A small deterministic generator (xorshift), so a failure replays.

@@ -7,9 +7,9 @@ use std::collections::HashSet;
 use lifeos_store::{Id, Transaction};
 
 use crate::error::Result;
-use crate::folder::WorkingCopyLock;
 use crate::object::Event;
 use crate::repo::{now_ms, Repo};
+use crate::working_copy::moves::WorkingCopyLock;
 use crate::VcsError;
 
 impl Repo {

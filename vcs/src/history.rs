@@ -8,17 +8,17 @@ use std::path::Path;
 use lifeos_store::{Id, Kind, Transaction};
 
 use crate::error::{Result, VcsError};
-use crate::folder::WorkingCopyLock;
-use crate::monitor::{skipped_outside, SideFile, Watched};
 use crate::object::{Commit, Conflict, EntryKind, Event, OpEvents, Operation, TreeEntry, View};
 use crate::path::{display, in_folder, is_under, BString};
 use crate::repo::{now_ms, OpState, Repo};
-use crate::stat_cache::{NewCache, StatCache};
 use crate::treediff::{diff_flat, Change, ChangeKind, FlatTree};
 use crate::when::{parse_when, When};
+use crate::working_copy::fsmonitor::{skipped_outside, SideFile, Watched};
+use crate::working_copy::moves::WorkingCopyLock;
+use crate::working_copy::snapshot::{submodule_folder_present, untrusted, Untrusted};
+use crate::working_copy::stat_cache::{NewCache, StatCache};
 use crate::working_copy::{
-    scan, scan_within, submodule_folder_present, untrusted, CacheEntry, NoProgress, Scan,
-    ScanEntry, Skipped, Untrusted, WcState,
+    scan, scan_within, CacheEntry, NoProgress, Scan, ScanEntry, Skipped, WcState,
 };
 
 /// The working folder compared with `@`.
@@ -378,7 +378,7 @@ impl Repo {
         let Some(since) = self.cache_changes_for(base, old)? else {
             return Ok(None);
         };
-        let entries = crate::stat_cache::patched(old, &since);
+        let entries = crate::working_copy::stat_cache::patched(old, &since);
         self.keep_tracked(entries.clone().map(|(p, _)| p), scanned);
         if !scanned.unreadable.is_empty() {
             return Ok(None);

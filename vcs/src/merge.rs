@@ -5,11 +5,11 @@ use std::collections::{BTreeSet, HashSet, VecDeque};
 use lifeos_store::{Id, Kind, Transaction};
 
 use crate::error::{Result, VcsError};
-use crate::folder::WorkingCopyLock;
 use crate::object::{Commit, Conflict, EntryKind, Event, Tree, TreeEntry};
 use crate::path::{display, is_under, BString};
 use crate::repo::{now_ms, Repo};
 use crate::treediff::{unflatten, FileDirClash, FlatTree};
+use crate::working_copy::moves::WorkingCopyLock;
 
 /// Text files up to this size are merged line by line; larger ones conflict as binary.
 const MAX_TEXT_MERGE: u64 = 16 << 20;

@@ -78,6 +78,26 @@ pub fn in_repository_dir(p: &[u8]) -> bool {
         .any(crate::guard::is_repository_name)
 }
 
+/// Checks that `name` is a safe single path component.
+pub fn valid_name(name: &[u8]) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("empty name".into());
+    }
+    if name == b"." || name == b".." {
+        return Err(format!(
+            "name {:?} is not allowed",
+            String::from_utf8_lossy(name)
+        ));
+    }
+    if name.contains(&b'/') || name.contains(&0) {
+        return Err(format!(
+            "name {:?} contains '/' or NUL",
+            String::from_utf8_lossy(name)
+        ));
+    }
+    Ok(())
+}
+
 /// The file system path of repository path `p` below `root`.
 pub fn in_folder(root: &Path, p: &[u8]) -> PathBuf {
     root.join(OsStr::from_bytes(p))
@@ -90,7 +110,7 @@ pub fn split(path: &[u8]) -> Result<Vec<&[u8]>> {
     path.split(|b| *b == b'/')
         .filter(|c| !c.is_empty() && *c != b".")
         .map(|c| {
-            crate::object::valid_name(c).map_err(|reason| VcsError::BadPath {
+            valid_name(c).map_err(|reason| VcsError::BadPath {
                 path: display(path).into_owned(),
                 reason,
             })?;

@@ -5,40 +5,9 @@ use std::path::{Path, PathBuf};
 use lifeos_store::{Id, Kind, Store, StoreConfig, Transaction};
 
 use crate::error::{IoContext, Result, VcsError};
+use crate::layout::{locate, store_dir_of, COLOCATED_DIR, DEFAULT_BRANCH, DOT_DIR, OP_HEADS_DIR};
 use crate::object::{Commit, Event, OpEvents, Operation, Signature, Tree, View};
 
-/// Name of the repository directory inside the working folder.
-pub const DOT_DIR: &str = ".lifeos";
-/// Where a folder shared with git keeps its store: `.git/lifeos`, inside git's own
-/// folder, which no git command writes into from a tree or removes (`checkout`,
-/// `merge`, `pull`, `stash -u` and `clean -fdx` all leave `.git` alone), as git keeps its
-/// own state there (docs/DECISIONS.md, "Colocation").
-pub const COLOCATED_DIR: &str = "lifeos";
-
-/// The store folder of the repository whose working folder is `dir`, if `dir` is one:
-/// `dir/.git/lifeos` (shared with git), else `dir/.lifeos`.
-pub fn store_dir_of(dir: &Path) -> Option<PathBuf> {
-    let config = lifeos_store::store::CONFIG_FILE;
-    let colocated = dir.join(".git").join(COLOCATED_DIR);
-    if colocated.join(config).is_file() {
-        return Some(colocated);
-    }
-    let plain = dir.join(DOT_DIR);
-    plain.join(config).is_file().then_some(plain)
-}
-
-/// The working folder and store folder of the repository at `start` or the nearest
-/// folder above it (the store is not opened).
-pub fn locate(start: &Path) -> Option<(PathBuf, PathBuf)> {
-    let start = start.canonicalize().ok()?;
-    start
-        .ancestors()
-        .find_map(|d| store_dir_of(d).map(|dot| (d.to_path_buf(), dot)))
-}
-/// Operation heads: one empty file per head, named by the operation id.
-pub const OP_HEADS_DIR: &str = "op_heads";
-/// The branch a new repository starts on.
-pub const DEFAULT_BRANCH: &str = "main";
 /// Concurrent operation heads merged by one operation at most.
 const MAX_MERGED_HEADS: usize = 64;
 
@@ -162,7 +131,7 @@ pub struct Repo {
     pub actor: Actor,
     /// How a person stops a long change of the working folder (connected to signals by
     /// the command line).
-    pub interrupt: crate::folder::Interrupt,
+    pub interrupt: crate::interrupt::Interrupt,
 }
 
 impl Repo {
@@ -191,7 +160,7 @@ impl Repo {
             dot,
             store,
             actor: Actor::from_env(),
-            interrupt: crate::folder::Interrupt::default(),
+            interrupt: crate::interrupt::Interrupt::default(),
         };
         let view = View {
             current_branch: Some(DEFAULT_BRANCH.into()),
@@ -220,7 +189,7 @@ impl Repo {
             actor: Actor::with_settings(Some(&dot)),
             dot,
             store,
-            interrupt: crate::folder::Interrupt::default(),
+            interrupt: crate::interrupt::Interrupt::default(),
         })
     }
 

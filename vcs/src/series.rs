@@ -16,10 +16,10 @@ use std::collections::BTreeMap;
 
 use crate::derive::Unstored;
 use crate::error::{Result, VcsError};
-use crate::folder::WorkingCopyLock;
 use crate::object::{EntryKind, Tree, TreeEntry};
 use crate::path::BString;
 use crate::repo::Repo;
+use crate::working_copy::moves::WorkingCopyLock;
 
 /// One commit of a series: the files it writes (`None` removes the path, a file or a
 /// folder, and is nothing when the path is absent), its message, and its time in
@@ -335,7 +335,7 @@ mod tests {
             })
             .collect();
         let last = repo.commit_series(&wc, &series).unwrap().op;
-        let heads = dir.path().join(".lifeos").join(crate::repo::OP_HEADS_DIR);
+        let heads = dir.path().join(".lifeos").join(crate::layout::OP_HEADS_DIR);
         std::fs::write(heads.join(before.to_hex()), b"").unwrap();
         assert_eq!(repo.op_heads().unwrap().len(), 2);
         assert_eq!(repo.head().unwrap().id, last);

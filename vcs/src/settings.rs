@@ -121,7 +121,7 @@ pub fn user_file() -> Option<PathBuf> {
 
 /// The store folder of the repository whose working folder is `start` or above it.
 pub fn repo_dot_dir(start: &Path) -> Option<PathBuf> {
-    crate::repo::locate(start).map(|(_, dot)| dot)
+    crate::layout::locate(start).map(|(_, dot)| dot)
 }
 
 /// The repository's settings file in `dot_dir`.

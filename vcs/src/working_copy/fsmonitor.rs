@@ -26,8 +26,9 @@ use crate::error::Result;
 use crate::object::{EntryKind, TreeEntry};
 use crate::path::BString;
 use crate::repo::Repo;
-use crate::snapshot_edits::Scope;
-use crate::stat_cache::StatCache;
+use crate::working_copy::snapshot_edits::Scope;
+use crate::working_copy::stat_cache::StatCache;
+use crate::working_copy::types::Token;
 use crate::working_copy::{scan_within, CacheEntry, Skipped, Snapshot, SnapshotProgress};
 
 /// The watcher's socket, inside `.lifeos`.
@@ -41,15 +42,6 @@ const SIDE_MAGIC: &[u8; 8] = b"LIFEOSMN";
 const SIDE_VERSION: u8 = 1;
 /// How long a client waits for an answer before scanning the whole folder.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// A position in one watcher's journal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Token {
-    /// The watcher (random per start).
-    pub instance: u64,
-    /// Journal entries up to this one were read before the token was given.
-    pub seq: u64,
-}
 
 /// What the watcher says changed since a token.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -249,7 +241,7 @@ pub fn scan_targets(mut paths: Vec<BString>) -> Vec<BString> {
     for p in &mut paths {
         let name_at = p.iter().rposition(|b| *b == b'/').map_or(0, |i| i + 1);
         let name = &p[name_at..];
-        if name == b".gitignore" || name == crate::walk::LIFEOS_IGNORE.as_bytes() {
+        if name == b".gitignore" || name == crate::working_copy::walk::LIFEOS_IGNORE.as_bytes() {
             p.truncate(name_at.saturating_sub(1));
         }
     }

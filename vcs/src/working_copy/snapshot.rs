@@ -1,5 +1,5 @@
-//! The working folder: scanning it (with ignore rules), the stat cache that lets unchanged
-//! files be recognised without reading them, and snapshotting it into a tree.
+//! Snapshotting the working folder into a tree: the stat cache's state loaded and saved,
+//! the scan compared with it, the files it does not vouch for read, and the tree built.
 
 use std::collections::BTreeMap;
 use std::os::unix::ffi::OsStrExt;
@@ -8,92 +8,16 @@ use std::path::{Path, PathBuf};
 use lifeos_store::{Id, Kind, Transaction};
 
 use crate::error::{Result, VcsError};
-use crate::folder::through_real_folders;
-use crate::monitor::{Token, Watched};
 use crate::object::{EntryKind, Tree, TreeEntry};
 use crate::path::{display, in_folder, is_under, join, BString};
 use crate::repo::Repo;
-use crate::stat_cache::{NewCache, StatCache};
 use crate::treediff::ChangeKind;
-
-/// The stat cache file, inside `.lifeos`.
-pub const STATE_FILE: &str = "wc_state";
-/// An entry modified this close to the start of the snapshot that recorded it is re-read
-/// next time: a later change within the same timestamp tick would be invisible. File
-/// systems with nanosecond timestamps tick every few milliseconds; one whose timestamps
-/// have no sub-second part may tick once a second (or two, for FAT).
-const RACY_NS: i128 = 50_000_000;
-const RACY_COARSE_NS: i128 = 2_000_000_000;
-
-/// What the stat cache remembers about a file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CacheEntry {
-    /// Size in bytes.
-    pub size: u64,
-    /// mtime, ns since the epoch.
-    pub mtime_ns: i128,
-    /// ctime, ns since the epoch.
-    pub ctime_ns: i128,
-    /// Inode number.
-    pub ino: u64,
-    /// Mode bits.
-    pub mode: u32,
-    /// Entry kind recorded.
-    pub kind: EntryKind,
-    /// File (or link target) id.
-    pub id: Id,
-}
-
-pub use lifeos_store::pipeline::Stat;
-
-impl CacheEntry {
-    /// Whether this entry still describes a file with metadata `m`, recorded by a snapshot
-    /// that started at `recorded_at_ns` (entries modified just before it are not trusted).
-    pub fn trusted(&self, m: &Stat, recorded_at_ns: i128) -> bool {
-        let window = if self.mtime_ns % 1_000_000_000 == 0 {
-            RACY_COARSE_NS
-        } else {
-            RACY_NS
-        };
-        self.matches(m) && self.mtime_ns < recorded_at_ns - window
-    }
-
-    /// Whether the metadata is the entry's (trusted or not).
-    pub fn matches(&self, m: &Stat) -> bool {
-        self.size == m.size
-            && self.mtime_ns == m.mtime_ns
-            && self.ctime_ns == m.ctime_ns
-            && self.ino == m.ino
-            && self.mode == m.mode
-    }
-
-    /// An entry for tree entry `e` that no file's metadata matches (mode 0 is no file's):
-    /// a file compared with it is read.
-    pub fn never_trusted(e: &TreeEntry) -> CacheEntry {
-        CacheEntry {
-            size: e.size,
-            mtime_ns: 0,
-            ctime_ns: 0,
-            ino: 0,
-            mode: 0,
-            kind: e.kind,
-            id: e.id,
-        }
-    }
-
-    /// An entry for a file with metadata `m`.
-    pub fn from_meta(m: &Stat, kind: EntryKind, id: Id) -> CacheEntry {
-        CacheEntry {
-            size: m.size,
-            mtime_ns: m.mtime_ns,
-            ctime_ns: m.ctime_ns,
-            ino: m.ino,
-            mode: m.mode,
-            kind,
-            id,
-        }
-    }
-}
+use crate::working_copy::fsmonitor::Watched;
+use crate::working_copy::moves::through_real_folders;
+use crate::working_copy::stat_cache::{NewCache, StatCache};
+use crate::working_copy::types::Token;
+use crate::working_copy::types::*;
+use crate::working_copy::walk::{linked_elsewhere, scan};
 
 /// The scan's files against the stat cache's entries, both in path order
 /// ([`untrusted`]).
@@ -128,32 +52,6 @@ pub(crate) fn untrusted<'a>(
     }
     out.gone.extend(cached);
     out
-}
-
-/// The working-copy state: when it was recorded and what each path looked like.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct WcState {
-    /// When the snapshot that produced this state started (ns since the epoch).
-    pub recorded_at_ns: i128,
-    /// The tree that snapshot made of exactly these entries (none when it kept entries
-    /// it could not read or had submodules, or when a folder write changed the entries
-    /// since): what a folder the cache wholly trusts is, without building it again.
-    pub tree: Option<Id>,
-    /// Entries by repository path.
-    pub entries: BTreeMap<Vec<u8>, CacheEntry>,
-}
-
-impl WcState {
-    /// Encodes the state in the current format (FORMAT 9.1).
-    pub fn encode(&self) -> Vec<u8> {
-        crate::stat_cache::encode(self)
-    }
-
-    /// Decodes a state of any known format; `None` if it is damaged or of an unknown
-    /// version (the cache is only an optimisation, so it is then rebuilt).
-    pub fn decode(bytes: &[u8]) -> Option<WcState> {
-        StatCache::from_bytes(bytes.to_vec()).map(|c| WcState::from(&c))
-    }
 }
 
 impl Repo {
@@ -236,7 +134,10 @@ impl Repo {
         if let Some(state) = save {
             let bytes = state.encode();
             lifeos_store::store::write_atomic(&self.state_path(), &bytes)?;
-            saved = Some((state.tree(), crate::stat_cache::file_sum(&bytes)));
+            saved = Some((
+                state.tree(),
+                crate::working_copy::stat_cache::file_sum(&bytes),
+            ));
         }
         // The monitor's token goes with the cache now saved, if it names this tree, or
         // with the cache that stands (unsaved, the snapshot found the folder is its tree:
@@ -246,7 +147,7 @@ impl Repo {
         if let Some(token) = token {
             let (tree, sum) = saved.unwrap_or((Some(snapshot.tree), self.cache_sum()));
             if let (Some(tree), Some(cache_sum)) = (tree.filter(|t| t == recorded), sum) {
-                self.save_side_file(&crate::monitor::SideFile {
+                self.save_side_file(&crate::working_copy::fsmonitor::SideFile {
                     token,
                     tree,
                     cache_sum,
@@ -258,90 +159,6 @@ impl Repo {
         }
         Ok(())
     }
-}
-
-/// One path found in the working folder.
-#[derive(Debug)]
-pub struct ScanEntry {
-    /// Repository path, `/`-separated.
-    pub path: Vec<u8>,
-    /// Its metadata (not following symlinks).
-    pub meta: Stat,
-}
-
-/// A path the scan skipped, or could not read, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Skipped {
-    /// The path (bytes; empty when the failure could not be tied to a path).
-    pub path: BString,
-    /// Why.
-    pub reason: String,
-}
-
-/// What a scan of the working folder found.
-#[derive(Debug, Default)]
-pub struct Scan {
-    /// Files and symlinks, sorted by path.
-    pub found: Vec<ScanEntry>,
-    /// Paths that are not recorded by design: gone while the scan ran, or neither a
-    /// regular file, a directory nor a symlink (sockets, FIFOs, devices).
-    pub skipped: Vec<Skipped>,
-    /// Files and folders that exist but could not be read (permissions, I/O errors, or a
-    /// file that kept changing while it was read). Their content is unknown, so they must
-    /// never be taken as deleted: a commit keeps their last recorded version or refuses.
-    pub unreadable: Vec<Skipped>,
-    /// Whether a file found has another hard link: changed through that name, it changes
-    /// with no event about this one, so the folder monitor cannot vouch for the folder.
-    pub shared_inodes: bool,
-}
-
-impl Scan {
-    /// The total size of the files and symlinks found.
-    pub fn bytes(&self) -> u64 {
-        self.found.iter().map(|f| f.meta.size).sum()
-    }
-
-    /// Files are sorted into `skipped` or `unreadable` by the error that stopped them.
-    pub(crate) fn failed(&mut self, path: BString, e: &std::io::Error) {
-        if e.kind() == std::io::ErrorKind::NotFound {
-            self.skipped.push(Skipped {
-                path,
-                reason: "disappeared while the snapshot was taken".into(),
-            });
-        } else {
-            self.unreadable.push(Skipped {
-                path,
-                reason: e.to_string(),
-            });
-        }
-    }
-}
-
-/// Lists every file and symlink under `root` that is not ignored, sorted by path.
-/// `.lifeos` and `.git` directories are never included; `.lifeosignore` (gitignore syntax)
-/// and `.gitignore` files are honoured.
-pub fn scan(root: &Path) -> Result<Scan> {
-    scan_limited(root, None)
-}
-
-/// [`scan`] limited to `targets` (as [`crate::monitor::scan_targets`] makes them): what
-/// it finds that is one of them or below one, under the same rules (the walk goes
-/// through the folders on their way, reading their ignore files, and no further).
-pub fn scan_within(root: &Path, targets: &[BString]) -> Result<Scan> {
-    scan_limited(root, Some(targets))
-}
-
-fn scan_limited(root: &Path, targets: Option<&[BString]>) -> Result<Scan> {
-    let mut out = crate::walk::walk(root, targets);
-    if let Some(t) = targets {
-        // A folder on the way to a target may now be a file: it is not what was asked.
-        out.found.retain(|f| crate::monitor::in_targets(t, &f.path));
-        out.skipped
-            .retain(|f| crate::monitor::in_targets(t, &f.path));
-    }
-    out.shared_inodes = out.found.iter().any(|f| linked_elsewhere(&f.meta));
-    out.unreadable.sort_by(|a, b| a.path.cmp(&b.path));
-    Ok(out)
 }
 
 /// The result of snapshotting the working folder.
@@ -375,11 +192,6 @@ pub struct Snapshot {
     pub shared_inodes: bool,
 }
 
-/// Whether `meta` is a regular file with another hard link ([`Scan::shared_inodes`]).
-fn linked_elsewhere(meta: &Stat) -> bool {
-    meta.is_file() && meta.links > 1
-}
-
 enum Node {
     Leaf(TreeEntry),
     Dir(BTreeMap<Vec<u8>, Node>),
@@ -389,7 +201,7 @@ fn insert(root: &mut BTreeMap<Vec<u8>, Node>, path: &[u8], entry: TreeEntry) -> 
     let mut comps = path.split(|b| *b == b'/').peekable();
     let mut map = root;
     while let Some(c) = comps.next() {
-        crate::object::valid_name(c).map_err(|reason| VcsError::BadPath {
+        crate::path::valid_name(c).map_err(|reason| VcsError::BadPath {
             path: display(path).into_owned(),
             reason,
         })?;
@@ -472,11 +284,11 @@ impl TreeWriter {
                 .iter()
                 .position(|b| *b == b'/')
                 .map_or(dir.len(), |i| from + i);
-            crate::object::valid_name(&dir[from..end]).map_err(bad)?;
+            crate::path::valid_name(&dir[from..end]).map_err(bad)?;
             self.open.push((dir[..end].to_vec(), Vec::new()));
             at = end;
         }
-        crate::object::valid_name(name).map_err(bad)?;
+        crate::path::valid_name(name).map_err(bad)?;
         let top = &mut self.open.last_mut().expect("the root stays open").1;
         top.push(TreeEntry {
             name: name.to_vec(),
@@ -530,22 +342,6 @@ fn write_sorted(
     };
     let size = tree.total_size();
     Ok((tx.write_object(Kind::Tree, &tree.encode())?, size))
-}
-
-/// Progress of a snapshot, for display.
-pub trait SnapshotProgress: Sync {
-    /// The scan found `files` files of `bytes` bytes, of which `to_read` need reading.
-    fn scanned(&self, files: u64, bytes: u64, to_read: u64, bytes_to_read: u64);
-    /// `n` more bytes were read.
-    fn read(&self, n: u64);
-}
-
-/// A progress sink that ignores everything.
-pub struct NoProgress;
-
-impl SnapshotProgress for NoProgress {
-    fn scanned(&self, _: u64, _: u64, _: u64, _: u64) {}
-    fn read(&self, _: u64) {}
 }
 
 impl Repo {

@@ -26,6 +26,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
+use crate::error::Result;
 use crate::path::BString;
 use crate::working_copy::{Scan, ScanEntry, Skipped, Stat};
 
@@ -131,7 +132,7 @@ struct Walk<'a> {
 }
 
 /// Lists every file and symlink under `root` that is not ignored, in bytewise path order,
-/// limited to `targets` and the folders on their way if given (as [`crate::monitor::on_the_way`]
+/// limited to `targets` and the folders on their way if given (as [`crate::working_copy::fsmonitor::on_the_way`]
 /// tells). `.lifeos` and `.git` folders and `.lifeos-tmp-*` names are never included.
 pub(crate) fn walk(root: &Path, targets: Option<&[BString]>) -> Scan {
     let walk = Walk {
@@ -411,7 +412,7 @@ impl Walk<'_> {
         !name.starts_with(b".lifeos-tmp-")
             && self
                 .targets
-                .is_none_or(|t| crate::monitor::on_the_way(t, rel))
+                .is_none_or(|t| crate::working_copy::fsmonitor::on_the_way(t, rel))
     }
 
     /// Whether an entry [`Walk::named_in`] lets through is kept, knowing whether it is a
@@ -605,6 +606,39 @@ fn stat_at(fd: &OwnedFd, name: &[u8]) -> std::io::Result<Stat> {
         mode: st.st_mode,
         links: u32::try_from(st.st_nlink).unwrap_or(u32::MAX),
     })
+}
+
+/// Lists every file and symlink under `root` that is not ignored, sorted by path.
+/// Entries named as a repository's own folder (`.git`, `.lifeos`) are never included;
+/// `.lifeosignore` (gitignore syntax) and `.gitignore` files are honoured.
+pub fn scan(root: &Path) -> Result<Scan> {
+    scan_limited(root, None)
+}
+
+/// [`scan`] limited to `targets` (as [`crate::working_copy::fsmonitor::scan_targets`] makes them): what
+/// it finds that is one of them or below one, under the same rules (the walk goes
+/// through the folders on their way, reading their ignore files, and no further).
+pub fn scan_within(root: &Path, targets: &[BString]) -> Result<Scan> {
+    scan_limited(root, Some(targets))
+}
+
+fn scan_limited(root: &Path, targets: Option<&[BString]>) -> Result<Scan> {
+    let mut out = crate::working_copy::walk::walk(root, targets);
+    if let Some(t) = targets {
+        // A folder on the way to a target may now be a file: it is not what was asked.
+        out.found
+            .retain(|f| crate::working_copy::fsmonitor::in_targets(t, &f.path));
+        out.skipped
+            .retain(|f| crate::working_copy::fsmonitor::in_targets(t, &f.path));
+    }
+    out.shared_inodes = out.found.iter().any(|f| linked_elsewhere(&f.meta));
+    out.unreadable.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(out)
+}
+
+/// Whether `meta` is a regular file with another hard link ([`Scan::shared_inodes`]).
+pub(crate) fn linked_elsewhere(meta: &Stat) -> bool {
+    meta.is_file() && meta.links > 1
 }
 
 #[cfg(test)]

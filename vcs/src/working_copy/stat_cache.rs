@@ -552,6 +552,19 @@ impl From<&StatCache> for WcState {
     }
 }
 
+impl WcState {
+    /// Encodes the state in the current format (FORMAT 9.1).
+    pub fn encode(&self) -> Vec<u8> {
+        crate::working_copy::stat_cache::encode(self)
+    }
+
+    /// Decodes a state of any known format; `None` if it is damaged or of an unknown
+    /// version (the cache is only an optimisation, so it is then rebuilt).
+    pub fn decode(bytes: &[u8]) -> Option<WcState> {
+        StatCache::from_bytes(bytes.to_vec()).map(|c| WcState::from(&c))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,11 +14,13 @@ use std::os::unix::ffi::OsStrExt;
 use lifeos_store::{Id, Kind, Transaction};
 
 use crate::error::{Result, VcsError};
-use crate::object::{valid_name, EntryKind, Tree, TreeEntry};
+use crate::object::{EntryKind, Tree, TreeEntry};
+use crate::path::valid_name;
 use crate::path::{display, in_folder, join, BString};
 use crate::repo::Repo;
-use crate::stat_cache::{NewCache, StatCache};
-use crate::working_copy::{untrusted, CacheEntry, Scan, Snapshot, SnapshotProgress, Stat};
+use crate::working_copy::snapshot::untrusted;
+use crate::working_copy::stat_cache::{NewCache, StatCache};
+use crate::working_copy::{CacheEntry, Scan, Snapshot, SnapshotProgress, Stat};
 
 /// A change to one path of a tree: its new entry, or `None` to remove it.
 pub(crate) type Edit<'a> = (&'a [u8], Option<TreeEntry>);
@@ -60,7 +62,7 @@ impl Repo {
         let in_scope = || -> Box<dyn Iterator<Item = (&[u8], CacheEntry)> + '_> {
             match &scope {
                 Some(s) => Box::new(s.entries.iter().map(|(p, e)| (p.as_slice(), e.clone()))),
-                None => Box::new(crate::stat_cache::patched(&old, since)),
+                None => Box::new(crate::working_copy::stat_cache::patched(&old, since)),
             }
         };
         // A tracked path hidden by an ignore rule is still recorded (FORMAT 9.3); if it
@@ -358,7 +360,7 @@ mod tests {
     }
 
     /// Commits the folder; returns the tree recorded.
-    fn commit_all(repo: &Repo, wc: &crate::folder::WorkingCopyLock) -> Id {
+    fn commit_all(repo: &Repo, wc: &crate::working_copy::moves::WorkingCopyLock) -> Id {
         let opts = CommitOptions {
             message: b"m",
             ..CommitOptions::default()
@@ -436,8 +438,8 @@ mod tests {
         let saved = std::fs::read(repo.state_path()).unwrap();
         assert_eq!(repo.stat_cache().tree(), Some(first));
         // A monitor's side file tied to that cache, as a watcher would have left it.
-        repo.save_side_file(&crate::monitor::SideFile {
-            token: crate::monitor::Token {
+        repo.save_side_file(&crate::working_copy::fsmonitor::SideFile {
+            token: crate::working_copy::types::Token {
                 instance: 1,
                 seq: 1,
             },
@@ -447,7 +449,9 @@ mod tests {
             bytes: 2,
             skipped: Vec::new(),
         });
-        let side = repo.dot_dir().join(crate::monitor::SIDE_FILE);
+        let side = repo
+            .dot_dir()
+            .join(crate::working_copy::fsmonitor::SIDE_FILE);
         assert!(side.exists());
         std::fs::write(root.join("a"), b"3").unwrap();
         let second = commit();

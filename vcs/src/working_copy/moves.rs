@@ -20,8 +20,6 @@ use std::fs::File;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 use lifeos_store::enc::{Reader, Writer};
 use lifeos_store::{Id, Transaction};
@@ -30,8 +28,8 @@ use crate::error::{IoContext, Result, VcsError};
 use crate::object::{EntryKind, Event, View};
 use crate::path::{display, in_folder, is_under, BString};
 use crate::repo::Repo;
-use crate::restore::FileJob;
 use crate::treediff::Change;
+use crate::working_copy::restore::FileJob;
 use crate::working_copy::{CacheEntry, Skipped, WcState};
 
 /// The working-copy lock file, inside `.lifeos`.
@@ -40,71 +38,6 @@ pub const WC_LOCK_FILE: &str = "working_copy.lock";
 pub const MOVE_FILE: &str = "wc_move";
 const MOVE_MAGIC: &[u8; 8] = b"LIFEOSMV";
 const MOVE_VERSION: u8 = 1;
-
-/// How a person stops a long change of the working folder. A signal handler sets
-/// [`Interrupt::requested_flag`]; while the folder is being changed,
-/// [`Interrupt::default_allowed_flag`] is false, so the handler must not end the process
-/// at once: lifeos stops between two files instead and leaves the journal to finish from.
-#[derive(Debug, Clone)]
-pub struct Interrupt {
-    requested: Arc<AtomicBool>,
-    default_allowed: Arc<AtomicBool>,
-}
-
-impl Default for Interrupt {
-    fn default() -> Self {
-        Interrupt {
-            requested: Arc::new(AtomicBool::new(false)),
-            default_allowed: Arc::new(AtomicBool::new(true)),
-        }
-    }
-}
-
-impl Interrupt {
-    /// Set (by a signal handler) when the person asks to stop.
-    pub fn requested_flag(&self) -> Arc<AtomicBool> {
-        self.requested.clone()
-    }
-
-    /// True while ending the process at once is harmless.
-    pub fn default_allowed_flag(&self) -> Arc<AtomicBool> {
-        self.default_allowed.clone()
-    }
-
-    /// Whether the person asked to stop.
-    pub(crate) fn requested(&self) -> bool {
-        self.requested.load(Ordering::SeqCst)
-    }
-
-    pub(crate) fn check(&self) -> Result<()> {
-        if self.requested() {
-            Err(VcsError::Interrupted)
-        } else {
-            Ok(())
-        }
-    }
-
-    /// Defers the signals' default action until the guard is dropped, which gives back
-    /// what was there before: a long-running process that handles signals itself (`lifeos
-    /// watch`) keeps handling them after the change.
-    fn defer(&self) -> Deferred<'_> {
-        let before = self.default_allowed.swap(false, Ordering::SeqCst);
-        if before {
-            // A signal would have ended the process; what is flagged is from an earlier
-            // change, not a request to stop this one.
-            self.requested.store(false, Ordering::SeqCst);
-        }
-        Deferred(self, before)
-    }
-}
-
-struct Deferred<'a>(&'a Interrupt, bool);
-
-impl Drop for Deferred<'_> {
-    fn drop(&mut self) {
-        self.0.default_allowed.store(self.1, Ordering::SeqCst);
-    }
-}
 
 /// Exclusive use of the working folder, held for a command's whole run. Taking it
 /// finishes a folder move that an earlier command left unfinished.
@@ -572,7 +505,7 @@ impl Repo {
             });
         }
         self.fetch_for(&jobs)?;
-        let results = crate::restore::by_folder_in_turn(&jobs, |job| {
+        let results = crate::working_copy::restore::by_folder_in_turn(&jobs, |job| {
             self.interrupt.check()?;
             self.write_file(job)
         });

@@ -23,6 +23,17 @@ if LIFEOS_NOW=2001-01-01T00:00:00Z "$bin" -C "$now_check/r" op log --json | grep
   echo "error: a build without the testing feature took LIFEOS_NOW as the time" >&2
   exit 1
 fi
+# Nor its change ids: two repositories given the same seed get different ones.
+echo "==> LIFEOS_RANDOMNESS_SEED is read by test builds only"
+for r in a b; do
+  LIFEOS_RANDOMNESS_SEED=1 "$bin" init "$now_check/$r" >/dev/null
+  echo x >"$now_check/$r/f"
+  LIFEOS_RANDOMNESS_SEED=1 "$bin" -C "$now_check/$r" commit -m x >/dev/null
+done
+if [ "$("$bin" -C "$now_check/a" log --json | grep '"change_id"')" = "$("$bin" -C "$now_check/b" log --json | grep '"change_id"')" ]; then
+  echo "error: a build without the testing feature took LIFEOS_RANDOMNESS_SEED for its change ids" >&2
+  exit 1
+fi
 rm -rf "$now_check"
 echo "==> the remote tests' S3 server"
 lifeos_need_s3_server

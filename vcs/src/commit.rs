@@ -59,9 +59,22 @@ pub struct CommitOptions<'a> {
     pub amend: bool,
 }
 
-/// Random bytes for a new change id.
+/// Random bytes for a new change id. A build with the `testing` feature reads
+/// `LIFEOS_RANDOMNESS_SEED` (any string) instead and derives the ids from it and a count
+/// kept in the process, so that a test that sets the seed for each command gets the same
+/// change ids, and the same screens, on every run; any other build ignores it.
 pub fn new_change_id() -> [u8; 16] {
     let mut b = [0u8; 16];
+    #[cfg(feature = "testing")]
+    if let Ok(seed) = std::env::var("LIFEOS_RANDOMNESS_SEED") {
+        static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut h = blake3::Hasher::new_derive_key("lifeos 2026 test change id");
+        h.update(seed.as_bytes());
+        h.update(&n.to_le_bytes());
+        b.copy_from_slice(&h.finalize().as_bytes()[..16]);
+        return b;
+    }
     getrandom::fill(&mut b).expect("the OS random source is available");
     b
 }

@@ -222,7 +222,8 @@ fn processes(dir: &std::path::Path, import_op: &Id, plain: &rusqlite::Connection
 fn import_json_lines(n: usize) -> f64 {
     use std::io::Write as _;
     let dir = tempfile::tempdir().unwrap();
-    let repo = Repo::init(dir.path(), lifeos_store::StoreConfig::default()).unwrap();
+    let mut repo = Repo::init(dir.path(), lifeos_store::StoreConfig::default()).unwrap();
+    repo.add_commit_hook(std::sync::Arc::new(lifeos_vcs::derive::DeriveEntities));
     std::fs::write(
         dir.path().join("lifeos.schema.toml"),
         "[[files]]\nglob = \"tasks.jsonl\"\ntype = \"task\"\nid = \"key\"\n",

@@ -29,6 +29,8 @@ fn cwd(cli_dir: &Option<PathBuf>) -> CliResult<PathBuf> {
 fn open(dir: &Path) -> CliResult<Repo> {
     let mut repo = Repo::discover(dir)?;
     repo.interrupt = crate::signals::interrupt();
+    repo.add_commit_hook(std::sync::Arc::new(lifeos_vcs::derive::DeriveEntities));
+    repo.set_op_index(std::sync::Arc::new(lifeos_vcs::catalog::CatalogIndex));
     crate::remote::serve_lazily(&repo)?;
     for w in repo.store().warnings() {
         eprintln!("warning: {w}");
@@ -495,15 +497,11 @@ pub(crate) fn record_folder(
             None
         }
     };
-    let hook = |tx: &mut lifeos_store::Transaction<'_>,
-                files: &[(BString, lifeos_store::Id, u64)]| {
-        match &settings {
-            Some(settings) => lifeos_ingest::run::extract_small_change(repo, settings, tx, files),
-            None => Ok(Vec::new()),
-        }
-    };
+    let hook = settings.map(lifeos_ingest::run::SmallChanges);
     let opts = CommitOptions {
-        hook: Some(&hook),
+        hook: hook
+            .as_ref()
+            .map(|h| h as &dyn lifeos_vcs::commit::CommitHook),
         ..asked
     };
     let out = repo.commit_working_copy(&wc, &opts, progress)?;
@@ -522,14 +520,8 @@ pub(crate) fn record_folder(
             sk.reason
         );
     }
-    for (path, line, why) in &out.skipped_entities {
-        eprintln!(
-            "warning: {}:{line}: not recorded as an entity: {why}",
-            display(path)
-        );
-    }
-    for (path, line, what) in &out.replaced_attrs {
-        eprintln!("warning: {}:{line}: {what}", display(path));
+    for n in &out.notes {
+        eprintln!("warning: {}:{}: {}", display(&n.path), n.line, n.text);
     }
     // The commit is recorded; rules fire after it (a failure to fire is a warning).
     drop(wc);

@@ -521,10 +521,29 @@ const SMALL_BYTES: u64 = 32 << 20;
 /// ...none larger than this.
 const SMALL_FILE: u64 = 8 << 20;
 
+/// The commit hook that indexes a small change for search in the commit's own operation
+/// (`[ingest] after_commit`), with these settings.
+pub struct SmallChanges(pub Settings);
+
+impl lifeos_vcs::commit::CommitHook for SmallChanges {
+    fn recorded(
+        &self,
+        repo: &Repo,
+        tx: &mut lifeos_store::Transaction<'_>,
+        _view: &mut lifeos_vcs::View,
+        rec: &lifeos_vcs::commit::Recorded<'_>,
+    ) -> lifeos_vcs::Result<lifeos_vcs::commit::HookReport> {
+        Ok(lifeos_vcs::commit::HookReport {
+            events: extract_small_change(repo, &self.0, tx, rec.read)?,
+            notes: Vec::new(),
+        })
+    }
+}
+
 /// Extracts the files a commit read, if they are a small change, writing the results into
 /// the commit's transaction; returns the event for the commit's operation. Content is read
 /// from the folder (the transaction is not yet readable) and checked against its id.
-pub fn extract_small_change(
+fn extract_small_change(
     repo: &Repo,
     settings: &Settings,
     tx: &mut lifeos_store::Transaction<'_>,

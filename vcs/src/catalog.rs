@@ -1073,9 +1073,84 @@ impl Repo {
     }
 }
 
+/// The catalog as the operation index ([`crate::op_index::OpIndex`]): each lookup opens
+/// the catalog, brings it up to date and asks its tables. A catalog that cannot be opened
+/// (a full disk, say) leaves commit walks to the objects.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CatalogIndex;
+
+impl crate::op_index::OpIndex for CatalogIndex {
+    fn reachable_commits(
+        &self,
+        repo: &Repo,
+        roots: &[Id],
+    ) -> Result<Vec<(Id, crate::object::Commit)>> {
+        match repo.catalog() {
+            Ok(cat) => cat.reachable_commits(repo, roots),
+            Err(_) => crate::op_index::StoreWalk.reachable_commits(repo, roots),
+        }
+    }
+
+    fn ops_with_prefix(&self, repo: &Repo, prefix: &str) -> Result<Vec<Id>> {
+        repo.catalog()?.ops_with_prefix(prefix)
+    }
+
+    fn op_time_range(&self, repo: &Repo) -> Result<Option<(i64, i64)>> {
+        repo.catalog()?.op_time_range()
+    }
+
+    fn op_at(&self, repo: &Repo, t_ms: i64) -> Result<Option<Id>> {
+        Ok(repo.catalog()?.op_at(t_ms)?.map(|r| r.id))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::op_index::{OpIndex, StoreWalk};
+
+    /// The catalog answers every operation and commit lookup as the walk over the
+    /// objects does, including operations on two heads and times between operations.
+    #[test]
+    fn the_catalog_index_answers_as_the_store_walk() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repo::init(dir.path(), lifeos_store::StoreConfig::default()).unwrap();
+        for m in ["one", "two", "three"] {
+            std::fs::write(dir.path().join("f"), m).unwrap();
+            crate::testing::commit_folder(&repo, m.as_bytes());
+        }
+        let (cat, walk) = (CatalogIndex, StoreWalk);
+        let head = repo.head().unwrap();
+        let mut ops = vec![head.id];
+        let mut at = head.op.clone();
+        while let Some(p) = at.parents.first() {
+            ops.push(*p);
+            at = repo.operation(p).unwrap();
+        }
+        assert_eq!(
+            cat.op_time_range(&repo).unwrap(),
+            walk.op_time_range(&repo).unwrap()
+        );
+        let (first, last) = walk.op_time_range(&repo).unwrap().unwrap();
+        for t in [first - 1, first, (first + last) / 2, last, last + 1] {
+            assert_eq!(cat.op_at(&repo, t).unwrap(), walk.op_at(&repo, t).unwrap());
+        }
+        for id in &ops {
+            let hex = id.to_hex();
+            for n in [1, 4, 64] {
+                assert_eq!(
+                    cat.ops_with_prefix(&repo, &hex[..n]).unwrap(),
+                    walk.ops_with_prefix(&repo, &hex[..n]).unwrap()
+                );
+            }
+        }
+        let roots = head.view.referenced_commits();
+        let mut a = cat.reachable_commits(&repo, &roots).unwrap();
+        let mut b = walk.reachable_commits(&repo, &roots).unwrap();
+        a.sort_by_key(|c| c.0);
+        b.sort_by_key(|c| c.0);
+        assert_eq!(a, b);
+    }
 
     #[test]
     fn opens_a_catalog_made_at_every_earlier_level() {

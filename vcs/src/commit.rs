@@ -24,18 +24,67 @@ pub struct CommitOutcome {
     pub snapshot: Snapshot,
     /// Merge conflicts still unresolved in the new commit.
     pub conflicts: Vec<BString>,
-    /// Cards, events and rows of committed files that did not become entities: (path,
-    /// line, why).
-    pub skipped_entities: Vec<(BString, u64, String)>,
-    /// Attributes set by hand on entities read from files that the files' new versions
-    /// replaced, each kept as a conflict: (path, line, what).
-    pub replaced_attrs: Vec<(BString, u64, String)>,
+    /// What the commit hooks said of the recorded files without stopping the commit.
+    pub notes: Vec<HookNote>,
 }
 
-/// Work done on the files a commit read, inside its transaction, before it is published;
-/// returns events for the commit's operation.
-pub type CommitHook<'a> =
-    dyn Fn(&mut Transaction<'_>, &[(BString, Id, u64)]) -> Result<Vec<Event>> + 'a;
+/// The bytes of files a transaction wrote that the store cannot read back before it is
+/// committed (file chunks go straight to its packs), by file id.
+pub type Unstored<'a> = std::collections::HashMap<Id, &'a [u8]>;
+
+/// What a commit recorded, as its hooks see it inside its transaction.
+pub struct Recorded<'r> {
+    /// The tree of the commit's parent, if it has one.
+    pub parent_tree: Option<&'r Id>,
+    /// The commit's tree.
+    pub tree: &'r Id,
+    /// The commit.
+    pub commit: &'r Id,
+    /// The files the commit read from the folder: (path, file id, size).
+    pub read: &'r [(BString, Id, u64)],
+    /// Files the transaction wrote that the store cannot read back yet.
+    pub unstored: &'r Unstored<'r>,
+}
+
+/// Something a hook says of a recorded file that did not stop the commit (a card that
+/// did not become an entity, say).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookNote {
+    /// The file.
+    pub path: BString,
+    /// Its line (1-based; 0: the whole file).
+    pub line: u64,
+    /// What happened.
+    pub text: String,
+}
+
+/// What a hook added to a commit's operation.
+#[derive(Debug, Default)]
+pub struct HookReport {
+    /// Events for the commit's operation.
+    pub events: Vec<Event>,
+    /// What it says of the recorded files.
+    pub notes: Vec<HookNote>,
+}
+
+/// Work a commit does inside its transaction, after its commit object is written and
+/// before its operation is published: what the commit means beyond the history (the
+/// entities its files hold, the search index of its small changes). A hook changes the
+/// view the operation will publish and returns its events; an error refuses the whole
+/// commit, so a hook that can fail alone reports a note instead.
+///
+/// The repository runs the hooks installed on it ([`Repo::add_commit_hook`]) on every
+/// commit it records, then the one a caller passes in [`CommitOptions::hook`].
+pub trait CommitHook: Send + Sync {
+    /// Runs on one recorded commit.
+    fn recorded(
+        &self,
+        repo: &Repo,
+        tx: &mut Transaction<'_>,
+        view: &mut View,
+        rec: &Recorded<'_>,
+    ) -> Result<HookReport>;
+}
 
 /// How to record the working folder.
 #[derive(Default)]
@@ -47,9 +96,9 @@ pub struct CommitOptions<'a> {
     /// Record the rest when some files cannot be read; they keep their last recorded
     /// version (new ones are left out). Without it such a commit is refused.
     pub allow_unreadable: bool,
-    /// Run on the files read, inside the transaction, before publishing (the CLI indexes
-    /// small changes this way); the events it returns join the commit's operation.
-    pub hook: Option<&'a CommitHook<'a>>,
+    /// Run after the repository's own hooks, inside the transaction, before publishing
+    /// (the commit pipeline indexes small changes this way).
+    pub hook: Option<&'a dyn CommitHook>,
     /// Record only these paths (files or folders, clean repository paths); the rest of
     /// the folder stays as `@` has it, uncommitted. Empty: everything.
     pub paths: &'a [BString],
@@ -119,10 +168,16 @@ impl Repo {
         } else {
             self.partial_tree(&mut tx, parent_tree.as_ref(), &snapshot.tree, opts.paths)?
         };
-        // The entities of the files the commit records (each in the folder or the store).
-        let derive = |tx: &mut Transaction<'_>, view: &mut View, id: &Id| {
-            let unstored = crate::derive::Unstored::new();
-            self.derive_entities(tx, view, parent_tree.as_ref(), &tree, id, &unstored)
+        let unstored = Unstored::new();
+        let hooks = |tx: &mut Transaction<'_>, view: &mut View, id: &Id| {
+            let rec = Recorded {
+                parent_tree: parent_tree.as_ref(),
+                tree: &tree,
+                commit: id,
+                read: &snapshot.read,
+                unstored: &unstored,
+            };
+            self.run_commit_hooks(tx, view, &rec, opts.hook)
         };
         if opts.amend {
             let old = parent.ok_or_else(|| {
@@ -146,11 +201,8 @@ impl Repo {
             commit.committer = self.signature(start);
             commit.git_header = None;
             let (id, mut view, mut events) = self.rewrite(&mut tx, &head.view, old, &commit)?;
-            let derived = derive(&mut tx, &mut view, &id)?;
-            events.extend(derived.events);
-            if let Some(h) = opts.hook {
-                events.extend(h(&mut tx, &snapshot.read)?);
-            }
+            let report = hooks(&mut tx, &mut view, &id)?;
+            events.extend(report.events);
             let op = self.publish(
                 tx,
                 &[head.id],
@@ -167,8 +219,7 @@ impl Repo {
                 branch,
                 snapshot,
                 conflicts: commit.conflicts.iter().map(|c| c.path.clone()).collect(),
-                skipped_entities: derived.skipped,
-                replaced_attrs: derived.replaced,
+                notes: report.notes,
             });
         }
         if parent_tree == Some(tree) && !opts.allow_empty {
@@ -183,18 +234,14 @@ impl Repo {
                 branch,
                 snapshot,
                 conflicts: Vec::new(),
-                skipped_entities: Vec::new(),
-                replaced_attrs: Vec::new(),
+                notes: Vec::new(),
             });
         }
         let mut events = Vec::new();
         let (id, commit) =
             self.commit_tree(&mut tx, &mut view, tree, opts.message, &mut events, start)?;
-        let derived = derive(&mut tx, &mut view, &id)?;
-        events.extend(derived.events);
-        if let Some(h) = opts.hook {
-            events.extend(h(&mut tx, &snapshot.read)?);
-        }
+        let report = hooks(&mut tx, &mut view, &id)?;
+        events.extend(report.events);
         let op = self.publish(
             tx,
             &[head.id],
@@ -211,8 +258,7 @@ impl Repo {
             branch,
             snapshot,
             conflicts: commit.conflicts.iter().map(|c| c.path.clone()).collect(),
-            skipped_entities: derived.skipped,
-            replaced_attrs: derived.replaced,
+            notes: report.notes,
         })
     }
 
@@ -299,6 +345,23 @@ impl Repo {
             });
         }
         Ok((id, commit))
+    }
+
+    /// Runs the repository's commit hooks, then `extra`, on a recorded commit.
+    pub(crate) fn run_commit_hooks(
+        &self,
+        tx: &mut Transaction<'_>,
+        view: &mut View,
+        rec: &Recorded<'_>,
+        extra: Option<&dyn CommitHook>,
+    ) -> Result<HookReport> {
+        let mut report = HookReport::default();
+        for hook in self.commit_hooks().chain(extra) {
+            let r = hook.recorded(self, tx, view, rec)?;
+            report.events.extend(r.events);
+            report.notes.extend(r.notes);
+        }
+        Ok(report)
     }
 
     /// Reads a commit written by `tx` or already stored.

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use bstr::BString;
 use lifeos_store::{Id, IdSet, Kind, Transaction};
 
+use crate::commit::{CommitHook, HookNote, HookReport, Recorded, Unstored};
 use crate::entity::{Conflict, Entity, Value};
 use crate::entity_map::EntityMap;
 use crate::error::{Result, VcsError};
@@ -491,9 +492,43 @@ fn replaced_note(id: &str, c: &Conflict) -> String {
     )
 }
 
-/// The bytes of files a transaction wrote that the store cannot read back before it is
-/// committed (file chunks go straight to its packs), by file id.
-pub(crate) type Unstored<'a> = std::collections::HashMap<Id, &'a [u8]>;
+/// The commit hook that brings the entities derived from files (vCard, iCalendar, and
+/// the CSV and JSON Lines files the schema names) up to date with each commit; what it
+/// skipped or replaced becomes the commit's notes, skipped parts first.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct DeriveEntities;
+
+impl CommitHook for DeriveEntities {
+    fn recorded(
+        &self,
+        repo: &Repo,
+        tx: &mut Transaction<'_>,
+        view: &mut View,
+        rec: &Recorded<'_>,
+    ) -> Result<HookReport> {
+        let out = repo.derive_entities(
+            tx,
+            view,
+            rec.parent_tree,
+            rec.tree,
+            rec.commit,
+            rec.unstored,
+        )?;
+        let skipped = out.skipped.into_iter().map(|(path, line, why)| HookNote {
+            path,
+            line,
+            text: format!("not recorded as an entity: {why}"),
+        });
+        let replaced =
+            out.replaced
+                .into_iter()
+                .map(|(path, line, text)| HookNote { path, line, text });
+        Ok(HookReport {
+            events: out.events,
+            notes: skipped.chain(replaced).collect(),
+        })
+    }
+}
 
 impl Repo {
     /// Reads the file `id` at `path`: from `unstored` (written by the transaction being

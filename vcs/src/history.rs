@@ -436,10 +436,10 @@ impl Repo {
             .map_err(|e| VcsError::BadTime(e.to_string()))?
             .to_zoned(jiff::tz::TimeZone::system());
         let parsed = parse_when(when, &now).map_err(VcsError::BadTime)?;
-        let cat = self.catalog()?;
+        let index = self.op_index();
         match parsed {
             When::Operation(prefix) => {
-                let ids = cat.ops_with_prefix(&prefix)?;
+                let ids = index.ops_with_prefix(self, &prefix)?;
                 match ids.as_slice() {
                     [id] => Ok(AtOp {
                         state: self.op_state(id)?,
@@ -455,7 +455,7 @@ impl Repo {
                 }
             }
             When::Time(t) => {
-                let Some((first, _)) = cat.op_time_range()? else {
+                let Some((first, _)) = index.op_time_range(self)? else {
                     return Err(VcsError::Inconsistent("the operation log is empty".into()));
                 };
                 if t > now.timestamp().as_millisecond() + 1000 {
@@ -469,13 +469,13 @@ impl Repo {
                             .unwrap_or_default()
                     )));
                 }
-                let row = cat.op_at(t)?.ok_or_else(|| {
+                let id = index.op_at(self, t)?.ok_or_else(|| {
                     VcsError::Inconsistent(format!(
-                        "the catalog has operations from {first} ms but none at or before {t} ms; run `lifeos reindex`"
+                        "the operation index has operations from {first} ms but none at or before {t} ms; run `lifeos reindex`"
                     ))
                 })?;
                 Ok(AtOp {
-                    state: self.op_state(&row.id)?,
+                    state: self.op_state(&id)?,
                     asked_ms: Some(t),
                 })
             }

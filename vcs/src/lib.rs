@@ -26,6 +26,7 @@ pub mod layout;
 pub mod mentions;
 pub mod merge;
 pub mod object;
+pub mod op_index;
 pub mod path;
 pub mod query;
 pub mod redact;

@@ -4,9 +4,11 @@ use std::path::{Path, PathBuf};
 
 use lifeos_store::{Id, Kind, Store, StoreConfig, Transaction};
 
+use crate::commit::CommitHook;
 use crate::error::{IoContext, Result, VcsError};
 use crate::layout::{locate, store_dir_of, COLOCATED_DIR, DEFAULT_BRANCH, DOT_DIR, OP_HEADS_DIR};
 use crate::object::{Commit, Event, OpEvents, Operation, Signature, Tree, View};
+use crate::op_index::{OpIndex, StoreWalk};
 
 /// Concurrent operation heads merged by one operation at most.
 const MAX_MERGED_HEADS: usize = 64;
@@ -132,6 +134,25 @@ pub struct Repo {
     /// How a person stops a long change of the working folder (connected to signals by
     /// the command line).
     pub interrupt: crate::interrupt::Interrupt,
+    /// What the application installed: commit hooks and the operation index.
+    ext: Extensions,
+}
+
+/// What an application installs on a repository it opens: what each commit does beyond
+/// the history, and how operations and commits are looked up.
+#[derive(Clone)]
+struct Extensions {
+    commit_hooks: Vec<std::sync::Arc<dyn CommitHook>>,
+    op_index: std::sync::Arc<dyn OpIndex>,
+}
+
+impl Default for Extensions {
+    fn default() -> Self {
+        Extensions {
+            commit_hooks: Vec::new(),
+            op_index: std::sync::Arc::new(StoreWalk),
+        }
+    }
 }
 
 impl Repo {
@@ -161,6 +182,7 @@ impl Repo {
             store,
             actor: Actor::from_env(),
             interrupt: crate::interrupt::Interrupt::default(),
+            ext: Extensions::default(),
         };
         let view = View {
             current_branch: Some(DEFAULT_BRANCH.into()),
@@ -190,6 +212,7 @@ impl Repo {
             dot,
             store,
             interrupt: crate::interrupt::Interrupt::default(),
+            ext: Extensions::default(),
         })
     }
 
@@ -224,11 +247,35 @@ impl Repo {
         }
         let workdir = self.workdir.clone();
         let interrupt = self.interrupt.clone();
+        let ext = self.ext.clone();
         drop((_lock, _wc));
         drop(self);
         let mut repo = Self::open_at(&workdir, to.to_path_buf())?;
         repo.interrupt = interrupt;
+        repo.ext = ext;
         Ok(repo)
+    }
+
+    /// Installs a hook every commit this repository records runs (after those installed
+    /// before it): see [`CommitHook`].
+    pub fn add_commit_hook(&mut self, hook: std::sync::Arc<dyn CommitHook>) {
+        self.ext.commit_hooks.push(hook);
+    }
+
+    /// The installed commit hooks, in the order they run.
+    pub(crate) fn commit_hooks(&self) -> impl Iterator<Item = &dyn CommitHook> {
+        self.ext.commit_hooks.iter().map(|h| &**h)
+    }
+
+    /// Installs the operation index lookups go through (a walk of the objects until
+    /// then): see [`OpIndex`].
+    pub fn set_op_index(&mut self, index: std::sync::Arc<dyn OpIndex>) {
+        self.ext.op_index = index;
+    }
+
+    /// The operation index.
+    pub fn op_index(&self) -> &dyn OpIndex {
+        &*self.ext.op_index
     }
 
     /// The store.

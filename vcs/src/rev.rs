@@ -7,27 +7,12 @@ use crate::error::{Result, VcsError};
 use crate::object::{change_id_str, is_change_id_prefix, View};
 use crate::repo::Repo;
 
-/// Every commit reachable from the view, newest first by committer time. Reads them
-/// through the catalog, which holds their encodings (checked against their ids).
+/// Every commit reachable from the view, newest first by committer time, through the
+/// installed operation index.
 pub fn all_commits(repo: &Repo, view: &View) -> Result<Vec<(Id, crate::object::Commit)>> {
-    let roots = view.referenced_commits();
-    // The catalog is only an index: if it cannot be used (a full disk, say), walk the store.
-    let mut out = match repo.catalog() {
-        Ok(cat) => cat.reachable_commits(repo, &roots)?,
-        Err(_) => {
-            let mut seen = std::collections::HashSet::new();
-            let mut stack = roots;
-            let mut out = Vec::new();
-            while let Some(id) = stack.pop() {
-                if seen.insert(id) {
-                    let c = repo.commit(&id)?;
-                    stack.extend(c.parents.iter().copied());
-                    out.push((id, c));
-                }
-            }
-            out
-        }
-    };
+    let mut out = repo
+        .op_index()
+        .reachable_commits(repo, &view.referenced_commits())?;
     out.sort_by(|a, b| {
         b.1.committer
             .time

@@ -425,7 +425,7 @@ impl Repo {
         &self,
         tx: &lifeos_store::Transaction<'_>,
         tree: &lifeos_store::Id,
-        unstored: &crate::derive::Unstored<'_>,
+        unstored: &crate::commit::Unstored<'_>,
     ) -> Result<Schema> {
         match self.lookup_path_tx(tx, tree, SCHEMA_FILE.as_bytes())? {
             Some(entry) => Schema::from_bytes(self.derived_bytes(

@@ -14,7 +14,7 @@ use lifeos_store::{Id, Kind};
 
 use std::collections::BTreeMap;
 
-use crate::derive::Unstored;
+use crate::commit::{HookNote, Recorded, Unstored};
 use crate::error::{Result, VcsError};
 use crate::object::{EntryKind, Tree, TreeEntry};
 use crate::path::BString;
@@ -41,10 +41,8 @@ pub struct SeriesCommit {
 pub struct SeriesOutcome {
     /// The last operation (the new head).
     pub op: Id,
-    /// Cards, events and rows of entity files that were not read: (path, line, why).
-    pub skipped_entities: Vec<(BString, u64, String)>,
-    /// Attributes set by hand that a file's new version set otherwise: (path, line, what).
-    pub replaced_attrs: Vec<(BString, u64, String)>,
+    /// What the commit hooks said of the recorded files without stopping the commits.
+    pub notes: Vec<HookNote>,
 }
 
 impl Repo {
@@ -81,8 +79,7 @@ impl Repo {
         let mut tree = from;
         // The files written so far, which derived entities are read from.
         let mut unstored: Unstored<'_> = Unstored::new();
-        let mut skipped_entities = Vec::new();
-        let mut replaced_attrs = Vec::new();
+        let mut notes = Vec::new();
         // Each operation is written once the next is made (the last one is published).
         let mut made: Option<crate::object::Operation> = None;
         for (i, c) in commits.iter().enumerate() {
@@ -96,11 +93,13 @@ impl Repo {
                 last_write.insert(path.as_slice(), bytes.as_ref());
             }
             let mut files: Vec<(&[u8], Option<TreeEntry>)> = Vec::with_capacity(last_write.len());
+            let mut read = Vec::new();
             for (path, bytes) in last_write {
                 let entry = match bytes {
                     Some(b) => {
                         let id = tx.store_bytes(b)?;
                         unstored.insert(id, b);
+                        read.push((BString::from(path), id, b.len() as u64));
                         Some(TreeEntry {
                             name: Vec::new(),
                             kind: EntryKind::File,
@@ -119,11 +118,16 @@ impl Repo {
             let mut events = Vec::new();
             let (id, commit) =
                 self.commit_tree(&mut tx, &mut view, new, &c.message, &mut events, c.time_ms)?;
-            let derived =
-                self.derive_entities(&mut tx, &mut view, tree.as_ref(), &new, &id, &unstored)?;
-            events.extend(derived.events);
-            skipped_entities.extend(derived.skipped);
-            replaced_attrs.extend(derived.replaced);
+            let rec = Recorded {
+                parent_tree: tree.as_ref(),
+                tree: &new,
+                commit: &id,
+                read: &read,
+                unstored: &unstored,
+            };
+            let report = self.run_commit_hooks(&mut tx, &mut view, &rec, None)?;
+            events.extend(report.events);
+            notes.extend(report.notes);
             let what = format!("commit: {}", commit.summary());
             tree = Some(new);
             let at = op_time(c.time_ms, parent_end, now, commits.len() - 1 - i);
@@ -146,11 +150,7 @@ impl Repo {
             "the commits being written",
         )?;
         let op = self.publish_op_and_move(wc, tx, last, &[head.id], mv)?;
-        Ok(SeriesOutcome {
-            op,
-            skipped_entities,
-            replaced_attrs,
-        })
+        Ok(SeriesOutcome { op, notes })
     }
 }
 
@@ -284,7 +284,8 @@ mod tests {
     #[test]
     fn a_series_derives_entities_from_what_it_wrote_before() {
         let dir = tempfile::tempdir().unwrap();
-        let repo = Repo::init(dir.path(), lifeos_store::StoreConfig::default()).unwrap();
+        let mut repo = Repo::init(dir.path(), lifeos_store::StoreConfig::default()).unwrap();
+        repo.add_commit_hook(std::sync::Arc::new(crate::derive::DeriveEntities));
         let wc = repo.lock_working_copy().unwrap();
         let card = |name: &str| {
             format!("BEGIN:VCARD\r\nVERSION:3.0\r\nFN:{name}\r\nUID:ann-1\r\nEND:VCARD\r\n")
@@ -302,11 +303,7 @@ mod tests {
             },
         ];
         let out = repo.commit_series(&wc, &series).unwrap();
-        assert!(
-            out.skipped_entities.is_empty(),
-            "{:?}",
-            out.skipped_entities
-        );
+        assert!(out.notes.is_empty(), "{:?}", out.notes);
         let id = crate::derive::derived_id("contact", b"people.vcf", "ann-1");
         let name = |op: &Id| {
             let view = repo.op_state(op).unwrap().view;

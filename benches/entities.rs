@@ -15,9 +15,11 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use lifeos_catalog::CatalogExt;
+use lifeos_entities::EntitiesExt;
+use lifeos_entities::{Entity, EntityChange, Value};
 use lifeos_store::{Id, Kind};
-use lifeos_vcs::entity::{Entity, EntityChange, Value};
-use lifeos_vcs::entity_map::EntityMap;
+use lifeos_vcs::merkle_map::MerkleMap;
 use lifeos_vcs::Repo;
 
 /// 1,000,000 entities when benchmarking, 2,000 when `cargo test` runs the bench once;
@@ -68,7 +70,7 @@ fn import(repo: &Repo, n: usize) -> f64 {
         let (obj, _) = tx.write_grouped(Kind::Entity, &e.encode()).unwrap();
         edits.push((e.id.into_bytes(), Some(obj)));
     }
-    let root = EntityMap::build(&mut tx, &edits).unwrap();
+    let root = MerkleMap::build(&mut tx, &edits).unwrap();
     let mut view = head.view.clone();
     view.entities = Some(root.0);
     repo.publish(
@@ -223,7 +225,9 @@ fn import_json_lines(n: usize) -> f64 {
     use std::io::Write as _;
     let dir = tempfile::tempdir().unwrap();
     let mut repo = Repo::init(dir.path(), lifeos_store::StoreConfig::default()).unwrap();
-    repo.add_commit_hook(std::sync::Arc::new(lifeos_vcs::derive::DeriveEntities));
+    repo.add_commit_hook(std::sync::Arc::new(
+        lifeos_entities::from_files::DeriveEntities,
+    ));
     std::fs::write(
         dir.path().join("lifeos.schema.toml"),
         "[[files]]\nglob = \"tasks.jsonl\"\ntype = \"task\"\nid = \"key\"\n",
@@ -321,7 +325,7 @@ fn entities(c: &mut Criterion) {
     );
 
     // Nodes written by one edit among n.
-    let root = EntityMap(repo.head().unwrap().view.entities.unwrap());
+    let root = MerkleMap(repo.head().unwrap().view.entities.unwrap());
     let mut tx = repo.store().transaction().unwrap();
     let (_, written) = root
         .apply(&mut tx, &[(b"task:0000042".to_vec(), Some(Id::hash(b"x")))])
@@ -376,7 +380,7 @@ fn entities(c: &mut Criterion) {
     let plain = sqlite_table(dir.path(), n, false);
     g.sample_size(20);
     for (name, q, sql) in QUERIES {
-        let q = lifeos_vcs::query::parse(q).unwrap();
+        let q = lifeos_entities::query::parse(q).unwrap();
         let mut run = |label: &str, f: &mut dyn FnMut() -> usize| {
             g.bench_function(format!("{name} over {n} ({label})"), |b| {
                 b.iter(|| black_box(f()))
@@ -430,7 +434,7 @@ fn entities(c: &mut Criterion) {
     drop(with_index);
     processes(dir.path(), &first, &plain);
     if n <= 100_000 {
-        let q = lifeos_vcs::query::parse(QUERIES[0].1).unwrap();
+        let q = lifeos_entities::query::parse(QUERIES[0].1).unwrap();
         g.bench_function(
             format!("{} over {n} (scan of every entity)", QUERIES[0].0),
             |b| b.iter(|| black_box(repo.scan_entities(&head.view, &q).unwrap().len())),

@@ -107,8 +107,8 @@ fn time_travel(c: &mut Criterion) {
         .unwrap()
         .to_string();
     let when = when.as_str();
-    let repo = Repo::discover(d).unwrap();
-    repo.catalog().unwrap();
+    let repo = lifeos_app::open(d).unwrap();
+    lifeos_catalog::CatalogExt::catalog(&repo).unwrap();
     let mut g = c.benchmark_group("history_ops");
     g.sample_size(20);
     g.bench_function("lib_op_at", |b| {

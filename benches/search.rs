@@ -13,7 +13,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 mod common;
 #[path = "support/zipf.rs"]
 mod zipf;
-use lifeos_vcs::catalog::Catalog;
+use lifeos_catalog::Catalog;
 use lifeos_vcs::Repo;
 use zipf::{fts_query, latencies, text};
 
@@ -65,7 +65,7 @@ fn search(c: &mut Criterion) {
         }
         // The terms' row counts ranking reads, as the sync keeps them (made here as the
         // level-12 migration makes them from the index).
-        let (_, term_docs) = lifeos_vcs::catalog::MIGRATIONS[11];
+        let (_, term_docs) = lifeos_catalog::MIGRATIONS[11];
         tx.execute_batch(term_docs).unwrap();
         tx.commit().unwrap();
     }

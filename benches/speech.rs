@@ -16,6 +16,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+use lifeos_catalog::CatalogExt;
 use lifeos_speech::audio::{self, Source};
 use lifeos_vcs::Repo;
 

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value as Json;
 
-use lifeos_vcs::action::Outcome;
+use lifeos_vcs::object::action::Outcome;
 
 /// What running a payload came to.
 #[derive(Debug)]

@@ -4,25 +4,26 @@
 //! hash for a TTL; running re-checks both under the repository lock and records a start
 //! before the side effect and a receipt after it, so a process killed mid-way leaves an
 //! `uncertain` action that is never run again blindly. Every record is an object in the
-//! operation log ([`lifeos_vcs::action`]).
+//! operation log ([`lifeos_vcs::object::action`], written by [`records`]).
 //!
 //! The library does no terminal I/O; the CLI prints.
 
 pub mod exec;
 pub mod index;
-pub mod monitor;
 pub mod pins;
+pub mod records;
 pub mod rules;
+pub mod schedule;
 pub mod state;
-pub mod watch;
 
 use std::collections::BTreeMap;
 
 use bstr::BString;
 use serde_json::{json, Value as Json};
 
+use lifeos_entities::EntitiesExt;
 use lifeos_store::Id;
-use lifeos_vcs::action::{self, ActionRecord, Outcome, Stage};
+use lifeos_vcs::object::action::{self, ActionRecord, Outcome, Stage};
 use lifeos_vcs::repo::now_ms;
 use lifeos_vcs::Repo;
 
@@ -324,7 +325,7 @@ pub struct Receipt {
 
 /// The current view read under the actions lock, and what publishing after it needs.
 struct Held<'s> {
-    lock: action::ActionsLock,
+    lock: records::ActionsLock,
     tx: lifeos_store::Transaction<'s>,
     parents: Vec<Id>,
     view: lifeos_vcs::View,
@@ -340,7 +341,8 @@ impl Held<'_> {
         files: Vec<Id>,
         description: &str,
     ) -> Result<Vec<Id>> {
-        let (_, ids) = repo.publish_action_records(
+        let (_, ids) = records::publish(
+            repo,
             self.tx,
             &self.parents,
             self.view,
@@ -386,7 +388,7 @@ impl<'r> Actions<'r> {
     pub fn new(repo: &'r Repo) -> Actions<'r> {
         Actions {
             repo,
-            me: repo.actor_name(),
+            me: records::actor_name(repo),
             ingest: None,
             key: std::sync::OnceLock::new(),
         }
@@ -400,9 +402,9 @@ impl<'r> Actions<'r> {
 
     /// Takes the actions lock and reads the current view.
     fn hold(&self) -> Result<Held<'r>> {
-        let lock = self.repo.lock_actions()?;
+        let lock = records::lock(self.repo)?;
         let mut tx = self.repo.store().transaction()?;
-        let (parents, view) = action::locked_head(self.repo, &lock, &mut tx)?;
+        let (parents, view) = records::locked_head(self.repo, &lock, &mut tx)?;
         Ok(Held {
             lock,
             tx,
@@ -415,9 +417,9 @@ impl<'r> Actions<'r> {
     /// records say.
     fn hold_action(&self, id: &str) -> Result<(Held<'r>, Id, Action)> {
         let held = self.hold()?;
-        let newest = action::newest(&held.tx, &held.view, id)?
+        let newest = records::newest(&held.tx, &held.view, id)?
             .ok_or_else(|| ActionsError::NotFound(format!("no action {id}")))?;
-        let mut chain = action::chain(self.repo, &newest)?;
+        let mut chain = records::chain(self.repo, &newest)?;
         chain.reverse();
         let a = Action::from_records(chain).ok_or_else(|| {
             ActionsError::Refused(format!("{id} is a noop receipt, not an action"))
@@ -766,8 +768,8 @@ impl<'r> Actions<'r> {
                 .update(b"\0")
                 .update(Id::hash(&payload).0.as_slice());
             let legacy = legacy.finalize().to_hex()[..16].to_string();
-            let known = action::newest(&held.tx, &held.view, &id)?.is_some()
-                || (made_by.is_none() && action::newest(&held.tx, &held.view, &legacy)?.is_some())
+            let known = records::newest(&held.tx, &held.view, &id)?.is_some()
+                || (made_by.is_none() && records::newest(&held.tx, &held.view, &legacy)?.is_some())
                 || records.iter().any(|r: &ActionRecord| r.action == id);
             let stage = Stage::Proposed {
                 rule: rule.name.clone(),
@@ -1139,7 +1141,7 @@ impl<'r> Actions<'r> {
             compensates: Some(a.id.clone()),
         };
         let held = self.hold()?;
-        if action::newest(&held.tx, &held.view, &id)?.is_some() {
+        if records::newest(&held.tx, &held.view, &id)?.is_some() {
             return Err(ActionsError::Refused(format!(
                 "receipt {} was rolled back already (action {id})",
                 r.id.short(12)
@@ -1191,8 +1193,8 @@ impl<'r> Actions<'r> {
     pub fn list(&self) -> Result<Vec<Action>> {
         let head = self.repo.head()?;
         let mut out = Vec::new();
-        for (_, newest) in action::all(self.repo, &head.view)? {
-            let mut chain = action::chain(self.repo, &newest)?;
+        for (_, newest) in records::all(self.repo, &head.view)? {
+            let mut chain = records::chain(self.repo, &newest)?;
             chain.reverse();
             if let Some(a) = Action::from_records(chain) {
                 out.push(a);
@@ -1213,8 +1215,8 @@ impl<'r> Actions<'r> {
         let head = self.repo.head()?;
         let mut chains = Vec::new();
         let mut compensations: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for (_, newest) in action::all(self.repo, &head.view)? {
-            let mut chain = action::chain(self.repo, &newest)?;
+        for (_, newest) in records::all(self.repo, &head.view)? {
+            let mut chain = records::chain(self.repo, &newest)?;
             chain.reverse();
             let parsed = Action::from_records(chain.clone());
             if let Some(of) = parsed.as_ref().and_then(|a| a.compensates.clone()) {
@@ -1345,7 +1347,7 @@ impl<'r> Actions<'r> {
     /// The full id of the action `prefix` names.
     pub fn resolve_id(&self, prefix: &str) -> Result<String> {
         let head = self.repo.head()?;
-        let all = action::all(self.repo, &head.view)?;
+        let all = records::all(self.repo, &head.view)?;
         let (id, _) = the_one(all, prefix, "action", |(k, _)| k.starts_with(prefix))?;
         Ok(id)
     }
@@ -1615,7 +1617,7 @@ impl<'r> Actions<'r> {
             }
         };
         let mut held = self.hold()?;
-        let newest = action::newest(&held.tx, &held.view, id)?.unwrap_or(id_of(&start));
+        let newest = records::newest(&held.tx, &held.view, id)?.unwrap_or(id_of(&start));
         let output = output.map(|o| held.tx.store_bytes(&o)).transpose()?;
         let rec = record(
             id,
@@ -1792,7 +1794,7 @@ impl<'r> Actions<'r> {
     /// Carries out an `entity` payload: add, set, or (a rollback) restore an entity to an
     /// object or remove it. Returns the operation and what was done.
     fn change_entity(&self, payload: &Json) -> std::result::Result<(Id, String), String> {
-        use lifeos_vcs::entity::EntityChange;
+        use lifeos_entities::EntityChange;
         let text = |k: &str| payload[k].as_str().unwrap_or_default().to_string();
         let schema = self
             .repo

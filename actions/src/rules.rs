@@ -29,8 +29,8 @@ pub const EVENTS: &[&str] = &[
     "commit", "hook", "branch", "tag", "entity", "ingest", "time",
 ];
 
-/// The git hooks a `hook` rule can name: those `lifeos git hooks install` installs.
-pub use lifeos_git::hooks::HOOKS;
+// The git hooks a `hook` rule can name: those `lifeos git hooks install` installs.
+use lifeos_vcs::layout::GIT_HOOKS as HOOKS;
 
 /// The fields an event of each kind offers to templates (`{name}`).
 fn fields(event: &str) -> &'static [&'static str] {
@@ -248,7 +248,7 @@ pub struct Rule {
     /// For `ingest`: a pattern the extracted text must match (`phrase` is a literal one).
     pub text: Option<regex::Regex>,
     /// For `time`: when it fires (while `lifeos watch` runs).
-    pub schedule: Option<crate::watch::Schedule>,
+    pub schedule: Option<crate::schedule::Schedule>,
     /// Whether its actions need approval.
     pub approval: Approval,
     /// What it does.
@@ -822,7 +822,7 @@ impl Rules {
                             Some(hm.0 * 60 + hm.1)
                         }
                     };
-                    Some(crate::watch::Schedule { every_ms, at_min })
+                    Some(crate::schedule::Schedule { every_ms, at_min })
                 }
                 _ => None,
             };

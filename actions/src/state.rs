@@ -1,7 +1,7 @@
 //! What an action's records say: its payload, its approval and where it stands.
 
 use lifeos_store::Id;
-use lifeos_vcs::action::{ActionRecord, Outcome, Stage};
+use lifeos_vcs::object::action::{ActionRecord, Outcome, Stage};
 
 /// How far in the future an approval may be dated before it is refused: clocks of one
 /// machine's processes agree, so this is only for a clock corrected meanwhile.

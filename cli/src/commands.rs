@@ -29,8 +29,10 @@ fn cwd(cli_dir: &Option<PathBuf>) -> CliResult<PathBuf> {
 fn open(dir: &Path) -> CliResult<Repo> {
     let mut repo = Repo::discover(dir)?;
     repo.interrupt = crate::signals::interrupt();
-    repo.add_commit_hook(std::sync::Arc::new(lifeos_vcs::derive::DeriveEntities));
-    repo.set_op_index(std::sync::Arc::new(lifeos_vcs::catalog::CatalogIndex));
+    repo.add_commit_hook(std::sync::Arc::new(
+        lifeos_entities::from_files::DeriveEntities,
+    ));
+    repo.set_op_index(std::sync::Arc::new(lifeos_catalog::CatalogIndex));
     crate::remote::serve_lazily(&repo)?;
     for w in repo.store().warnings() {
         eprintln!("warning: {w}");

@@ -17,6 +17,8 @@ use crate::commands::{resolve_in, view_at};
 use crate::error::{CliError, CliResult};
 use crate::output::{print_json, Style};
 use crate::AtArg;
+use lifeos_catalog::CatalogExt;
+use lifeos_entities::EntitiesExt;
 
 /// A version in the store.
 struct StoreLoader {
@@ -211,7 +213,7 @@ fn print_change(out: &mut impl Write, style: Style, c: &lifeos_diff::Located) {
 /// ingest` recorded for both versions (a note says when one is missing).
 fn add_transcript(
     repo: &Repo,
-    catalog: &mut Option<lifeos_vcs::catalog::Catalog>,
+    catalog: &mut Option<lifeos_catalog::Catalog>,
     old: &Id,
     new: &Id,
     d: &mut FileDiff,
@@ -223,7 +225,7 @@ fn add_transcript(
     let mut sides = Vec::new();
     for id in [old, new] {
         let (speech, version) = lifeos_ingest::speech::SPEECH;
-        if catalog.job(id, speech, version)? != Some(lifeos_vcs::catalog::JobState::Done) {
+        if catalog.job(id, speech, version)? != Some(lifeos_catalog::JobState::Done) {
             d.notes.push(
                 "transcripts not compared: a version has not been transcribed (run `lifeos ingest` with a speech model installed)".into(),
             );

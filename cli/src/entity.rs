@@ -1,8 +1,8 @@
 //! `lifeos entity ...`: record, change, link, show and trace entities.
 
 use clap::Subcommand;
+use lifeos_entities::{Entity, EntityChange, EntityDiff, Value as AttrValue};
 use lifeos_store::Id;
-use lifeos_vcs::entity::{Entity, EntityChange, EntityDiff, Value as AttrValue};
 use lifeos_vcs::Repo;
 use serde_json::{json, Value};
 
@@ -10,6 +10,8 @@ use crate::commands::view_at;
 use crate::error::{CliError, CliResult};
 use crate::output::{local_time, print_json, Style};
 use crate::AtArg;
+use lifeos_catalog::CatalogExt;
+use lifeos_entities::EntitiesExt;
 
 /// `lifeos entity ...`
 #[derive(Debug, Subcommand)]
@@ -393,7 +395,7 @@ pub fn run(repo: &Repo, cmd: EntityCmd, style: Style) -> CliResult<u8> {
 
 /// Runs `lifeos query QUERY`.
 pub fn query(repo: &Repo, q: &str, at: &AtArg, json: bool, style: Style) -> CliResult<u8> {
-    let parsed = lifeos_vcs::query::parse(q).map_err(|e| {
+    let parsed = lifeos_entities::query::parse(q).map_err(|e| {
         let col = q[..e.at.min(q.len())].chars().count();
         CliError::new(format!("query: {}\n  {q}\n  {}^", e.message, " ".repeat(col))).hint(
             "a query is TYPE [where FILTER] [order by PATH [asc|desc]] [limit N]; text values go in double quotes",

@@ -1,8 +1,8 @@
 //! `lifeos extract show` and `lifeos extract list`: what ingest extracted, read back.
 
+use lifeos_catalog::anchor_json;
 use lifeos_ingest::extracts::{self, FileExtract, State, SubtitleFormat};
 use lifeos_ingest::search::cite;
-use lifeos_vcs::catalog::anchor_json;
 use lifeos_vcs::path::display;
 use lifeos_vcs::Repo;
 use serde_json::json;
@@ -11,6 +11,7 @@ use crate::commands::{arg_bytes, file_at, resolve, FileAt};
 use crate::error::{CliError, CliResult};
 use crate::output::{local_time, print_json, Style};
 use crate::{ExtractCmd, ExtractFormat, RevAt};
+use lifeos_catalog::CatalogExt;
 
 /// Runs `lifeos extract ...`.
 pub fn run(repo: &Repo, cmd: ExtractCmd, style: Style) -> CliResult<u8> {

@@ -16,6 +16,8 @@ use crate::commands::{lock_folder, resolve_in, view_at};
 use crate::error::{CliError, CliResult};
 use crate::output::{human_bytes, local_time, print_json, relative_time, skipped_json, Style};
 use crate::{AtArg, BranchCmd, OpCmd, TagCmd};
+use lifeos_catalog::CatalogExt;
+use lifeos_entities::EntitiesExt;
 
 fn sig_json(s: &Signature) -> Value {
     json!({"name": s.name, "email": s.email, "time": s.time, "tz_offset_min": s.tz_offset_min})

@@ -12,6 +12,7 @@ use crate::commands::view_at;
 use crate::error::{CliError, CliResult};
 use crate::output::{bar, human_bytes, print_json, Style};
 use crate::{AtArg, ModelCmd};
+use lifeos_entities::EntitiesExt;
 
 impl From<lifeos_ingest::IngestError> for CliError {
     fn from(e: lifeos_ingest::IngestError) -> Self {

@@ -145,7 +145,7 @@ fn passphrase(
 
 fn remote_err(e: RemoteError) -> CliError {
     let hint = match &e {
-        RemoteError::Crypt(lifeos_store::crypt::CryptError::WrongPassphrase) => {
+        RemoteError::Crypt(lifeos_remote::crypt::CryptError::WrongPassphrase) => {
             Some("nothing was written; check LIFEOS_PASSPHRASE or the --passphrase-file")
         }
         RemoteError::NoPassphrase(_) => Some("set LIFEOS_PASSPHRASE, or pass --passphrase-file FILE"),

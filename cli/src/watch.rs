@@ -5,10 +5,11 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use lifeos_actions::monitor::{Monitor, MonitorError};
 use lifeos_actions::rules::parse_duration;
-use lifeos_actions::watch::{FolderWatch, Schedule, Wake};
+use lifeos_actions::schedule::Schedule;
 use lifeos_actions::{Rules, Trigger};
+use lifeos_fsmonitor::{FolderWatch, Wake};
+use lifeos_fsmonitor::{Monitor, MonitorError};
 use lifeos_vcs::repo::now_ms;
 use lifeos_vcs::Repo;
 use tokio::signal::unix::{signal, Signal, SignalKind};

@@ -3,8 +3,8 @@
 //! a panic, and every reported line is inside the file.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use lifeos_vcs::derive::read_file;
-use lifeos_vcs::schema::Schema;
+use lifeos_entities::from_files::read_file;
+use lifeos_entities::schema::Schema;
 
 const RULES: &str = "[types.book]\nfields.title = \"string\"\nfields.pages = \"number\"\nfields.when = \"datetime\"\nfields.kind = { enum = [\"a\", \"b\"] }\n\n[[files]]\nglob = \"*.csv\"\ntype = \"book\"\nid = \"title\"\n\n[[files]]\nglob = \"*.jsonl\"\ntype = \"task\"\n";
 

@@ -5,7 +5,7 @@
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use lifeos_store::Id;
-use lifeos_vcs::file_index::FileIndex;
+use lifeos_ingest::file_index::FileIndex;
 
 fuzz_target!(|data: &[u8]| {
     let tree = Id([7; 32]);

@@ -13,9 +13,9 @@ fuzz_target!(|data: &[u8]| {
     let _ = lifeos_vcs::object::decode_event_page(data);
     let _ = lifeos_vcs::object::Extract::decode(data);
     let _ = lifeos_vcs::object::GitTag::decode(data);
-    let _ = lifeos_vcs::entity_map::check_node(data);
-    let _ = lifeos_vcs::entity::Entity::decode(data);
-    let _ = lifeos_vcs::action::ActionRecord::decode(data);
+    let _ = lifeos_vcs::merkle_map::check_node(data);
+    let _ = lifeos_vcs::object::entity::Entity::decode(data);
+    let _ = lifeos_vcs::object::action::ActionRecord::decode(data);
     let _ = lifeos_vcs::working_copy::WcState::decode(data);
     let _ = lifeos_vcs::working_copy::moves::MoveJournal::decode(data);
 });

@@ -3,7 +3,7 @@
 //! to itself; nothing opens without the key it was sealed under.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use lifeos_store::crypt::{KeySlot, MasterKey};
+use lifeos_remote::crypt::{KeySlot, MasterKey};
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(slot) = KeySlot::decode(data) {

@@ -7,7 +7,7 @@ use libfuzzer_sys::fuzz_target;
 use lifeos_remote::format::{
     decode_head, decode_index, decode_object, encode_index, RemoteConfig,
 };
-use lifeos_store::crypt::MasterKey;
+use lifeos_remote::crypt::MasterKey;
 use lifeos_store::{Id, Kind};
 
 fuzz_target!(|data: &[u8]| {

@@ -13,13 +13,14 @@ use std::path::PathBuf;
 
 use gix::refs::transaction::{Change, LogChange, PreviousValue, RefEdit, RefLog};
 use gix::ObjectId;
+use lifeos_catalog::GitObject;
 use lifeos_store::Id;
-use lifeos_vcs::catalog::GitObject;
 use lifeos_vcs::Repo;
 
 use crate::export::{add_shallow, release_keep, Exporter};
 use crate::import::{import_plan, open_git, read_refs, sha1_bytes, GitHead, ImportReport, Plan};
 use crate::{gix_err, GitError, Result};
+use lifeos_catalog::CatalogExt;
 
 /// The file, inside `.lifeos`, that marks a colocated folder and holds what lifeos and git
 /// last agreed on.

@@ -5,14 +5,15 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use gix::ObjectId;
+use lifeos_catalog::{Catalog, GitMapRow, GitObject};
 use lifeos_store::{Id, Kind};
-use lifeos_vcs::catalog::{Catalog, GitMapRow, GitObject};
 use lifeos_vcs::object::{gitlink_sha1, EntryKind, GitTag, View};
 use lifeos_vcs::Repo;
 
 use crate::form::{self, git_hash, GitKind};
 use crate::import::sha1_bytes;
 use crate::{gix_err, GitError, Result};
+use lifeos_catalog::CatalogExt;
 
 /// What an export did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]

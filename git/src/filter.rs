@@ -14,14 +14,15 @@ use std::io::{self, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
 use gix::objs::Kind as GitKind;
+use lifeos_catalog::{Catalog, GitMapRow, GitObject};
 use lifeos_store::Id;
-use lifeos_vcs::catalog::{Catalog, GitMapRow, GitObject};
 use lifeos_vcs::object::Event;
 use lifeos_vcs::Repo;
 
 use crate::form::git_hash;
 use crate::import::sha1_bytes;
 use crate::{GitError, Result};
+use lifeos_catalog::CatalogExt;
 
 /// The `version` line of a lifeos pointer (git-lfs's pointer grammar, lifeos's spec).
 pub const POINTER_VERSION: &str = "https://lifeos.dev/spec/pointer/v1";

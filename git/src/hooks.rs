@@ -8,14 +8,7 @@ use std::path::{Path, PathBuf};
 use crate::{GitError, Result};
 
 /// The hooks lifeos installs.
-pub const HOOKS: &[&str] = &[
-    "post-commit",
-    "post-merge",
-    "post-checkout",
-    "post-rewrite",
-    "reference-transaction",
-    "pre-push",
-];
+pub use lifeos_vcs::layout::GIT_HOOKS as HOOKS;
 
 /// The line that marks a hook file as lifeos's.
 const MARKER: &str = "# lifeos-hook 1:";

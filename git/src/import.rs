@@ -5,15 +5,16 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use gix::ObjectId;
+use lifeos_catalog::{Catalog, GitMapRow, GitObject};
 use lifeos_store::block::BLOCK_MEMBER_MAX;
 use lifeos_store::pack::MAX_DELTA_DEPTH;
 use lifeos_store::{Id, Kind, Transaction, Written};
-use lifeos_vcs::catalog::{Catalog, GitMapRow, GitObject};
 use lifeos_vcs::object::{gitlink_id, Commit, EntryKind, Event, GitTag, Tree, TreeEntry};
 use lifeos_vcs::Repo;
 
 use crate::form::{self, git_hash, GitKind};
 use crate::{gix_err, GitError, Result};
+use lifeos_catalog::CatalogExt;
 
 /// What an import did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]

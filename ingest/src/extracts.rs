@@ -4,8 +4,8 @@
 
 use std::fmt::Write as _;
 
+use lifeos_catalog::Catalog;
 use lifeos_store::{Id, Kind};
-use lifeos_vcs::catalog::Catalog;
 use lifeos_vcs::object::{Anchor, EntryKind, Extract, Segment};
 use lifeos_vcs::Repo;
 
@@ -13,6 +13,7 @@ use crate::extract::choose;
 use crate::run::Settings;
 use crate::speech::{is_transcript, transcript_model};
 use crate::Result;
+use lifeos_catalog::CatalogExt;
 
 /// One extract of a file content, read from its object.
 #[derive(Debug, Clone)]

@@ -7,6 +7,7 @@
 
 pub mod extract;
 pub mod extracts;
+pub mod file_index;
 pub mod query;
 pub use lifeos_vcs::redact;
 pub mod run;

@@ -6,8 +6,8 @@ use std::io::Read;
 use std::sync::Arc;
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
+use lifeos_catalog::JobState;
 use lifeos_store::{Id, Kind, Store};
-use lifeos_vcs::catalog::JobState;
 use lifeos_vcs::object::{EntryKind, Event, Extract, Segment};
 use lifeos_vcs::path::{in_folder, BString};
 use lifeos_vcs::repo::now_ms;
@@ -18,6 +18,7 @@ use crate::extract::{choose, tesseract_available, Extractor};
 use crate::redact::Redactor;
 use crate::speech::{Engine, SpeechConfig, SpeechStatus};
 use crate::{IngestError, Result};
+use lifeos_catalog::CatalogExt;
 
 /// Files larger than this are recorded as failures instead of being read.
 pub const MAX_INGEST: u64 = 256 << 20;
@@ -428,7 +429,7 @@ type Job = (Id, String, u64, Box<dyn Extractor>);
 /// The job, unless it already ran (counted as done, or as failed before when failures
 /// are not retried).
 fn to_run(
-    catalog: &lifeos_vcs::catalog::Catalog,
+    catalog: &lifeos_catalog::Catalog,
     report: &mut Report,
     retry_failed: bool,
     job: Job,

@@ -3,15 +3,16 @@
 
 use std::collections::{HashMap, HashSet};
 
+use crate::file_index::{self, FileIndex};
 use globset::Glob;
 use lifeos_store::{Id, IdSet};
-use lifeos_vcs::file_index::FileIndex;
 use lifeos_vcs::object::EntryKind;
 use lifeos_vcs::path::BString;
 use lifeos_vcs::{Repo, View};
 
 use crate::query::parse;
 use crate::{IngestError, Result};
+use lifeos_catalog::CatalogExt;
 
 /// Which versions to search.
 pub enum Scope<'a> {
@@ -306,7 +307,7 @@ pub fn search(
         let versions = match &scope {
             Scope::View(view) => match view.at_commit() {
                 Some(commit) => {
-                    let index = repo.file_index(&repo.commit(&commit)?.tree)?;
+                    let index = file_index::of_tree(repo, &repo.commit(&commit)?.tree)?;
                     Versions::new(Some((index, commit)), Listed::default())
                 }
                 None => Versions::new(None, Listed::default()),
@@ -375,11 +376,11 @@ pub fn search(
 
 /// Every version of every file in the visible history, each (path, content) once, with
 /// the first commit (newest first) that holds it: the newest commit's file index, then
-/// the others as the repository keeps them (`Repo::history_versions`).
+/// the others as the repository keeps them ([`file_index::history_versions`]).
 fn history(repo: &Repo) -> Result<Versions> {
     let head = repo.head()?;
     let commits = lifeos_vcs::rev::all_commits(repo, &head.view)?;
-    let Some((index, others)) = repo.history_versions(&commits)? else {
+    let Some((index, others)) = file_index::history_versions(repo, &commits)? else {
         return Ok(Versions::new(None, Listed::default()));
     };
     let mut listed = Listed::default();
@@ -428,7 +429,7 @@ fn found(
             &keep,
             wanted,
             versions
-                .small(lifeos_vcs::catalog::SCOPE_FIRST_SEGMENTS)
+                .small(lifeos_catalog::SCOPE_FIRST_SEGMENTS)
                 .as_deref(),
         )?,
         (None, Some(eid)) => catalog.mention_segments(eid, &keep, wanted)?,
@@ -595,7 +596,7 @@ mod tests {
             .collect();
         let (_dir, repo, _) = committed(&files);
         let tree = repo.at_tree(&repo.head().unwrap().view).unwrap().unwrap();
-        let index = || Some((repo.file_index(&tree).unwrap(), Id([0; 32])));
+        let index = || Some((file_index::of_tree(&repo, &tree).unwrap(), Id([0; 32])));
         let v = Versions::new(index(), Listed::default());
         assert_eq!(v.small(5).map(|s| s.len()), Some(2));
         assert!(v.small(1).is_none());

@@ -3,7 +3,7 @@
 //! remote every one of them except the config is sealed (`lifeos_store::crypt`), for the
 //! place it is kept, so nothing but sizes and counts can be read without the key.
 
-use lifeos_store::crypt::{Keys, SEALED_HEAD, TAG_LEN};
+use crate::crypt::{Keys, SEALED_HEAD, TAG_LEN};
 use lifeos_store::enc::{Reader, Writer};
 use lifeos_store::pack::verify_content;
 use lifeos_store::{Id, Kind, StoredAs};
@@ -415,7 +415,7 @@ pub fn decode_head(keys: Option<&Keys>, key: &str, stored: Vec<u8>) -> Result<Id
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lifeos_store::crypt::MasterKey;
+    use crate::crypt::MasterKey;
 
     #[test]
     fn objects_round_trip_and_refuse_other_ids_and_kinds() {

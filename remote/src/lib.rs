@@ -10,7 +10,9 @@
 
 #![warn(missing_docs)]
 
+pub mod backend;
 mod check;
+pub mod crypt;
 pub mod format;
 pub mod places;
 pub mod s3;
@@ -19,8 +21,8 @@ mod transfer;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use lifeos_store::crypt::{CryptError, KdfParams, KeySlot, Keys, MasterKey};
-use lifeos_store::remote::Backend;
+use crate::backend::Backend;
+use crate::crypt::{CryptError, KdfParams, KeySlot, Keys, MasterKey};
 use lifeos_store::{Id, StoreError};
 use lifeos_vcs::VcsError;
 
@@ -479,7 +481,7 @@ impl Remote {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lifeos_store::remote::DirBackend;
+    use crate::backend::DirBackend;
     use std::ops::Range;
 
     /// A folder remote that records the keys of its ranged reads. Unless `asked`

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use lifeos_store::remote::{Backend, DirBackend};
+use crate::backend::{Backend, DirBackend};
 
 use crate::{RemoteError, Result};
 
@@ -172,7 +172,7 @@ pub fn parse_url(url: &str) -> Result<Url> {
         }
         let prefix = prefix.trim_matches('/');
         if !prefix.is_empty() {
-            lifeos_store::remote::check_key(prefix).map_err(|e| bad(&e.to_string()))?;
+            crate::backend::check_key(prefix).map_err(|e| bad(&e.to_string()))?;
         }
         let prefix = if prefix.is_empty() {
             String::new()

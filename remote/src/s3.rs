@@ -16,7 +16,7 @@ use object_store::{
     RetryConfig,
 };
 
-use lifeos_store::remote::{check_key, Backend};
+use crate::backend::{check_key, Backend};
 use lifeos_store::{Result, StoreError};
 
 /// A bucket (and a prefix in it) as a remote's backend.
@@ -148,7 +148,7 @@ impl Backend for S3Backend {
 
     fn get(&self, key: &str, max: u64) -> Result<Option<Vec<u8>>> {
         let path = self.path(key)?;
-        let too_large = || lifeos_store::remote::too_large(&self.location(), key, max);
+        let too_large = || crate::backend::too_large(&self.location(), key, max);
         self.runtime.block_on(async {
             let r = match self.store.get(&path).await {
                 Ok(r) => r,

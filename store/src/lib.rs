@@ -10,7 +10,6 @@
 pub mod block;
 pub mod chunker;
 pub mod config;
-pub mod crypt;
 pub mod enc;
 pub mod error;
 pub mod fsck;
@@ -24,7 +23,6 @@ pub mod pack;
 pub mod par;
 pub mod pipeline;
 pub mod reader;
-pub mod remote;
 pub mod store;
 
 pub use config::StoreConfig;

@@ -61,7 +61,7 @@ pub enum Kind {
     /// the block's offset.
     Block = 9,
     /// A node of a Merkle map keyed by entity id (the entity root of a view).
-    EntityMap = 10,
+    MapNode = 10,
     /// An entity: a typed record with attributes and links.
     Entity = 11,
     /// A record of an automation's action: its proposal, approval, start or receipt.
@@ -83,7 +83,7 @@ impl Kind {
             7 => Kind::Extract,
             8 => Kind::GitTag,
             9 => Kind::Block,
-            10 => Kind::EntityMap,
+            10 => Kind::MapNode,
             11 => Kind::Entity,
             12 => Kind::Action,
             13 => Kind::EventPage,
@@ -103,7 +103,7 @@ impl Kind {
             Kind::Extract => "extract",
             Kind::GitTag => "git tag",
             Kind::Block => "block",
-            Kind::EntityMap => "entity map node",
+            Kind::MapNode => "entity map node",
             Kind::Entity => "entity",
             Kind::Action => "action",
             Kind::EventPage => "event page",

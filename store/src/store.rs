@@ -83,7 +83,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 
 /// Creates the file `path`, which must not exist, holding `bytes`, fsynced; on failure
 /// nothing is left at `path`.
-pub(crate) fn write_new_synced(path: &Path, bytes: &[u8]) -> Result<()> {
+pub fn write_new_synced(path: &Path, bytes: &[u8]) -> Result<()> {
     let res = (|| {
         let mut f = File::options()
             .write(true)

@@ -231,7 +231,7 @@ impl Repo {
                     // The action root's nodes (its values, the records, are named by
                     // the operations' events).
                     if let Some(root) = v.actions {
-                        let visited = crate::entity_map::EntityMap(root).visit(
+                        let visited = crate::merkle_map::MerkleMap(root).visit(
                             self.store(),
                             &mut |n| {
                                 let new = walked.insert(*n);
@@ -252,7 +252,7 @@ impl Repo {
                     }
                     if let Some(root) = v.entities {
                         let mut values = Vec::new();
-                        let visited = crate::entity_map::EntityMap(root).visit(
+                        let visited = crate::merkle_map::MerkleMap(root).visit(
                             self.store(),
                             &mut |n| {
                                 let new = walked.insert(*n);

@@ -377,7 +377,7 @@ impl Repo {
     }
 
     /// Like [`Repo::lookup_path`], reading trees written by `tx` too.
-    pub(crate) fn lookup_path_tx(
+    pub fn lookup_path_tx(
         &self,
         tx: &Transaction<'_>,
         root: &Id,

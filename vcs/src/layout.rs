@@ -36,3 +36,14 @@ pub fn locate(start: &Path) -> Option<(PathBuf, PathBuf)> {
         .ancestors()
         .find_map(|d| store_dir_of(d).map(|dot| (d.to_path_buf(), dot)))
 }
+
+/// The git hooks lifeos installs in a colocated folder (`.git/hooks/NAME`), which are also
+/// the names a rule's `hook` trigger may give.
+pub const GIT_HOOKS: &[&str] = &[
+    "post-commit",
+    "post-merge",
+    "post-checkout",
+    "post-rewrite",
+    "reference-transaction",
+    "pre-push",
+];

@@ -7,34 +7,24 @@
 
 #![warn(missing_docs)]
 
-pub mod action;
-pub mod catalog;
 pub mod check;
 pub mod commit;
-pub mod derive;
-pub mod entity;
-pub mod entity_index;
-pub mod entity_map;
 pub mod error;
 pub mod fetched;
-pub mod file_index;
-mod fts;
 pub mod guard;
 pub mod history;
 pub mod interrupt;
 pub mod layout;
-pub mod mentions;
 pub mod merge;
+pub mod merkle_map;
 pub mod object;
 pub mod op_index;
 pub mod path;
-pub mod query;
 pub mod redact;
 pub mod renames;
 pub mod repo;
 pub mod rev;
 pub mod revset;
-pub mod schema;
 pub mod series;
 pub mod settings;
 #[doc(hidden)]

@@ -289,7 +289,7 @@ impl Repo {
     }
 
     /// Reads and decodes an object of the given kind.
-    pub(crate) fn read_decoded<T>(
+    pub fn read_decoded<T>(
         &self,
         id: &Id,
         kind: Kind,
@@ -443,7 +443,7 @@ impl Repo {
     /// The view of concurrent operations `ops` merged: see [`merge_views`]; their entity
     /// roots are merged key by key (writing the merged map into `tx`, whose operation
     /// must then be published).
-    pub(crate) fn merged_view(&self, ops: &[Id], tx: &mut Transaction<'_>) -> Result<View> {
+    pub fn merged_view(&self, ops: &[Id], tx: &mut Transaction<'_>) -> Result<View> {
         let mut states: Vec<OpState> = ops
             .iter()
             .map(|h| self.op_state(h))
@@ -456,9 +456,9 @@ impl Repo {
         let sides: Vec<&View> = states.iter().map(|s| &s.view).collect();
         let mut view = merge_views(&base, &sides);
         let roots: Vec<Option<Id>> = sides.iter().map(|s| s.entities).collect();
-        view.entities = crate::entity::merge_roots(tx, base.entities, &roots)?;
+        view.entities = crate::object::entity::merge_roots(tx, base.entities, &roots)?;
         let roots: Vec<Option<Id>> = sides.iter().map(|s| s.actions).collect();
-        view.actions = crate::action::merge_roots(tx, base.actions, &roots)?;
+        view.actions = crate::object::action::merge_roots(tx, base.actions, &roots)?;
         Ok(view)
     }
 

@@ -279,42 +279,6 @@ mod tests {
         assert!(repo.status(&wc).unwrap().changes.is_empty());
     }
 
-    /// Entities are derived from files written earlier in the same series (their bytes
-    /// are not in the store before the transaction commits): a vCard added, then edited.
-    #[test]
-    fn a_series_derives_entities_from_what_it_wrote_before() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut repo = Repo::init(dir.path(), lifeos_store::StoreConfig::default()).unwrap();
-        repo.add_commit_hook(std::sync::Arc::new(crate::derive::DeriveEntities));
-        let wc = repo.lock_working_copy().unwrap();
-        let card = |name: &str| {
-            format!("BEGIN:VCARD\r\nVERSION:3.0\r\nFN:{name}\r\nUID:ann-1\r\nEND:VCARD\r\n")
-        };
-        let series = [
-            SeriesCommit {
-                files: vec![write("people.vcf", &card("Ann Lee"))],
-                message: b"add".to_vec(),
-                time_ms: at(1),
-            },
-            SeriesCommit {
-                files: vec![write("people.vcf", &card("Ann Lee-Smith"))],
-                message: b"rename".to_vec(),
-                time_ms: at(2),
-            },
-        ];
-        let out = repo.commit_series(&wc, &series).unwrap();
-        assert!(out.notes.is_empty(), "{:?}", out.notes);
-        let id = crate::derive::derived_id("contact", b"people.vcf", "ann-1");
-        let name = |op: &Id| {
-            let view = repo.op_state(op).unwrap().view;
-            let (_, e) = repo.entity_in(&view, &id).unwrap().unwrap();
-            e.get("name").map(|v| v.render())
-        };
-        let first = repo.operation(&out.op).unwrap().parents[0];
-        assert_eq!(name(&first).as_deref(), Some("Ann Lee"));
-        assert_eq!(name(&out.op).as_deref(), Some("Ann Lee-Smith"));
-    }
-
     /// A process stopped after a series' new head was written and before the head it
     /// replaces was removed leaves both; the next command drops the old one, however
     /// many operations below it lies, instead of recording a merge.

@@ -170,3 +170,30 @@ pub fn commit_entries(
     .expect("published");
     id
 }
+
+/// An entity of `kind` with attributes and links given in any order (sorted here), and
+/// no conflicts.
+pub fn entity(
+    kind: &str,
+    id: &str,
+    attrs: &[(&str, crate::object::entity::Value)],
+    links: &[(&str, &str)],
+) -> crate::object::entity::Entity {
+    let mut attrs: Vec<(String, crate::object::entity::Value)> = attrs
+        .iter()
+        .map(|(n, v)| (n.to_string(), v.clone()))
+        .collect();
+    attrs.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut links: Vec<(String, String)> = links
+        .iter()
+        .map(|(r, t)| (r.to_string(), t.to_string()))
+        .collect();
+    links.sort();
+    crate::object::entity::Entity {
+        kind: kind.into(),
+        id: id.into(),
+        attrs,
+        links,
+        conflicts: vec![],
+    }
+}

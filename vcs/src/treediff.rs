@@ -113,7 +113,7 @@ impl Repo {
     /// Like [`Repo::diff_trees_tx`], keeping only the changes whose path `keep` accepts
     /// (the others are never made: the first commit of 1,000,000 files would otherwise
     /// list them all to keep a few).
-    pub(crate) fn diff_trees_tx_where(
+    pub fn diff_trees_tx_where(
         &self,
         tx: &Transaction<'_>,
         a: Option<&Id>,

@@ -3,8 +3,10 @@
 //! hostile object (a tree entry named `..`, say) is refused when read. One file per kind;
 //! everything is re-exported here.
 
+pub mod action;
 mod codec;
 mod commit;
+pub mod entity;
 mod event;
 mod extract;
 mod git;

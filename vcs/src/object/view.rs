@@ -25,7 +25,7 @@ pub struct View {
     /// `refs/remotes/...`), and annotated tags (`refs/tags/v1` naming a tag object); sorted
     /// by name.
     pub git_refs: Vec<GitRef>,
-    /// The entity root: the [`crate::entity_map::EntityMap`] of every entity, once any
+    /// The entity root: the [`crate::merkle_map::MerkleMap`] of every entity, once any
     /// was recorded.
     pub entities: Option<Id>,
     /// The action root: a map from action id to its newest [`crate::action`] record,

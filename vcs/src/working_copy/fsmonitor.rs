@@ -2,7 +2,7 @@
 //! since the stat cache was saved, so that `status` and `commit` look only at those paths
 //! instead of the whole folder (as git does with fsmonitor).
 //!
-//! The watcher (`lifeos_actions::monitor`) keeps a journal of the paths inotify reported,
+//! The watcher (`lifeos-fsmonitor`) keeps a journal of the paths inotify reported,
 //! numbered in the order it read them, and answers on a Unix socket in `.lifeos`
 //! (FORMAT 9.9). Every answer first waits for a cookie file the watcher creates to come
 //! back through inotify, so the journal holds every change made before the question.

@@ -7,9 +7,9 @@ use std::fs::File;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use crate::error::IoContext as _;
-use crate::store::{random_hex, sync_dir, write_new_synced};
-use crate::{Result, StoreError};
+use lifeos_store::error::IoContext as _;
+use lifeos_store::store::{random_hex, sync_dir, write_new_synced};
+use lifeos_store::{Result, StoreError};
 
 /// A place that holds a remote's files under keys such as `packs/0a1b...`.
 pub trait Backend: Send + Sync {

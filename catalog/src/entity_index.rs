@@ -11,12 +11,12 @@ use lifeos_store::Id;
 use rusqlite::types::Value as Sql;
 use rusqlite::{params, OptionalExtension};
 
-use crate::catalog::{db_err, Catalog};
-use crate::entity::{Entity, Value};
-use crate::entity_map::EntityMap;
-use crate::error::{Result, VcsError};
-use crate::query::{Filter, Op, Query};
-use crate::repo::Repo;
+use crate::{db_err, Catalog};
+use lifeos_entities::query::{Filter, Op, Query};
+use lifeos_entities::{EntitiesExt, Entity, Value};
+use lifeos_vcs::error::{Result, VcsError};
+use lifeos_vcs::merkle_map::MerkleMap;
+use lifeos_vcs::repo::Repo;
 
 /// A condition fewer rows than this pass drives a query (see [`Catalog::select_entities`]).
 pub(crate) const SELECTIVE: i64 = 500;
@@ -47,8 +47,8 @@ pub(crate) fn register(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
 }
 
 /// A value as the index stores it: its rank (the order kinds sort in, as
-/// [`crate::query::sort_order`] has it) and an SQL value that compares as
-/// [`crate::query::compare`] does within the rank.
+/// [`lifeos_entities::query::sort_order`] has it) and an SQL value that compares as
+/// [`lifeos_entities::query::compare`] does within the rank.
 fn stored(v: &Value) -> (i64, Sql) {
     match v {
         Value::Str(s) => (0, Sql::Text(s.clone())),
@@ -232,10 +232,10 @@ impl<'a> Writer<'a> {
             self.close_all.execute([seq]).map_err(e)?;
             return Ok(());
         }
-        let changes = EntityMap::changes(
+        let changes = MerkleMap::changes(
             repo.store(),
-            old.map(EntityMap).as_ref(),
-            new.map(EntityMap).as_ref(),
+            old.map(MerkleMap).as_ref(),
+            new.map(MerkleMap).as_ref(),
         )?;
         let bulk = changes.len() >= self.bulk;
         if bulk {
@@ -254,7 +254,9 @@ impl<'a> Writer<'a> {
             if let Some(obj) = c.new {
                 let ent = repo.entity_object(&obj)?;
                 let changed = match c.old {
-                    Some(old) => crate::entity::changed_attrs(&repo.entity_object(&old)?, &ent),
+                    Some(old) => {
+                        lifeos_vcs::object::entity::changed_attrs(&repo.entity_object(&old)?, &ent)
+                    }
                     None => ent.attrs.iter().map(|(n, _)| n.clone()).collect(),
                 };
                 self.insert(seq, &obj, &ent, &changed.join(","))?;
@@ -325,7 +327,7 @@ impl Build {
     }
 
     /// What comparison `cmp` (none: any value will do) asks of one value, given the SQL
-    /// of its rank and of the value: [`crate::query::matches`] for one value.
+    /// of its rank and of the value: [`lifeos_entities::query::matches`] for one value.
     fn cond(&mut self, cmp: Option<(Op, &Value)>, rank: &str, v: &str) -> String {
         let Some((op, lit)) = cmp else {
             return "1".into();
@@ -358,7 +360,7 @@ impl Build {
     }
 
     /// Whether some value that `path` reaches from the entity row `ent` passes `cmp`
-    /// ([`crate::query::values`] in SQL; `?1` is the operation's place).
+    /// ([`lifeos_entities::query::values`] in SQL; `?1` is the operation's place).
     fn path(&mut self, path: &[String], ent: &str, cmp: Option<(Op, &Value)>) -> String {
         match path {
             [] => "0".into(),
@@ -761,10 +763,11 @@ impl Catalog {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::entity::EntityChange;
-    use crate::layout::OP_HEADS_DIR;
-    use crate::object::Operation;
+    use crate::CatalogExt;
+    use lifeos_entities::edit::EntityChange;
     use lifeos_store::Kind;
+    use lifeos_vcs::layout::OP_HEADS_DIR;
+    use lifeos_vcs::object::Operation;
 
     /// A small deterministic generator (xorshift), so a failure replays.
     struct Rng(u64);
@@ -813,7 +816,7 @@ mod tests {
     #[test]
     fn a_bulk_import_rebuilds_the_indexes_the_migrations_define() {
         let conn = rusqlite::Connection::open_in_memory().unwrap();
-        for (_, sql) in crate::catalog::MIGRATIONS {
+        for (_, sql) in crate::MIGRATIONS {
             conn.execute_batch(sql).unwrap();
         }
         let indexes = |conn: &rusqlite::Connection| -> Vec<(String, String)> {
@@ -884,7 +887,7 @@ mod tests {
             user: "test".into(),
             host: "test".into(),
             description: "late".into(),
-            events: crate::object::OpEvents::Inline(vec![]),
+            events: lifeos_vcs::object::OpEvents::Inline(vec![]),
         };
         let id = tx.write_object(Kind::Operation, &op.encode()).unwrap();
         drop(tx.commit().unwrap());
@@ -915,7 +918,7 @@ mod tests {
             let op = blob_id(&op).unwrap();
             let state = repo.op_state(&op).unwrap();
             for q in QUERIES {
-                let parsed = crate::query::parse(q).unwrap();
+                let parsed = lifeos_entities::query::parse(q).unwrap();
                 let ids = |hits: Vec<(Id, Entity)>| -> Vec<String> {
                     hits.into_iter().map(|(_, e)| e.id).collect()
                 };
@@ -923,11 +926,13 @@ mod tests {
                 let scanned = ids(repo.scan_entities(&state.view, &parsed).unwrap());
                 assert_eq!(indexed, scanned, "{q} at operation {}", op.short(12));
                 let seq = scans.entity_seq(&op).unwrap().unwrap();
-                let ordered =
-                    ids(
-                        Repo::query_in(&scans, seq, &parsed, &mut |o| repo.entity_object(o))
-                            .unwrap(),
-                    );
+                let ordered = ids(crate::entity_queries::query_in(
+                    &scans,
+                    seq,
+                    &parsed,
+                    &mut |o| repo.entity_object(o),
+                )
+                .unwrap());
                 assert_eq!(
                     ordered,
                     scanned,
@@ -1014,7 +1019,7 @@ mod tests {
                     .unwrap();
                 let old = repo.op_state(&blob_id(&old).unwrap()).unwrap();
                 publish_at(&repo, head.id, &old.view, head.op.end_ms - 1);
-                ids = match crate::entity::root_of(&old.view) {
+                ids = match lifeos_vcs::object::entity::root_of(&old.view) {
                     Some(r) => r
                         .entries(repo.store())
                         .unwrap()

@@ -12,13 +12,13 @@ use std::collections::BTreeMap;
 use bstr::BString;
 use lifeos_store::{Id, IdSet, Kind, Transaction};
 
-use crate::commit::{CommitHook, HookNote, HookReport, Recorded, Unstored};
-use crate::entity::{Conflict, Entity, Value};
-use crate::entity_map::EntityMap;
-use crate::error::{Result, VcsError};
-use crate::object::{EntryKind, Event, View};
-use crate::repo::Repo;
 use crate::schema::{FileRule, Schema};
+use lifeos_vcs::commit::{CommitHook, HookNote, HookReport, Recorded, Unstored};
+use lifeos_vcs::error::{Result, VcsError};
+use lifeos_vcs::merkle_map::MerkleMap;
+use lifeos_vcs::object::entity::{Conflict, Entity, Value};
+use lifeos_vcs::object::{EntryKind, Event, View};
+use lifeos_vcs::repo::Repo;
 
 /// Attributes every derived entity carries, naming where it came from.
 pub const SOURCE_ATTRS: [&str; 4] = ["source_commit", "source_file", "source_line", "source_path"];
@@ -47,7 +47,7 @@ pub struct FileEntities {
 
 /// A stable id for an entity of `kind` read from `path`: the hash of the path and the
 /// entity's key (its UID, the rule's id column, or else its place in the file).
-pub(crate) fn derived_id(kind: &str, path: &[u8], key: &str) -> String {
+pub fn derived_id(kind: &str, path: &[u8], key: &str) -> String {
     let mut h = blake3::Hasher::new();
     h.update(path).update(b"\0").update(key.as_bytes());
     format!("{kind}:{}", &h.finalize().to_hex()[..16])
@@ -282,7 +282,7 @@ fn rows(schema: &Schema, rule: &FileRule, path: &[u8], text: &str) -> FileEntiti
         let id = derived_id(&rule.kind, path, &key);
         let mut attrs = Vec::with_capacity(fields.len());
         for (name, v) in fields {
-            if let Err(e) = crate::entity::check_name("field", &name) {
+            if let Err(e) = crate::edit::check_name("field", &name) {
                 out.skipped.push((line, e.to_string()));
                 return;
             }
@@ -476,8 +476,11 @@ fn merged_with_file(before: Option<&Entity>, base: Option<&Derived>, d: Derived)
         ..cur.clone()
     };
     let base = base.map(|b| row(&b.kind, &b.attrs));
-    let merged =
-        crate::entity::merge_entity(base.as_ref(), Some(&ours), Some(&row(&d.kind, &d.attrs)))?;
+    let merged = lifeos_vcs::object::entity::merge_entity(
+        base.as_ref(),
+        Some(&ours),
+        Some(&row(&d.kind, &d.attrs)),
+    )?;
     (merged != ours).then_some(merged)
 }
 
@@ -506,7 +509,8 @@ impl CommitHook for DeriveEntities {
         view: &mut View,
         rec: &Recorded<'_>,
     ) -> Result<HookReport> {
-        let out = repo.derive_entities(
+        let out = derive(
+            repo,
             tx,
             view,
             rec.parent_tree,
@@ -530,233 +534,232 @@ impl CommitHook for DeriveEntities {
     }
 }
 
-impl Repo {
-    /// Reads the file `id` at `path`: from `unstored` (written by the transaction being
-    /// recorded), from the folder when it still holds exactly that content, else from
-    /// the store.
-    pub(crate) fn derived_bytes(
-        &self,
-        path: &[u8],
-        id: &Id,
-        unstored: &Unstored<'_>,
-    ) -> Result<Vec<u8>> {
-        if let Some(bytes) = unstored.get(id) {
-            return Ok(bytes.to_vec());
-        }
-        if let Ok(bytes) = std::fs::read(crate::path::in_folder(self.workdir(), path)) {
-            if Id::hash(&bytes) == *id {
-                return Ok(bytes);
-            }
-        }
-        let mut out = Vec::new();
-        self.store().read_file(id, &mut out).map_err(|e| {
-            VcsError::Refused(format!(
-                "{} changed while it was being committed ({e}); commit again",
-                crate::path::display(path)
-            ))
-        })?;
-        Ok(out)
+/// Reads the file `id` at `path`: from `unstored` (written by the transaction being
+/// recorded), from the folder when it still holds exactly that content, else from
+/// the store.
+pub(crate) fn file_bytes(
+    repo: &Repo,
+    path: &[u8],
+    id: &Id,
+    unstored: &Unstored<'_>,
+) -> Result<Vec<u8>> {
+    if let Some(bytes) = unstored.get(id) {
+        return Ok(bytes.to_vec());
     }
-
-    /// Brings the entities derived from files up to date with a commit from tree `old`
-    /// to tree `new` (`commit` its id), in `view`'s entity root, inside `tx`.
-    pub(crate) fn derive_entities(
-        &self,
-        tx: &mut Transaction<'_>,
-        view: &mut View,
-        old: Option<&Id>,
-        new: &Id,
-        commit: &Id,
-        unstored: &Unstored<'_>,
-    ) -> Result<DeriveOutcome> {
-        let mut out = DeriveOutcome {
-            events: Vec::new(),
-            skipped: Vec::new(),
-            replaced: Vec::new(),
-        };
-        // A broken schema must not stop files from being recorded: say so and read the
-        // vCard and iCalendar files with the built-in types alone.
-        let schema = match self.entity_schema_tx(tx, new, unstored) {
-            Ok(s) => s,
-            Err(VcsError::Refused(why)) => {
-                out.skipped.push((
-                    crate::schema::SCHEMA_FILE.into(),
-                    0,
-                    format!("{why}; until it is fixed, CSV and JSON Lines files are not read as entities"),
-                ));
-                Schema::default()
-            }
-            Err(e) => return Err(e),
-        };
-        let changes = self.diff_trees_tx_where(tx, old, Some(new), &|p| derives(&schema, p))?;
-        if changes.is_empty() {
-            return Ok(out);
+    if let Ok(bytes) = std::fs::read(lifeos_vcs::path::in_folder(repo.workdir(), path)) {
+        if Id::hash(&bytes) == *id {
+            return Ok(bytes);
         }
-        let root = view.entities.map(EntityMap);
-        let current = |tx: &Transaction<'_>, id: &str| -> Result<Option<(Id, Entity)>> {
-            match &root {
-                Some(r) => match r.get(tx, id.as_bytes())? {
-                    Some(o) => Ok(Some((o, crate::entity::decode_in(tx, &o)?))),
-                    None => Ok(None),
-                },
+    }
+    let mut out = Vec::new();
+    repo.store().read_file(id, &mut out).map_err(|e| {
+        VcsError::Refused(format!(
+            "{} changed while it was being committed ({e}); commit again",
+            lifeos_vcs::path::display(path)
+        ))
+    })?;
+    Ok(out)
+}
+
+/// Brings the entities derived from files up to date with a commit from tree `old`
+/// to tree `new` (`commit` its id), in `view`'s entity root, inside `tx`.
+fn derive(
+    repo: &Repo,
+    tx: &mut Transaction<'_>,
+    view: &mut View,
+    old: Option<&Id>,
+    new: &Id,
+    commit: &Id,
+    unstored: &Unstored<'_>,
+) -> Result<DeriveOutcome> {
+    let mut out = DeriveOutcome {
+        events: Vec::new(),
+        skipped: Vec::new(),
+        replaced: Vec::new(),
+    };
+    // A broken schema must not stop files from being recorded: say so and read the
+    // vCard and iCalendar files with the built-in types alone.
+    let schema = match crate::schema::in_tx(repo, tx, new, unstored) {
+        Ok(s) => s,
+        Err(VcsError::Refused(why)) => {
+            out.skipped.push((
+                crate::schema::SCHEMA_FILE.into(),
+                0,
+                format!(
+                    "{why}; until it is fixed, CSV and JSON Lines files are not read as entities"
+                ),
+            ));
+            Schema::default()
+        }
+        Err(e) => return Err(e),
+    };
+    let changes = repo.diff_trees_tx_where(tx, old, Some(new), &|p| derives(&schema, p))?;
+    if changes.is_empty() {
+        return Ok(out);
+    }
+    let root = view.entities.map(MerkleMap);
+    let current = |tx: &Transaction<'_>, id: &str| -> Result<Option<(Id, Entity)>> {
+        match &root {
+            Some(r) => match r.get(tx, id.as_bytes())? {
+                Some(o) => Ok(Some((o, lifeos_vcs::object::entity::decode_in(tx, &o)?))),
                 None => Ok(None),
+            },
+            None => Ok(None),
+        }
+    };
+    let is_file = |e: &Option<lifeos_vcs::object::TreeEntry>| {
+        e.as_ref()
+            .filter(|e| matches!(e.kind, EntryKind::File | EntryKind::Executable))
+            .map(|e| e.id)
+    };
+    // Each key at most once: a derived id hashes its file's path, so two files never
+    // share one, a file's second entry with a key is skipped, and a file's removed
+    // ids are ones its new version does not hold.
+    let mut edits: Vec<(Vec<u8>, Option<Id>)> = Vec::new();
+    for c in &changes {
+        // The old version's entities, by id: the base a hand edit is merged against.
+        let mut old: Vec<Derived> = match is_file(&c.old) {
+            Some(id) => {
+                // The old version is the parent commit's: in the store, or written
+                // earlier in the same transaction (a series of commits).
+                let bytes = match unstored.get(&id) {
+                    Some(b) => b.to_vec(),
+                    None => {
+                        let mut bytes = Vec::new();
+                        repo.store().read_file(&id, &mut bytes)?;
+                        bytes
+                    }
+                };
+                read_file(&schema, &c.path, &bytes).entities
             }
+            None => Vec::new(),
         };
-        let is_file = |e: &Option<crate::object::TreeEntry>| {
-            e.as_ref()
-                .filter(|e| matches!(e.kind, EntryKind::File | EntryKind::Executable))
-                .map(|e| e.id)
-        };
-        // Each key at most once: a derived id hashes its file's path, so two files never
-        // share one, a file's second entry with a key is skipped, and a file's removed
-        // ids are ones its new version does not hold.
-        let mut edits: Vec<(Vec<u8>, Option<Id>)> = Vec::new();
-        for c in &changes {
-            // The old version's entities, by id: the base a hand edit is merged against.
-            let mut old: Vec<Derived> = match is_file(&c.old) {
-                Some(id) => {
-                    // The old version is the parent commit's: in the store, or written
-                    // earlier in the same transaction (a series of commits).
-                    let bytes = match unstored.get(&id) {
-                        Some(b) => b.to_vec(),
-                        None => {
-                            let mut bytes = Vec::new();
-                            self.store().read_file(&id, &mut bytes)?;
-                            bytes
-                        }
-                    };
-                    read_file(&schema, &c.path, &bytes).entities
+        old.sort_by(|a, b| a.id.cmp(&b.id));
+        old.dedup_by(|a, b| a.id == b.id);
+        // The entities the new version holds, by walk order (needed only to find the
+        // old version's that are gone).
+        let mut kept: IdSet<[u8; 32]> = IdSet::default();
+        let (first_skipped, first_replaced) = (out.skipped.len(), out.replaced.len());
+        if let Some(file) = is_file(&c.new) {
+            let bytes = file_bytes(repo, &c.path, &file, unstored)?;
+            let read = read_file(&schema, &c.path, &bytes);
+            drop(bytes);
+            for (line, why) in read.skipped {
+                out.skipped.push((c.path.clone(), line, why));
+            }
+            // Where these entities came from, the same for all of them.
+            let source = [
+                ("source_commit", Value::Str(commit.to_hex())),
+                ("source_file", Value::Str(file.to_hex())),
+                (
+                    "source_path",
+                    Value::Str(lifeos_vcs::path::display(&c.path).into_owned()),
+                ),
+            ];
+            // Written as they are read, in the order the map is walked (the BLAKE3
+            // of the id), so that reading them back (the catalog's indexing, a diff)
+            // decodes each block once; the sort is stable, so of two entries with
+            // one key the first in the file comes first.
+            let mut rows: Vec<([u8; 32], Derived)> = read
+                .entities
+                .into_iter()
+                .map(|d| (lifeos_vcs::merkle_map::walk_order(d.id.as_bytes()), d))
+                .collect();
+            rows.sort_by_key(|r| r.0);
+            out.events.reserve(rows.len());
+            edits.reserve(rows.len());
+            let mut previous = None;
+            for (order, d) in rows {
+                if previous.replace(order) == Some(order) {
+                    out.skipped.push((
+                        c.path.clone(),
+                        d.line,
+                        format!("a second entry with the key of {}", d.id),
+                    ));
+                    continue;
                 }
-                None => Vec::new(),
-            };
-            old.sort_by(|a, b| a.id.cmp(&b.id));
-            old.dedup_by(|a, b| a.id == b.id);
-            // The entities the new version holds, by walk order (needed only to find the
-            // old version's that are gone).
-            let mut kept: IdSet<[u8; 32]> = IdSet::default();
-            let (first_skipped, first_replaced) = (out.skipped.len(), out.replaced.len());
-            if let Some(file) = is_file(&c.new) {
-                let bytes = self.derived_bytes(&c.path, &file, unstored)?;
-                let read = read_file(&schema, &c.path, &bytes);
-                drop(bytes);
-                for (line, why) in read.skipped {
-                    out.skipped.push((c.path.clone(), line, why));
-                }
-                // Where these entities came from, the same for all of them.
-                let source = [
-                    ("source_commit", Value::Str(commit.to_hex())),
-                    ("source_file", Value::Str(file.to_hex())),
-                    (
-                        "source_path",
-                        Value::Str(crate::path::display(&c.path).into_owned()),
-                    ),
-                ];
-                // Written as they are read, in the order the map is walked (the BLAKE3
-                // of the id), so that reading them back (the catalog's indexing, a diff)
-                // decodes each block once; the sort is stable, so of two entries with
-                // one key the first in the file comes first.
-                let mut rows: Vec<([u8; 32], Derived)> = read
-                    .entities
-                    .into_iter()
-                    .map(|d| (crate::entity_map::walk_order(d.id.as_bytes()), d))
-                    .collect();
-                rows.sort_by_key(|r| r.0);
-                out.events.reserve(rows.len());
-                edits.reserve(rows.len());
-                let mut previous = None;
-                for (order, d) in rows {
-                    if previous.replace(order) == Some(order) {
-                        out.skipped.push((
-                            c.path.clone(),
-                            d.line,
-                            format!("a second entry with the key of {}", d.id),
-                        ));
-                        continue;
-                    }
-                    let before = if root.is_some() {
-                        current(tx, &d.id)?
-                    } else {
-                        None
-                    };
-                    let base = old
-                        .binary_search_by(|o| o.id.as_str().cmp(&d.id))
-                        .ok()
-                        .map(|i| &old[i]);
-                    let line = d.line;
-                    let Some(mut e) = merged_with_file(before.as_ref().map(|b| &b.1), base, d)
-                    else {
-                        if !old.is_empty() {
-                            kept.insert(order);
-                        }
-                        continue;
-                    };
-                    e.attrs
-                        .extend(source.iter().map(|(n, v)| (n.to_string(), v.clone())));
-                    e.attrs
-                        .push(("source_line".into(), Value::Num(line as f64)));
-                    e.attrs.sort_by(|a, b| a.0.cmp(&b.0));
-                    let mut type_of = |t: &str| -> Result<Option<String>> {
-                        Ok(current(tx, t)?.map(|(_, e)| e.kind))
-                    };
-                    if let Err(err) = schema.check(&e, &mut type_of) {
-                        out.skipped.push((c.path.clone(), line, err.to_string()));
-                        continue;
-                    }
+                let before = if root.is_some() {
+                    current(tx, &d.id)?
+                } else {
+                    None
+                };
+                let base = old
+                    .binary_search_by(|o| o.id.as_str().cmp(&d.id))
+                    .ok()
+                    .map(|i| &old[i]);
+                let line = d.line;
+                let Some(mut e) = merged_with_file(before.as_ref().map(|b| &b.1), base, d) else {
                     if !old.is_empty() {
                         kept.insert(order);
                     }
-                    let new_conflicts = e.conflicts.iter().filter(|k| {
-                        before
-                            .as_ref()
-                            .is_none_or(|(_, b)| !b.conflicts.contains(k))
-                    });
-                    for k in new_conflicts {
-                        out.replaced
-                            .push((c.path.clone(), line, replaced_note(&e.id, k)));
-                    }
-                    let (obj, _) = tx.write_grouped(Kind::Entity, &e.encode())?;
-                    out.events.push(match before {
-                        Some((from, b)) => Event::EntityChanged {
-                            id: e.id.clone(),
-                            paths: crate::entity::changed_attrs(&b, &e),
-                            from,
-                            to: obj,
-                        },
-                        None => Event::EntityCreated {
-                            id: e.id.clone(),
-                            entity: obj,
-                        },
-                    });
-                    edits.push((e.id.into_bytes(), Some(obj)));
+                    continue;
+                };
+                e.attrs
+                    .extend(source.iter().map(|(n, v)| (n.to_string(), v.clone())));
+                e.attrs
+                    .push(("source_line".into(), Value::Num(line as f64)));
+                e.attrs.sort_by(|a, b| a.0.cmp(&b.0));
+                let mut type_of = |t: &str| -> Result<Option<String>> {
+                    Ok(current(tx, t)?.map(|(_, e)| e.kind))
+                };
+                if let Err(err) = schema.check(&e, &mut type_of) {
+                    out.skipped.push((c.path.clone(), line, err.to_string()));
+                    continue;
                 }
-            }
-            // What was skipped or replaced, in the file's order.
-            out.skipped[first_skipped..].sort_by_key(|s| s.1);
-            out.replaced[first_replaced..].sort_by_key(|s| s.1);
-            let gone = old
-                .into_iter()
-                .map(|d| d.id)
-                .filter(|id| !kept.contains(&crate::entity_map::walk_order(id.as_bytes())));
-            for gone in gone {
-                if let Some((obj, _)) = current(tx, &gone)? {
-                    out.events.push(Event::EntityRemoved {
-                        id: gone.clone(),
+                if !old.is_empty() {
+                    kept.insert(order);
+                }
+                let new_conflicts = e.conflicts.iter().filter(|k| {
+                    before
+                        .as_ref()
+                        .is_none_or(|(_, b)| !b.conflicts.contains(k))
+                });
+                for k in new_conflicts {
+                    out.replaced
+                        .push((c.path.clone(), line, replaced_note(&e.id, k)));
+                }
+                let (obj, _) = tx.write_grouped(Kind::Entity, &e.encode())?;
+                out.events.push(match before {
+                    Some((from, b)) => Event::EntityChanged {
+                        id: e.id.clone(),
+                        paths: lifeos_vcs::object::entity::changed_attrs(&b, &e),
+                        from,
+                        to: obj,
+                    },
+                    None => Event::EntityCreated {
+                        id: e.id.clone(),
                         entity: obj,
-                    });
-                    edits.push((gone.into_bytes(), None));
-                }
+                    },
+                });
+                edits.push((e.id.into_bytes(), Some(obj)));
             }
         }
-        if edits.is_empty() {
-            return Ok(out);
+        // What was skipped or replaced, in the file's order.
+        out.skipped[first_skipped..].sort_by_key(|s| s.1);
+        out.replaced[first_replaced..].sort_by_key(|s| s.1);
+        let gone = old
+            .into_iter()
+            .map(|d| d.id)
+            .filter(|id| !kept.contains(&lifeos_vcs::merkle_map::walk_order(id.as_bytes())));
+        for gone in gone {
+            if let Some((obj, _)) = current(tx, &gone)? {
+                out.events.push(Event::EntityRemoved {
+                    id: gone.clone(),
+                    entity: obj,
+                });
+                edits.push((gone.into_bytes(), None));
+            }
         }
-        let new_root = match root {
-            Some(r) => r.apply(tx, &edits)?.0,
-            None => EntityMap::build(tx, &edits)?,
-        };
-        view.entities = Some(new_root.0);
-        Ok(out)
     }
+    if edits.is_empty() {
+        return Ok(out);
+    }
+    let new_root = match root {
+        Some(r) => r.apply(tx, &edits)?.0,
+        None => MerkleMap::build(tx, &edits)?,
+    };
+    view.entities = Some(new_root.0);
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -894,5 +897,51 @@ mod tests {
         assert_eq!(got.entities.len(), 2);
         assert_eq!(got.entities[1].line, 4);
         assert_eq!(got.skipped.iter().map(|s| s.0).collect::<Vec<_>>(), [2, 3]);
+    }
+
+    fn write(path: &str, bytes: &str) -> (BString, Option<Vec<u8>>) {
+        (path.into(), Some(bytes.as_bytes().to_vec()))
+    }
+
+    fn at(i: i64) -> i64 {
+        1_767_225_600_000 + i * 60_000
+    }
+
+    /// Entities are derived from files written earlier in the same series (their bytes
+    /// are not in the store before the transaction commits): a vCard added, then edited.
+    #[test]
+    fn a_series_derives_entities_from_what_it_wrote_before() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut repo = Repo::init(dir.path(), lifeos_store::StoreConfig::default()).unwrap();
+        repo.add_commit_hook(std::sync::Arc::new(DeriveEntities));
+        let wc = repo.lock_working_copy().unwrap();
+        let card = |name: &str| {
+            format!("BEGIN:VCARD\r\nVERSION:3.0\r\nFN:{name}\r\nUID:ann-1\r\nEND:VCARD\r\n")
+        };
+        let series = [
+            lifeos_vcs::series::SeriesCommit {
+                files: vec![write("people.vcf", &card("Ann Lee"))],
+                message: b"add".to_vec(),
+                time_ms: at(1),
+            },
+            lifeos_vcs::series::SeriesCommit {
+                files: vec![write("people.vcf", &card("Ann Lee-Smith"))],
+                message: b"rename".to_vec(),
+                time_ms: at(2),
+            },
+        ];
+        let out = repo.commit_series(&wc, &series).unwrap();
+        assert!(out.notes.is_empty(), "{:?}", out.notes);
+        let id = derived_id("contact", b"people.vcf", "ann-1");
+        let name = |op: &Id| {
+            let view = repo.op_state(op).unwrap().view;
+            let (_, e) = crate::EntitiesExt::entity_in(&repo, &view, &id)
+                .unwrap()
+                .unwrap();
+            e.get("name").map(|v| v.render())
+        };
+        let first = repo.operation(&out.op).unwrap().parents[0];
+        assert_eq!(name(&first).as_deref(), Some("Ann Lee"));
+        assert_eq!(name(&out.op).as_deref(), Some("Ann Lee-Smith"));
     }
 }

@@ -447,7 +447,7 @@ mod tests {
 
     fn index(texts: &[&str]) -> Connection {
         let conn = Connection::open_in_memory().unwrap();
-        for (_, sql) in crate::catalog::MIGRATIONS {
+        for (_, sql) in crate::MIGRATIONS {
             conn.execute_batch(sql).unwrap();
         }
         register(&conn).unwrap();
@@ -511,7 +511,7 @@ mod tests {
         let conn = index(TEXTS);
         let kept = table(&conn, "SELECT term, docs FROM term_docs ORDER BY term");
         conn.execute_batch("DELETE FROM term_docs").unwrap();
-        let (_, level12) = crate::catalog::MIGRATIONS[11];
+        let (_, level12) = crate::MIGRATIONS[11];
         conn.execute_batch(level12).unwrap();
         assert_eq!(
             table(&conn, "SELECT term, docs FROM term_docs ORDER BY term"),

@@ -3,7 +3,8 @@
 
 use std::cmp::Ordering;
 
-use crate::entity::{Entity, Value};
+use lifeos_store::Id;
+use lifeos_vcs::object::entity::{Entity, Value};
 
 /// A query that did not parse: what was expected, and the byte offset of the token.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -435,13 +436,47 @@ pub fn matches(e: &Entity, f: &Filter, follow: &mut dyn FnMut(&str) -> Option<En
     }
 }
 
+/// Orders `hits` (sorted by id) as `q` asks and applies its limit: by the first value of
+/// the order path (`follow` reads linked entities), entities without one last either way,
+/// ties by id.
+pub fn order_hits(
+    mut hits: Vec<(Id, Entity)>,
+    q: &Query,
+    follow: &mut dyn FnMut(&str) -> Option<Entity>,
+) -> Vec<(Id, Entity)> {
+    if let Some((path, desc)) = &q.order {
+        let mut keyed: Vec<(Option<Value>, (Id, Entity))> = hits
+            .into_iter()
+            .map(|h| (values(&h.1, path, follow).into_iter().next(), h))
+            .collect();
+        keyed.sort_by(|(a, _), (b, _)| match (a, b) {
+            (Some(x), Some(y)) => {
+                let o = sort_order(x, y);
+                if *desc {
+                    o.reverse()
+                } else {
+                    o
+                }
+            }
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (None, None) => std::cmp::Ordering::Equal,
+        });
+        hits = keyed.into_iter().map(|(_, h)| h).collect();
+    }
+    if let Some(n) = q.limit {
+        hits.truncate(n);
+    }
+    hits
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn task(id: &str, attrs: &[(&str, &str)], links: &[(&str, &str)]) -> Entity {
         let attrs: Vec<(&str, Value)> = attrs.iter().map(|(n, v)| (*n, Value::parse(v))).collect();
-        Entity::sample("task", id, &attrs, links)
+        lifeos_vcs::testing::entity("task", id, &attrs, links)
     }
 
     #[test]

@@ -11,8 +11,8 @@ use std::path::Path;
 use aho_corasick::AhoCorasick;
 use rusqlite::params;
 
-use crate::catalog::{db_err, Catalog};
-use crate::error::Result;
+use crate::{db_err, Catalog};
+use lifeos_vcs::error::Result;
 
 /// The types whose names are looked for.
 pub const MENTIONED_TYPES: [&str; 3] = ["person", "place", "project"];

@@ -1,5 +1,6 @@
-//! The entity map: a Merkle map from entity ids to entity object ids, the entity root of
-//! a view.
+//! A Merkle map from keys to object ids: a view's entity root (entity id to entity
+//! object) and its action root (action id to newest record) are each one. Its nodes are
+//! the objects of kind "entity map node", the name it had when entities were its only use.
 //!
 //! It is a hash array mapped trie: a key's path is the BLAKE3 hash of the key, read four
 //! bits at a time, so each node has up to 16 slots. A slot holds nothing, a leaf (a key and
@@ -35,19 +36,19 @@ pub trait NodeWrite: NodeRead {
 
 impl NodeRead for Store {
     fn read_node(&self, id: &Id) -> Result<Vec<u8>> {
-        Ok(self.read_object(id, Kind::EntityMap)?)
+        Ok(self.read_object(id, Kind::MapNode)?)
     }
 }
 
 impl NodeRead for Transaction<'_> {
     fn read_node(&self, id: &Id) -> Result<Vec<u8>> {
-        Ok(self.read_object(id, Kind::EntityMap)?)
+        Ok(self.read_object(id, Kind::MapNode)?)
     }
 }
 
 impl NodeWrite for Transaction<'_> {
     fn write_node(&mut self, raw: &[u8]) -> Result<Id> {
-        Ok(self.write_object(Kind::EntityMap, raw)?)
+        Ok(self.write_object(Kind::MapNode, raw)?)
     }
 }
 
@@ -67,7 +68,7 @@ fn path(key: &[u8]) -> [u8; 32] {
     *blake3::hash(key).as_bytes()
 }
 
-/// Where `key` sorts in a map's walks ([`EntityMap::entries`], diffs): objects grouped
+/// Where `key` sorts in a map's walks ([`MerkleMap::entries`], diffs): objects grouped
 /// into blocks should be written in this order, so a walk decodes each block once.
 pub fn walk_order(key: &[u8]) -> [u8; 32] {
     path(key)
@@ -90,7 +91,7 @@ fn encode(slots: &[Sub]) -> Vec<u8> {
             bitmap |= 1 << i;
         }
     }
-    let mut w = Writer::with_header(Kind::EntityMap as u8, NODE_VERSION);
+    let mut w = Writer::with_header(Kind::MapNode as u8, NODE_VERSION);
     w.raw(&bitmap.to_le_bytes());
     for s in slots {
         match s {
@@ -114,7 +115,7 @@ fn decode(id: &Id, raw: &[u8]) -> Result<Slots> {
         source,
     };
     let mut r = Reader::new(raw);
-    r.header(W, Kind::EntityMap as u8, NODE_VERSION)
+    r.header(W, Kind::MapNode as u8, NODE_VERSION)
         .map_err(err)?;
     let bits = r.raw(W, 2).map_err(err)?;
     let bitmap = u16::from_le_bytes([bits[0], bits[1]]);
@@ -161,7 +162,7 @@ fn read_at(store: &dyn NodeRead, id: &Id, depth: usize) -> Result<Slots> {
 
 /// A map's root: the id of its root node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct EntityMap(pub Id);
+pub struct MerkleMap(pub Id);
 
 /// One key whose value differs between two maps (`None`: absent on that side).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -191,10 +192,10 @@ pub struct MapConflict {
 /// Decides a conflicting key: the value the merged map keeps (`None` removes it).
 pub type Resolve<'a> = dyn FnMut(&MapConflict) -> Result<Option<Id>> + 'a;
 
-impl EntityMap {
+impl MerkleMap {
     /// Writes the empty map.
-    pub fn empty(store: &mut dyn NodeWrite) -> Result<EntityMap> {
-        Ok(EntityMap(
+    pub fn empty(store: &mut dyn NodeWrite) -> Result<MerkleMap> {
+        Ok(MerkleMap(
             store.write_node(&encode(&vec![Sub::Empty; FANOUT]))?,
         ))
     }
@@ -204,14 +205,14 @@ impl EntityMap {
     pub fn build(
         store: &mut dyn NodeWrite,
         entries: &[(Vec<u8>, Option<Id>)],
-    ) -> Result<EntityMap> {
+    ) -> Result<MerkleMap> {
         let entries: Vec<Entry> = entries
             .iter()
             .filter_map(|(k, v)| v.map(|v| (path(k), k.clone(), v)))
             .collect();
         let mut written = 0;
         let sub = build(store, 0, entries, &mut written)?;
-        Ok(EntityMap(root_id(store, sub, &mut written)?))
+        Ok(MerkleMap(root_id(store, sub, &mut written)?))
     }
 
     /// The value of `key`, if present.
@@ -267,19 +268,19 @@ impl EntityMap {
         &self,
         store: &mut dyn NodeWrite,
         edits: &[(Vec<u8>, Option<Id>)],
-    ) -> Result<(EntityMap, u64)> {
+    ) -> Result<(MerkleMap, u64)> {
         let edits: Vec<Edit> = edits
             .iter()
             .map(|(k, v)| (path(k), k.clone(), *v))
             .collect();
         let mut written = 0;
         let root = apply_at(store, &Sub::Node(self.0), 0, edits, &mut written)?;
-        Ok((EntityMap(root_id(store, root, &mut written)?), written))
+        Ok((MerkleMap(root_id(store, root, &mut written)?), written))
     }
 
     /// The keys whose values differ from `self` to `other`, found by descending only
     /// where node ids differ.
-    pub fn diff(&self, store: &dyn NodeRead, other: &EntityMap) -> Result<Vec<MapChange>> {
+    pub fn diff(&self, store: &dyn NodeRead, other: &MerkleMap) -> Result<Vec<MapChange>> {
         let mut out = Vec::new();
         diff_at(store, &Sub::Node(self.0), &Sub::Node(other.0), &mut out)?;
         Ok(out)
@@ -289,10 +290,10 @@ impl EntityMap {
     /// absent (an absent map is empty).
     pub fn changes(
         store: &dyn NodeRead,
-        old: Option<&EntityMap>,
-        new: Option<&EntityMap>,
+        old: Option<&MerkleMap>,
+        new: Option<&MerkleMap>,
     ) -> Result<Vec<MapChange>> {
-        let all = |m: &EntityMap, side: bool| -> Result<Vec<MapChange>> {
+        let all = |m: &MerkleMap, side: bool| -> Result<Vec<MapChange>> {
             Ok(m.entries(store)?
                 .into_iter()
                 .map(|(key, v)| MapChange {
@@ -315,11 +316,11 @@ impl EntityMap {
     /// decided by `resolve`.
     pub fn merge(
         store: &mut dyn NodeWrite,
-        base: &EntityMap,
-        ours: &EntityMap,
-        theirs: &EntityMap,
+        base: &MerkleMap,
+        ours: &MerkleMap,
+        theirs: &MerkleMap,
         resolve: &mut Resolve<'_>,
-    ) -> Result<EntityMap> {
+    ) -> Result<MerkleMap> {
         let mut written = 0;
         let merged = merge_at(
             store,
@@ -328,7 +329,7 @@ impl EntityMap {
             resolve,
             &mut written,
         )?;
-        Ok(EntityMap(root_id(store, merged, &mut written)?))
+        Ok(MerkleMap(root_id(store, merged, &mut written)?))
     }
 }
 
@@ -383,11 +384,11 @@ pub(crate) fn merge_map_roots(
     }
     // The empty map stands in for a side that has no root yet.
     let empty = match base.is_none() || sides.iter().any(Option::is_none) {
-        true => Some(EntityMap::empty(tx)?),
+        true => Some(MerkleMap::empty(tx)?),
         false => None,
     };
     let or_empty = |r: Option<Id>| {
-        r.map(EntityMap)
+        r.map(MerkleMap)
             .or(empty)
             .expect("the empty map is written when a root is missing")
     };
@@ -395,7 +396,7 @@ pub(crate) fn merge_map_roots(
     let mut merged = or_empty(sides[0]);
     for side in &sides[1..] {
         let mut conflicts: Vec<MapConflict> = Vec::new();
-        let m = EntityMap::merge(tx, &base_map, &merged, &or_empty(*side), &mut |c| {
+        let m = MerkleMap::merge(tx, &base_map, &merged, &or_empty(*side), &mut |c| {
             conflicts.push(c.clone());
             Ok(c.theirs)
         })?;
@@ -638,7 +639,7 @@ mod tests {
         (dir, store)
     }
 
-    fn as_map(tx: &Transaction<'_>, m: &EntityMap) -> BTreeMap<Vec<u8>, Id> {
+    fn as_map(tx: &Transaction<'_>, m: &MerkleMap) -> BTreeMap<Vec<u8>, Id> {
         m.entries(tx).unwrap().into_iter().collect()
     }
 
@@ -654,7 +655,7 @@ mod tests {
         ) {
             let (_d, store) = store();
             let mut tx = store.transaction().unwrap();
-            let mut map = EntityMap::empty(&mut tx).unwrap();
+            let mut map = MerkleMap::empty(&mut tx).unwrap();
             let mut model = BTreeMap::new();
             for batch in batches {
                 let edits: Vec<(Vec<u8>, Option<Id>)> =
@@ -684,9 +685,9 @@ mod tests {
             prop_assert_eq!(map.get(&tx, b"absent").unwrap(), None);
             let all: Vec<(Vec<u8>, Option<Id>)> =
                 model.iter().map(|(k, v)| (k.clone(), Some(*v))).collect();
-            let empty = EntityMap::empty(&mut tx).unwrap();
+            let empty = MerkleMap::empty(&mut tx).unwrap();
             prop_assert_eq!(empty.apply(&mut tx, &all).unwrap().0, map);
-            prop_assert_eq!(EntityMap::build(&mut tx, &all).unwrap(), map);
+            prop_assert_eq!(MerkleMap::build(&mut tx, &all).unwrap(), map);
         }
 
         /// A three-way merge keeps each side's changes and asks about keys both changed.
@@ -698,7 +699,7 @@ mod tests {
         ) {
             let (_d, store) = store();
             let mut tx = store.transaction().unwrap();
-            let empty = EntityMap::empty(&mut tx).unwrap();
+            let empty = MerkleMap::empty(&mut tx).unwrap();
             let edits = |m: &BTreeMap<u32, Option<u32>>| -> Vec<(Vec<u8>, Option<Id>)> {
                 m.iter().map(|(k, v)| (key(*k), v.map(value))).collect()
             };
@@ -707,7 +708,7 @@ mod tests {
             let o = b.apply(&mut tx, &edits(&ours)).unwrap().0;
             let t = b.apply(&mut tx, &edits(&theirs)).unwrap().0;
             let mut asked = Vec::new();
-            let merged = EntityMap::merge(&mut tx, &b, &o, &t, &mut |c| {
+            let merged = MerkleMap::merge(&mut tx, &b, &o, &t, &mut |c| {
                 asked.push(c.key.clone());
                 Ok(c.ours)
             })
@@ -750,7 +751,7 @@ mod tests {
         let mut tx = store.transaction().unwrap();
         let all: Vec<(Vec<u8>, Option<Id>)> =
             (0..100_000).map(|i| (key(i), Some(value(i)))).collect();
-        let empty = EntityMap::empty(&mut tx).unwrap();
+        let empty = MerkleMap::empty(&mut tx).unwrap();
         let (map, built) = empty.apply(&mut tx, &all).unwrap();
         let (edited, written) = map.apply(&mut tx, &[(key(42), Some(value(7)))]).unwrap();
         assert!(
@@ -779,11 +780,11 @@ mod tests {
     fn a_node_that_does_not_decode_is_named() {
         let (_d, store) = store();
         let mut tx = store.transaction().unwrap();
-        let raw = [Kind::EntityMap as u8, NODE_VERSION, 1, 0, 7];
+        let raw = [Kind::MapNode as u8, NODE_VERSION, 1, 0, 7];
         assert!(check_node(&raw).is_err());
         assert!(check_node(&encode(&vec![Sub::Empty; FANOUT])).is_ok());
         let id = tx.write_node(&raw).unwrap();
-        let err = EntityMap(id).get(&tx, b"x").unwrap_err().to_string();
+        let err = MerkleMap(id).get(&tx, b"x").unwrap_err().to_string();
         assert!(
             err.contains("entity map node") && err.contains(&id.to_string()[..8]),
             "{err}"

@@ -11,8 +11,8 @@ use argon2::{Algorithm, Argon2, Params, Version};
 use ring::aead::{Aad, LessSafeKey, Nonce, Tag, UnboundKey, CHACHA20_POLY1305};
 use zeroize::{Zeroize, Zeroizing};
 
-use crate::enc::{DecodeError, Reader, Writer};
-use crate::Id;
+use lifeos_store::enc::{DecodeError, Reader, Writer};
+use lifeos_store::Id;
 
 /// Bytes of a sealed blob's nonce.
 pub const NONCE_LEN: usize = 24;

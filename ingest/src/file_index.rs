@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 
 use lifeos_store::Id;
 
-use crate::error::{Result, VcsError};
-use crate::object::EntryKind;
-use crate::repo::Repo;
+use lifeos_vcs::error::{Result, VcsError};
+use lifeos_vcs::object::EntryKind;
+use lifeos_vcs::repo::Repo;
 
 /// A tree with this many files or more has its index kept.
 pub const KEPT_FROM: usize = 10_000;
@@ -255,43 +255,41 @@ impl FileIndex {
     }
 }
 
-impl Repo {
-    fn file_index_path(&self, tree: &Id) -> PathBuf {
-        self.dot_dir().join(FILE_INDEX_DIR).join(tree.to_hex())
-    }
+fn kept_path(repo: &Repo, tree: &Id) -> PathBuf {
+    repo.dot_dir().join(FILE_INDEX_DIR).join(tree.to_hex())
+}
 
-    /// The files below tree `tree`, indexed: the kept copy when there is one, else read
-    /// from the trees, and kept when there are [`KEPT_FROM`] or more.
-    pub fn file_index(&self, tree: &Id) -> Result<FileIndex> {
-        self.file_index_kept_from(tree, KEPT_FROM)
-    }
+/// The files below tree `tree`, indexed: the kept copy when there is one, else read
+/// from the trees, and kept when there are [`KEPT_FROM`] or more.
+pub fn of_tree(repo: &Repo, tree: &Id) -> Result<FileIndex> {
+    kept_from(repo, tree, KEPT_FROM)
+}
 
-    pub(crate) fn file_index_kept_from(&self, tree: &Id, kept_from: usize) -> Result<FileIndex> {
-        let path = self.file_index_path(tree);
-        if let Ok(bytes) = std::fs::read(&path) {
-            if let Some(index) = FileIndex::decode(bytes, tree) {
-                return Ok(index);
-            }
+fn kept_from(repo: &Repo, tree: &Id, kept_from: usize) -> Result<FileIndex> {
+    let path = kept_path(repo, tree);
+    if let Ok(bytes) = std::fs::read(&path) {
+        if let Some(index) = FileIndex::decode(bytes, tree) {
+            return Ok(index);
         }
-        let mut files = Vec::new();
-        self.visit_files_below(tree, b"", &mut |p, e| {
-            if !matches!(e.kind, EntryKind::Symlink | EntryKind::Gitlink) {
-                files.push((p.to_vec(), e.id));
-            }
-            Ok(())
-        })?;
-        let index = FileIndex::build(tree, &files).ok_or_else(|| {
-            VcsError::Refused(format!(
-                "tree {} has more files or path bytes than a file index holds (2^32)",
-                tree.to_hex()
-            ))
-        })?;
-        if index.len() >= kept_from {
-            // A copy that cannot be written only costs the next search the trees' read.
-            let _ = keep(&path, &index.bytes);
-        }
-        Ok(index)
     }
+    let mut files = Vec::new();
+    repo.visit_files_below(tree, b"", &mut |p, e| {
+        if !matches!(e.kind, EntryKind::Symlink | EntryKind::Gitlink) {
+            files.push((p.to_vec(), e.id));
+        }
+        Ok(())
+    })?;
+    let index = FileIndex::build(tree, &files).ok_or_else(|| {
+        VcsError::Refused(format!(
+            "tree {} has more files or path bytes than a file index holds (2^32)",
+            tree.to_hex()
+        ))
+    })?;
+    if index.len() >= kept_from {
+        // A copy that cannot be written only costs the next search the trees' read.
+        let _ = keep(&path, &index.bytes);
+    }
+    Ok(index)
 }
 
 /// Writes a file of `file_index/` (a temp file renamed into place, not synced: a torn
@@ -356,7 +354,7 @@ const HISTORY_MAGIC: &[u8; 4] = b"LFHI";
 const HISTORY_VERSION: u8 = 1;
 
 /// BLAKE3 of the ids of `commits`, in order.
-fn order_hash(commits: &[(Id, crate::object::Commit)]) -> Id {
+fn order_hash(commits: &[(Id, lifeos_vcs::object::Commit)]) -> Id {
     let mut h = blake3::Hasher::new();
     for (id, _) in commits {
         h.update(&id.0);
@@ -417,93 +415,91 @@ fn decode_history(bytes: &[u8]) -> Option<(Id, Vec<Version>)> {
     (at == body.len()).then_some((order, versions))
 }
 
-impl Repo {
-    /// Every version of every file in the history `commits` (newest first, as
-    /// [`crate::rev::all_commits`] orders them), each (path, content) once with the
-    /// newest commit holding it: the newest commit's tree as its file index, and the
-    /// others in commit order (then path order within a commit).
-    ///
-    /// The others are what each commit's tree holds that the one before it in that order
-    /// does not (a tree diff, which skips what did not change). They are kept in
-    /// `file_index/history` for that order; when the history is that one with a newer
-    /// commit first, one diff brings them up to date.
-    pub fn history_versions(
-        &self,
-        commits: &[(Id, crate::object::Commit)],
-    ) -> Result<Option<(FileIndex, Vec<Version>)>> {
-        let Some(((_, newest), rest)) = commits.split_first() else {
-            return Ok(None);
-        };
-        let index = self.file_index(&newest.tree)?;
-        let in_newest = |v: &Version| index.holds(&v.content, &v.path);
-        let order = order_hash(commits);
-        let path = self.dot_dir().join(FILE_INDEX_DIR).join(HISTORY_FILE);
-        let kept = std::fs::read(&path).ok().and_then(|b| decode_history(&b));
-        let versions = match kept {
-            Some((o, versions)) if o == order => return Ok(Some((index, versions))),
-            // One commit on top of the history kept: the versions of the commit below
-            // it that it does not hold, then those kept that it does not hold.
-            Some((o, kept)) if !rest.is_empty() && o == order_hash(rest) => {
-                let mut versions = self.changes_held(&newest.tree, &rest[0], &in_newest)?;
-                versions.extend(kept.into_iter().filter(|v| !in_newest(v)));
-                versions
-            }
-            _ => {
-                let mut versions = Vec::new();
-                let mut seen: std::collections::HashSet<(Vec<u8>, Id)> = Default::default();
-                let mut before = newest.tree;
-                for c in rest {
-                    for v in self.changes_held(&before, c, &in_newest)? {
-                        if seen.insert((v.path.clone(), v.content)) {
-                            versions.push(v);
-                        }
+/// Every version of every file in the history `commits` (newest first, as
+/// [`lifeos_vcs::rev::all_commits`] orders them), each (path, content) once with the
+/// newest commit holding it: the newest commit's tree as its file index, and the
+/// others in commit order (then path order within a commit).
+///
+/// The others are what each commit's tree holds that the one before it in that order
+/// does not (a tree diff, which skips what did not change). They are kept in
+/// `file_index/history` for that order; when the history is that one with a newer
+/// commit first, one diff brings them up to date.
+pub fn history_versions(
+    repo: &Repo,
+    commits: &[(Id, lifeos_vcs::object::Commit)],
+) -> Result<Option<(FileIndex, Vec<Version>)>> {
+    let Some(((_, newest), rest)) = commits.split_first() else {
+        return Ok(None);
+    };
+    let index = of_tree(repo, &newest.tree)?;
+    let in_newest = |v: &Version| index.holds(&v.content, &v.path);
+    let order = order_hash(commits);
+    let path = repo.dot_dir().join(FILE_INDEX_DIR).join(HISTORY_FILE);
+    let kept = std::fs::read(&path).ok().and_then(|b| decode_history(&b));
+    let versions = match kept {
+        Some((o, versions)) if o == order => return Ok(Some((index, versions))),
+        // One commit on top of the history kept: the versions of the commit below
+        // it that it does not hold, then those kept that it does not hold.
+        Some((o, kept)) if !rest.is_empty() && o == order_hash(rest) => {
+            let mut versions = changes_held(repo, &newest.tree, &rest[0], &in_newest)?;
+            versions.extend(kept.into_iter().filter(|v| !in_newest(v)));
+            versions
+        }
+        _ => {
+            let mut versions = Vec::new();
+            let mut seen: std::collections::HashSet<(Vec<u8>, Id)> = Default::default();
+            let mut before = newest.tree;
+            for c in rest {
+                for v in changes_held(repo, &before, c, &in_newest)? {
+                    if seen.insert((v.path.clone(), v.content)) {
+                        versions.push(v);
                     }
-                    before = c.1.tree;
                 }
-                versions
+                before = c.1.tree;
             }
-        };
-        // A list that cannot be kept only costs the next search the diffs.
-        if let Some(b) = encode_history(&order, &versions) {
-            let _ = write(&path, &b);
+            versions
         }
-        Ok(Some((index, versions)))
+    };
+    // A list that cannot be kept only costs the next search the diffs.
+    if let Some(b) = encode_history(&order, &versions) {
+        let _ = write(&path, &b);
     }
+    Ok(Some((index, versions)))
+}
 
-    /// The files (not symlinks nor gitlinks) of commit `c`'s tree that tree `before`
-    /// does not hold and `newest` does not say are held, as versions of `c`.
-    fn changes_held(
-        &self,
-        before: &Id,
-        (id, c): &(Id, crate::object::Commit),
-        newest: &dyn Fn(&Version) -> bool,
-    ) -> Result<Vec<Version>> {
-        let mut out = Vec::new();
-        for change in self.diff_trees(Some(before), Some(&c.tree))? {
-            let Some(e) = change.new else {
-                continue;
-            };
-            if matches!(e.kind, EntryKind::Symlink | EntryKind::Gitlink) {
-                continue;
-            }
-            let v = Version {
-                path: change.path.to_vec(),
-                content: e.id,
-                commit: *id,
-            };
-            if !newest(&v) {
-                out.push(v);
-            }
+/// The files (not symlinks nor gitlinks) of commit `c`'s tree that tree `before`
+/// does not hold and `newest` does not say are held, as versions of `c`.
+fn changes_held(
+    repo: &Repo,
+    before: &Id,
+    (id, c): &(Id, lifeos_vcs::object::Commit),
+    newest: &dyn Fn(&Version) -> bool,
+) -> Result<Vec<Version>> {
+    let mut out = Vec::new();
+    for change in repo.diff_trees(Some(before), Some(&c.tree))? {
+        let Some(e) = change.new else {
+            continue;
+        };
+        if matches!(e.kind, EntryKind::Symlink | EntryKind::Gitlink) {
+            continue;
         }
-        Ok(out)
+        let v = Version {
+            path: change.path.to_vec(),
+            content: e.id,
+            commit: *id,
+        };
+        if !newest(&v) {
+            out.push(v);
+        }
     }
+    Ok(out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::commit::CommitOptions;
-    use crate::working_copy::NoProgress;
+    use lifeos_vcs::commit::CommitOptions;
+    use lifeos_vcs::working_copy::NoProgress;
     use proptest::prelude::*;
 
     fn index_of(files: &[(Vec<u8>, Id)]) -> FileIndex {
@@ -611,28 +607,25 @@ mod tests {
             FileIndex::build(t, &files).unwrap()
         };
         // The first tree has 3 files: not kept.
-        assert_eq!(repo.file_index_kept_from(&trees[0], 4).unwrap().len(), 3);
+        assert_eq!(kept_from(&repo, &trees[0], 4).unwrap().len(), 3);
         assert_eq!(kept(), 0);
         for t in &trees[1..] {
             let want = listed(t);
             assert!((0..want.len()).all(|k| !want.path(k).starts_with(b"link")));
-            assert_eq!(repo.file_index_kept_from(t, 4).unwrap(), want);
-            assert!(repo.file_index_path(t).exists());
-            assert_eq!(repo.file_index_kept_from(t, 4).unwrap(), want);
+            assert_eq!(kept_from(&repo, t, 4).unwrap(), want);
+            assert!(kept_path(&repo, t).exists());
+            assert_eq!(kept_from(&repo, t, 4).unwrap(), want);
             // mtimes are whole seconds on some file systems: the order of writes shows.
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
         assert_eq!(kept(), KEPT_INDEXES);
         let newest = trees.last().unwrap();
-        let path = repo.file_index_path(newest);
+        let path = kept_path(&repo, newest);
         let mut b = std::fs::read(&path).unwrap();
         let last = b.len() - 40;
         b[last] ^= 1;
         std::fs::write(&path, b).unwrap();
-        assert_eq!(
-            repo.file_index_kept_from(newest, 4).unwrap(),
-            listed(newest)
-        );
+        assert_eq!(kept_from(&repo, newest, 4).unwrap(), listed(newest));
         assert_eq!(
             FileIndex::decode(std::fs::read(&path).unwrap(), newest),
             Some(listed(newest))
@@ -653,7 +646,7 @@ mod tests {
         let kept = d.join(".lifeos").join(FILE_INDEX_DIR).join(HISTORY_FILE);
         let check = || {
             let head = repo.head().unwrap();
-            let commits = crate::rev::all_commits(&repo, &head.view).unwrap();
+            let commits = lifeos_vcs::rev::all_commits(&repo, &head.view).unwrap();
             let mut every: Vec<(Vec<u8>, Id, Id)> = Vec::new();
             let mut seen = std::collections::HashSet::new();
             for (c, commit) in &commits {
@@ -670,7 +663,7 @@ mod tests {
             // The same versions, each path's in the same (commit) order.
             every.sort_by(|a, b| a.0.cmp(&b.0));
             let listed = || {
-                let (index, others) = repo.history_versions(&commits).unwrap().unwrap();
+                let (index, others) = history_versions(&repo, &commits).unwrap().unwrap();
                 let mut all: Vec<(Vec<u8>, Id, Id)> = (0..index.len())
                     .map(|k| (index.path(k).to_vec(), index.content(k), commits[0].0))
                     .chain(others.into_iter().map(|v| (v.path, v.content, v.commit)))
@@ -716,8 +709,8 @@ mod tests {
         // Brought up to date from the list of the first commit alone.
         let kept_before = {
             let head = repo.head().unwrap();
-            let commits = crate::rev::all_commits(&repo, &head.view).unwrap();
-            repo.history_versions(&commits[1..]).unwrap();
+            let commits = lifeos_vcs::rev::all_commits(&repo, &head.view).unwrap();
+            history_versions(&repo, &commits[1..]).unwrap();
             order_hash(&commits[1..])
         };
         assert_eq!(
@@ -741,20 +734,24 @@ mod tests {
         // A commit on another branch: the commit before one in time (then id) order is
         // not always its parent.
         let wc = repo.lock_working_copy().unwrap();
-        repo.checkout(&wc, &crate::history::Target::Branch("side".into()), false)
-            .unwrap();
+        repo.checkout(
+            &wc,
+            &lifeos_vcs::history::Target::Branch("side".into()),
+            false,
+        )
+        .unwrap();
         drop(wc);
         std::fs::write(d.join("a/deep/y"), "one, edited").unwrap();
         std::fs::write(d.join("c"), "two").unwrap();
         commit();
         // Every step above kept the list; this one starts from that of 4 commits.
         let head = repo.head().unwrap();
-        let commits = crate::rev::all_commits(&repo, &head.view).unwrap();
-        repo.history_versions(&commits[1..]).unwrap();
+        let commits = lifeos_vcs::rev::all_commits(&repo, &head.view).unwrap();
+        history_versions(&repo, &commits[1..]).unwrap();
         assert!(check() >= 8);
         // A damaged list is made again.
-        let commits_now = crate::rev::all_commits(&repo, &repo.head().unwrap().view).unwrap();
-        repo.history_versions(&commits_now).unwrap();
+        let commits_now = lifeos_vcs::rev::all_commits(&repo, &repo.head().unwrap().view).unwrap();
+        history_versions(&repo, &commits_now).unwrap();
         let mut b = std::fs::read(&kept).unwrap();
         let at = b.len() / 2;
         b[at] ^= 0x20;

@@ -1,14 +1,29 @@
-//! The catalog: an SQLite index of the operation log, commits, content and entities, derived
-//! from the objects and rebuilt by `reindex`. Migrations are the numbered SQL files in
-//! `migrations/`, applied in a transaction when the catalog opens.
+//! lifeos-catalog: an SQLite index of the operation log, commits, extracts (with full-text
+//! search and mentions) and entities, derived from the objects and rebuilt by `reindex`.
+//! Nothing is recorded only here: a lost catalog is rebuilt from the store. Migrations
+//! are the numbered SQL files in the project's `migrations/` folder, applied in a
+//! transaction when the catalog opens.
+
+#![warn(missing_docs)]
+
+pub mod entity_index;
+pub mod entity_queries;
+mod fts;
+pub mod mentions;
+
+pub use entity_queries::EntityQueries;
 
 use std::path::{Path, PathBuf};
 
 use lifeos_store::{Id, IdSet};
 use rusqlite::{params, Connection, OptionalExtension};
 
-use crate::error::{Result, VcsError};
-use crate::repo::Repo;
+use lifeos_entities::query::Query;
+use lifeos_entities::Entity;
+use lifeos_vcs::error::{Result, VcsError};
+use lifeos_vcs::{Repo, View};
+
+use crate::entity_index::IndexedVersion;
 
 /// The catalog file, inside `.lifeos`.
 pub const CATALOG_FILE: &str = "catalog.sqlite";
@@ -224,7 +239,7 @@ impl Catalog {
                 stack.extend(op.parents.iter().copied());
                 new_views.push(op.view);
                 for e in repo.events(&op)?.iter() {
-                    if let crate::object::Event::ContentExtracted { results } = e {
+                    if let lifeos_vcs::object::Event::ContentExtracted { results } = e {
                         new_extracts.extend(results.iter().map(|x| (*x, id)));
                     }
                 }
@@ -252,10 +267,12 @@ impl Catalog {
                     continue;
                 }
                 let raw = repo.store().read_object(&id, lifeos_store::Kind::Commit)?;
-                let c = crate::object::Commit::decode(&raw).map_err(|source| VcsError::Decode {
-                    kind: "commit",
-                    id,
-                    source,
+                let c = lifeos_vcs::object::Commit::decode(&raw).map_err(|source| {
+                    VcsError::Decode {
+                        kind: "commit",
+                        id,
+                        source,
+                    }
                 })?;
                 insert_commit
                     .execute(params![&id.0[..], c.committer.time, raw])
@@ -336,7 +353,7 @@ impl Catalog {
         &self,
         repo: &Repo,
         roots: &[Id],
-    ) -> Result<Vec<(Id, crate::object::Commit)>> {
+    ) -> Result<Vec<(Id, lifeos_vcs::object::Commit)>> {
         let mut stmt = self
             .conn
             .prepare_cached("SELECT data FROM commits WHERE id = ?1")
@@ -354,7 +371,7 @@ impl Catalog {
                 .map_err(|e| db_err(&self.path, e))?;
             let c = match data {
                 Some(d) if Id::hash(&d) == id => {
-                    crate::object::Commit::decode(&d).map_err(|source| VcsError::Decode {
+                    lifeos_vcs::object::Commit::decode(&d).map_err(|source| VcsError::Decode {
                         kind: "commit",
                         id,
                         source,
@@ -435,8 +452,8 @@ impl Catalog {
 }
 
 /// How a segment's anchor is stored in the catalog (JSON).
-pub fn anchor_json(a: &crate::object::Anchor) -> String {
-    use crate::object::Anchor;
+pub fn anchor_json(a: &lifeos_vcs::object::Anchor) -> String {
+    use lifeos_vcs::object::Anchor;
     match a {
         Anchor::File => r#"{"kind":"file"}"#.to_string(),
         Anchor::Lines { start, end } => {
@@ -491,7 +508,7 @@ fn index_extracts(
         let Ok(raw) = repo.store().read_object(id, lifeos_store::Kind::Extract) else {
             continue;
         };
-        let Ok(x) = crate::object::Extract::decode(&raw) else {
+        let Ok(x) = lifeos_vcs::object::Extract::decode(&raw) else {
             continue;
         };
         let key = params![&x.file.0[..], x.extractor, x.version];
@@ -1040,21 +1057,41 @@ impl Catalog {
     }
 }
 
-impl Repo {
+/// The catalog of a repository (every front end reaches it through these).
+pub trait CatalogExt {
     /// The path of the catalog.
-    pub fn catalog_path(&self) -> PathBuf {
+    fn catalog_path(&self) -> PathBuf;
+    /// Opens the catalog and brings it up to date with the operation log.
+    fn catalog(&self) -> Result<Catalog>;
+    /// Deletes the catalog and rebuilds it from the objects.
+    fn reindex(&self) -> Result<Catalog>;
+    /// The entities that `q` selects in the view of operation `op` (whose view is
+    /// `view`), in the query's order: an indexed query on the catalog, or a walk over
+    /// every entity of the view when the catalog has not indexed the operation.
+    fn query_entities(&self, op: &Id, view: &View, q: &Query) -> Result<Vec<(Id, Entity)>>;
+    /// Entity queries on one open catalog (see [`EntityQueries`]).
+    fn entity_queries(&self) -> Result<EntityQueries<'_>>;
+    /// Every version of entity `id`, newest first: each operation after which the
+    /// entity, as `--at` that operation shows it, differs from the operation before (in
+    /// `--at` order), read from the catalog's index.
+    fn entity_history(&self, id: &str) -> Result<Vec<IndexedVersion>>;
+}
+
+impl CatalogExt for Repo {
+    /// The path of the catalog.
+    fn catalog_path(&self) -> PathBuf {
         self.dot_dir().join(CATALOG_FILE)
     }
 
     /// Opens the catalog and brings it up to date with the operation log.
-    pub fn catalog(&self) -> Result<Catalog> {
+    fn catalog(&self) -> Result<Catalog> {
         let mut c = Catalog::open(&self.catalog_path())?;
         c.sync(self)?;
         Ok(c)
     }
 
     /// Deletes the catalog and rebuilds it from the objects.
-    pub fn reindex(&self) -> Result<Catalog> {
+    fn reindex(&self) -> Result<Catalog> {
         for suffix in ["", "-wal", "-shm"] {
             let p = PathBuf::from(format!("{}{suffix}", self.catalog_path().display()));
             match std::fs::remove_file(&p) {
@@ -1071,23 +1108,40 @@ impl Repo {
         }
         self.catalog()
     }
+
+    fn query_entities(&self, op: &Id, view: &View, q: &Query) -> Result<Vec<(Id, Entity)>> {
+        self.entity_queries()?.run(op, view, q)
+    }
+
+    fn entity_queries(&self) -> Result<EntityQueries<'_>> {
+        Ok(EntityQueries {
+            repo: self,
+            cat: self.catalog()?,
+            schema: None,
+            decoded: std::collections::HashMap::new(),
+        })
+    }
+
+    fn entity_history(&self, id: &str) -> Result<Vec<IndexedVersion>> {
+        entity_queries::history(self, id)
+    }
 }
 
-/// The catalog as the operation index ([`crate::op_index::OpIndex`]): each lookup opens
+/// The catalog as the operation index ([`lifeos_vcs::op_index::OpIndex`]): each lookup opens
 /// the catalog, brings it up to date and asks its tables. A catalog that cannot be opened
 /// (a full disk, say) leaves commit walks to the objects.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct CatalogIndex;
 
-impl crate::op_index::OpIndex for CatalogIndex {
+impl lifeos_vcs::op_index::OpIndex for CatalogIndex {
     fn reachable_commits(
         &self,
         repo: &Repo,
         roots: &[Id],
-    ) -> Result<Vec<(Id, crate::object::Commit)>> {
+    ) -> Result<Vec<(Id, lifeos_vcs::object::Commit)>> {
         match repo.catalog() {
             Ok(cat) => cat.reachable_commits(repo, roots),
-            Err(_) => crate::op_index::StoreWalk.reachable_commits(repo, roots),
+            Err(_) => lifeos_vcs::op_index::StoreWalk.reachable_commits(repo, roots),
         }
     }
 
@@ -1107,7 +1161,7 @@ impl crate::op_index::OpIndex for CatalogIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::op_index::{OpIndex, StoreWalk};
+    use lifeos_vcs::op_index::{OpIndex, StoreWalk};
 
     /// The catalog answers every operation and commit lookup as the walk over the
     /// objects does, including operations on two heads and times between operations.
@@ -1117,7 +1171,7 @@ mod tests {
         let repo = Repo::init(dir.path(), lifeos_store::StoreConfig::default()).unwrap();
         for m in ["one", "two", "three"] {
             std::fs::write(dir.path().join("f"), m).unwrap();
-            crate::testing::commit_folder(&repo, m.as_bytes());
+            lifeos_vcs::testing::commit_folder(&repo, m.as_bytes());
         }
         let (cat, walk) = (CatalogIndex, StoreWalk);
         let head = repo.head().unwrap();
@@ -1311,7 +1365,7 @@ mod tests {
 
     #[test]
     fn an_extract_indexed_before_level_9_learns_the_operation_that_recorded_it() {
-        use crate::object::{Anchor, Event, Extract, Segment};
+        use lifeos_vcs::object::{Anchor, Event, Extract, Segment};
         let dir = tempfile::tempdir().unwrap();
         let repo = Repo::init(dir.path(), lifeos_store::StoreConfig::default()).unwrap();
         let x = Extract {
@@ -1337,7 +1391,7 @@ mod tests {
                 head.view.clone(),
                 "ingest: 1 files",
                 vec![Event::ContentExtracted { results: vec![xid] }],
-                crate::repo::now_ms(),
+                lifeos_vcs::repo::now_ms(),
             )
             .unwrap();
         let end_ms = repo.operation(&op).unwrap().end_ms;

@@ -15,10 +15,12 @@
 
 use std::collections::BTreeMap;
 
-use crate::entity::{check_name, Entity, Value, BUILTIN_TYPES};
-use crate::error::{Result, VcsError};
-use crate::object::View;
-use crate::repo::Repo;
+use lifeos_vcs::object::entity::{Entity, Value};
+
+use crate::edit::{check_name, BUILTIN_TYPES};
+use lifeos_vcs::error::{Result, VcsError};
+use lifeos_vcs::object::View;
+use lifeos_vcs::repo::Repo;
 
 /// The schema file's path in the folder.
 pub const SCHEMA_FILE: &str = "lifeos.schema.toml";
@@ -357,7 +359,7 @@ impl Schema {
                 Some(_) => self.check_value(&e.id, &e.kind, name, v)?,
                 None if Some(name.as_str()) == builtin_required => {}
                 // Where an entity read from a file came from (7.11).
-                None if crate::derive::SOURCE_ATTRS.contains(&name.as_str()) => {}
+                None if crate::from_files::SOURCE_ATTRS.contains(&name.as_str()) => {}
                 None => {
                     return Err(VcsError::Refused(format!(
                         "entity {}: a {} has no field {name} (its fields: {}; declared in {SCHEMA_FILE})",
@@ -403,38 +405,37 @@ impl Schema {
     }
 }
 
-impl Repo {
-    /// The schema in force in `view`: `lifeos.schema.toml` as committed at `@` (the
-    /// built-in types alone when there is none).
-    pub fn entity_schema(&self, view: &View) -> Result<Schema> {
-        let Some(tree) = self.at_tree(view)? else {
-            return Ok(Schema::default());
-        };
-        match self.lookup_path(&tree, SCHEMA_FILE.as_bytes())? {
-            Some(entry) => {
-                let mut bytes = Vec::new();
-                self.store().read_file(&entry.id, &mut bytes)?;
-                Schema::from_bytes(bytes)
-            }
-            None => Ok(Schema::default()),
+/// The schema in force in `view`: `lifeos.schema.toml` as committed at `@` (the
+/// built-in types alone when there is none).
+pub fn in_view(repo: &Repo, view: &View) -> Result<Schema> {
+    let Some(tree) = repo.at_tree(view)? else {
+        return Ok(Schema::default());
+    };
+    match repo.lookup_path(&tree, SCHEMA_FILE.as_bytes())? {
+        Some(entry) => {
+            let mut bytes = Vec::new();
+            repo.store().read_file(&entry.id, &mut bytes)?;
+            Schema::from_bytes(bytes)
         }
+        None => Ok(Schema::default()),
     }
+}
 
-    /// The schema of tree `tree`, written by `tx` or stored (a commit being recorded).
-    pub(crate) fn entity_schema_tx(
-        &self,
-        tx: &lifeos_store::Transaction<'_>,
-        tree: &lifeos_store::Id,
-        unstored: &crate::commit::Unstored<'_>,
-    ) -> Result<Schema> {
-        match self.lookup_path_tx(tx, tree, SCHEMA_FILE.as_bytes())? {
-            Some(entry) => Schema::from_bytes(self.derived_bytes(
-                SCHEMA_FILE.as_bytes(),
-                &entry.id,
-                unstored,
-            )?),
-            None => Ok(Schema::default()),
-        }
+/// The schema of tree `tree`, written by `tx` or stored (a commit being recorded).
+pub(crate) fn in_tx(
+    repo: &Repo,
+    tx: &lifeos_store::Transaction<'_>,
+    tree: &lifeos_store::Id,
+    unstored: &lifeos_vcs::commit::Unstored<'_>,
+) -> Result<Schema> {
+    match repo.lookup_path_tx(tx, tree, SCHEMA_FILE.as_bytes())? {
+        Some(entry) => Schema::from_bytes(crate::from_files::file_bytes(
+            repo,
+            SCHEMA_FILE.as_bytes(),
+            &entry.id,
+            unstored,
+        )?),
+        None => Ok(Schema::default()),
     }
 }
 
@@ -460,7 +461,7 @@ fields.author = { ref = "person" }
 "#;
 
     fn book(attrs: &[(&str, Value)], links: &[(&str, &str)]) -> Entity {
-        Entity::sample("book", "book:dune", attrs, links)
+        lifeos_vcs::testing::entity("book", "book:dune", attrs, links)
     }
 
     #[test]

@@ -1,7 +1,8 @@
-//! The folder monitor that `lifeos watch` runs: inotify watches on every folder of the
-//! working folder, a journal of the paths they report, and a Unix socket in `.lifeos`
-//! where `status` and `commit` ask what changed since their token
-//! (`lifeos_vcs::monitor`, FORMAT 9.9).
+//! lifeos-fsmonitor: the folder monitor that `lifeos watch` runs, the server whose client
+//! is the working copy's ([`lifeos_vcs::working_copy::fsmonitor`], FORMAT 9.9): inotify
+//! watches on every folder of the working folder, a journal of the paths they report,
+//! and a Unix socket in `.lifeos` where `status` and `commit` ask what changed since
+//! their token.
 //!
 //! Correctness rests on three rules. Events are read by one thread, in the kernel's
 //! order, and a folder that appears (created or moved in) is watched before the next event
@@ -12,6 +13,8 @@
 //! And whatever the journal cannot vouch for (the kernel's queue overflowed, a watch could
 //! not be added, the folder itself moved, too many paths) makes every older token
 //! answer "scan everything".
+
+#![warn(missing_docs)]
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
@@ -32,7 +35,21 @@ use lifeos_vcs::working_copy::fsmonitor::{
 };
 use lifeos_vcs::working_copy::Token;
 
-use crate::watch::Wake;
+pub mod watch;
+
+pub use watch::FolderWatch;
+
+/// Why the watcher woke up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wake {
+    /// Something in the folder changed.
+    Changed,
+    /// The watcher lost events or failed: look at the whole folder.
+    Rescan,
+    /// The file that pins the trusted rules changed (`lifeos rules trust`): read the
+    /// time rules again.
+    Trust,
+}
 
 /// The lock file held while a monitor runs, inside `.lifeos`.
 pub const LOCK_FILE: &str = "monitor.lock";

@@ -194,7 +194,7 @@ fn plant_tree(d: &Path, tree_bytes: Vec<u8>, extra: &[(Kind, Vec<u8>)]) {
 }
 
 fn raw_tree(entries: &[(&[u8], u8, Id, u64)]) -> Vec<u8> {
-    let mut w = lifeos_store::enc::Writer::with_header(Kind::Tree as u8, 1);
+    let mut w = lifeos_store::codec::Writer::with_header(Kind::Tree as u8, 1);
     w.uint(entries.len() as u64);
     for (name, kind, id, size) in entries {
         w.bytes(name).u8(*kind).id(id).uint(*size);

@@ -21,7 +21,7 @@ pub struct ActionsLock {
 /// Takes the actions lock, waiting for another holder to finish.
 pub fn lock(repo: &Repo) -> Result<ActionsLock> {
     let path = repo.dot_dir().join("actions.lock");
-    let file = lifeos_store::store::open_lock_file(&path)?;
+    let file = lifeos_store::fsutil::open_lock_file(&path)?;
     file.lock().map_err(|source| lifeos_store::StoreError::Io {
         action: "locking",
         path: path.clone(),

@@ -9,6 +9,8 @@
 
 #![warn(missing_docs)]
 
+pub mod commit;
+
 use std::path::Path;
 use std::sync::Arc;
 

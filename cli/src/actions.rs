@@ -301,21 +301,7 @@ pub fn fire_since(repo: &Repo, since_ms: i64, style: Style) {
     }
 }
 
-/// The automations of `repo`, carrying out `ingest` actions as `lifeos ingest` does.
-pub fn actions_of(repo: &Repo) -> Actions<'_> {
-    Actions::new(repo).with_ingest(|repo| {
-        lifeos_ingest::run::ingest(repo, false, &Default::default(), &|_| {})
-            .map(|r| {
-                format!(
-                    "{} files extracted, {} failed, {} already done",
-                    r.extracted,
-                    r.failed.len(),
-                    r.already
-                )
-            })
-            .map_err(|e| e.to_string())
-    })
-}
+pub use lifeos_app::commit::actions_of;
 
 /// `lifeos actions ...`.
 pub fn actions(repo: &Repo, args: ActionsArgs, style: Style) -> CliResult<u8> {

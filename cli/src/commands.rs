@@ -44,6 +44,12 @@ fn open(dir: &Path) -> CliResult<Repo> {
 /// folder move an interrupted command left that was finished now.
 pub(crate) fn lock_folder(repo: &Repo, style: Style) -> CliResult<WorkingCopyLock> {
     let wc = repo.lock_working_copy()?;
+    say_finished_move(&wc, style);
+    Ok(wc)
+}
+
+/// Reports a folder move an interrupted command left that taking the lock `wc` finished.
+pub(crate) fn say_finished_move(wc: &WorkingCopyLock, style: Style) {
     if let Some(m) = wc.finished_move() {
         eprintln!(
             "note: finished changing the folder for operation {}, which was interrupted ({} files updated)",
@@ -57,7 +63,6 @@ pub(crate) fn lock_folder(repo: &Repo, style: Style) -> CliResult<WorkingCopyLoc
             );
         }
     }
-    Ok(wc)
 }
 
 /// The bytes of a path given on the command line.
@@ -403,7 +408,7 @@ fn dispatch(cli: Cli, here: PathBuf, style: Style) -> CliResult<u8> {
             pass,
             json,
         } => crate::remote::pull(&open(&here)?, name, force, pass, json, style),
-        Command::Clone(args) => crate::remote::clone(&here, args, style),
+        Command::Clone(args) => crate::remote::clone(&here, args),
     }
 }
 
@@ -479,8 +484,9 @@ fn commit(repo: &Repo, asked: CommitOptions<'_>, json: bool, style: Style) -> Cl
     Ok(0)
 }
 
-/// Records the folder as a commit (small changes indexed for search in the same
-/// operation), says on stderr what was not recorded, then fires the rules for the commit.
+/// Records the folder as a commit through the commit pipeline ([`lifeos_app::commit`]):
+/// says on stderr what was not recorded, and how indexing, the rules and the export to
+/// git went.
 pub(crate) fn record_folder(
     repo: &Repo,
     asked: CommitOptions<'_>,
@@ -488,25 +494,15 @@ pub(crate) fn record_folder(
     style: Style,
 ) -> CliResult<lifeos_vcs::commit::CommitOutcome> {
     let wc = lock_folder(repo, style)?;
-    // Small changes are indexed for search as part of the commit (`[ingest] after_commit`);
-    // a config ingest cannot read leaves that to `lifeos ingest`, never the commit undone.
-    let settings = match lifeos_ingest::run::Settings::load(repo) {
-        Ok(s) => Some(s),
-        Err(e) => {
-            eprintln!(
-                "warning: this commit is recorded without indexing it for search (fix the config, then `lifeos ingest`): {e}"
-            );
-            None
-        }
-    };
-    let hook = settings.map(lifeos_ingest::run::SmallChanges);
-    let opts = CommitOptions {
-        hook: hook
-            .as_ref()
-            .map(|h| h as &dyn lifeos_vcs::commit::CommitHook),
-        ..asked
-    };
-    let out = repo.commit_working_copy(&wc, &opts, progress)?;
+    // The pipeline lets go of the folder once the commit is recorded; what follows
+    // reports it and never undoes it.
+    let done = lifeos_app::commit::commit_folder(repo, wc, asked, progress)?;
+    if let Some(e) = &done.not_indexed {
+        eprintln!(
+            "warning: this commit is recorded without indexing it for search (fix the config, then `lifeos ingest`): {e}"
+        );
+    }
+    let out = done.outcome;
     let s = &out.snapshot;
     for sk in &s.skipped {
         eprintln!(
@@ -525,14 +521,18 @@ pub(crate) fn record_folder(
     for n in &out.notes {
         eprintln!("warning: {}:{}: {}", display(&n.path), n.line, n.text);
     }
-    // The commit is recorded; rules fire after it (a failure to fire is a warning).
-    drop(wc);
-    if let Some(c) = out.commit {
-        let read: Vec<BString> = out.snapshot.read.iter().map(|(p, ..)| p.clone()).collect();
-        match crate::actions::actions_of(repo).fire_commit(c, out.op, &read) {
-            Ok(f) => crate::actions::report_fired(&f, style),
-            Err(e) => eprintln!("warning: rules did not fire: {}", CliError::from(e).message),
-        }
+    match done.fired {
+        Some(Ok(f)) => crate::actions::report_fired(&f, style),
+        Some(Err(e)) => eprintln!("warning: rules did not fire: {}", CliError::from(e).message),
+        None => {}
+    }
+    match done.exported {
+        Some(Ok(r)) => crate::git::report_sync_out(&r),
+        Some(Err(e)) => eprintln!(
+            "warning: not exported to git: {}",
+            CliError::from(e).message
+        ),
+        None => {}
     }
     Ok(out)
 }
@@ -622,8 +622,8 @@ pub(crate) struct FileAt {
     pub entry: lifeos_vcs::TreeEntry,
 }
 
-/// The file at `path` in `rev` (as of `at`). A folder or a submodule is refused, with
-/// `hint` (given the path as people see it) saying what to run instead.
+/// The file at `path` in `rev` (as of `at`) ([`Repo::file_at`]). A folder or a submodule
+/// is refused with `hint` (given the path as people see it) saying what to run instead.
 pub(crate) fn file_at(
     repo: &Repo,
     path: &[u8],
@@ -632,31 +632,27 @@ pub(crate) fn file_at(
     hint: impl FnOnce(&str) -> String,
 ) -> CliResult<FileAt> {
     let (commit, c) = resolve(repo, rev, at)?;
-    let clean = lifeos_vcs::path::clean(path)?;
-    let shown = display(&clean).into_owned();
-    let entry =
-        repo.lookup_path(&c.tree, &clean)?
-            .ok_or_else(|| lifeos_vcs::VcsError::PathNotFound {
-                path: shown.clone(),
-                rev: rev.into(),
-            })?;
-    if matches!(entry.kind, EntryKind::Dir | EntryKind::Gitlink) {
-        return Err(CliError::from(lifeos_vcs::VcsError::NotAFile {
-            path: shown.clone(),
-            found: if entry.kind == EntryKind::Dir {
-                "directory"
-            } else {
-                "submodule (a commit of another repository)"
-            },
-            expected: "file",
-        })
-        .hint(hint(&shown)));
+    match repo.file_at(&c, path, rev) {
+        Ok((path, entry)) => Ok(FileAt {
+            commit,
+            path,
+            entry,
+        }),
+        Err(lifeos_vcs::VcsError::NotAFile {
+            path,
+            found,
+            expected,
+        }) => {
+            let hint = hint(&path);
+            let e = lifeos_vcs::VcsError::NotAFile {
+                path,
+                found,
+                expected,
+            };
+            Err(CliError::from(e).hint(hint))
+        }
+        Err(e) => Err(e.into()),
     }
-    Ok(FileAt {
-        commit,
-        path: clean,
-        entry,
-    })
 }
 
 fn cat(repo: &Repo, path: &[u8], rev: &str, at: &crate::AtArg, json: bool) -> CliResult<u8> {

@@ -173,6 +173,6 @@ fn edit(path: &Path, change: impl FnOnce(&mut toml_edit::DocumentMut)) -> CliRes
         std::fs::create_dir_all(dir)
             .map_err(|e| CliError::new(format!("cannot create {}: {e}", dir.display())))?;
     }
-    lifeos_store::store::write_atomic(path, doc.to_string().as_bytes())?;
+    lifeos_store::fsutil::write_atomic(path, doc.to_string().as_bytes())?;
     Ok(())
 }

@@ -1,12 +1,12 @@
 //! `lifeos diff`: what changed between two revisions, or between a revision and the
 //! working folder, file by file, in the terms of each file's kind.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::PathBuf;
-use std::sync::Arc;
 
-use lifeos_diff::{Anchor, DiffError, FileDiff, Loader, Options, ReadSeek, Registry, Side};
-use lifeos_store::{Id, Manifest, Store};
+use lifeos_diff::loaders::{FsLoader, StoreLoader};
+use lifeos_diff::{Anchor, FileDiff, Loader, Options, Registry, Side};
+use lifeos_store::Id;
 use lifeos_vcs::path::{display, is_under, BString};
 use lifeos_vcs::renames::{pair_renames, FileStatus};
 use lifeos_vcs::treediff::{diff_flat, FlatTree};
@@ -19,111 +19,6 @@ use crate::output::{print_json, Style};
 use crate::AtArg;
 use lifeos_catalog::CatalogExt;
 use lifeos_entities::EntitiesExt;
-
-/// A version in the store.
-struct StoreLoader {
-    store: Arc<Store>,
-    id: Id,
-    path: String,
-}
-
-impl StoreLoader {
-    fn err(&self, e: impl std::fmt::Display) -> DiffError {
-        DiffError::Read {
-            path: self.path.clone(),
-            reason: e.to_string(),
-        }
-    }
-}
-
-impl Loader for StoreLoader {
-    fn load(&self) -> Result<Vec<u8>, DiffError> {
-        let mut v = Vec::new();
-        self.store
-            .read_file(&self.id, &mut v)
-            .map_err(|e| self.err(e))?;
-        Ok(v)
-    }
-    fn head(&self, n: usize) -> Result<Vec<u8>, DiffError> {
-        let mut r = lifeos_store::reader::FileReader::open(self.store.clone(), &self.id)
-            .map_err(|e| self.err(e))?;
-        let mut v = Vec::new();
-        r.by_ref()
-            .take(n as u64)
-            .read_to_end(&mut v)
-            .map_err(|e| self.err(e))?;
-        Ok(v)
-    }
-    fn chunks(&self) -> Result<Manifest, DiffError> {
-        self.store.file_chunks(&self.id).map_err(|e| self.err(e))
-    }
-    fn reader(&self) -> Result<Box<dyn ReadSeek>, DiffError> {
-        Ok(Box::new(
-            lifeos_store::reader::FileReader::open(self.store.clone(), &self.id)
-                .map_err(|e| self.err(e))?,
-        ))
-    }
-}
-
-/// A version in the working folder.
-struct FsLoader {
-    path: PathBuf,
-    chunking: lifeos_store::config::Chunking,
-    symlink: bool,
-}
-
-impl FsLoader {
-    fn err(&self, e: impl std::fmt::Display) -> DiffError {
-        DiffError::Read {
-            path: self.path.display().to_string(),
-            reason: e.to_string(),
-        }
-    }
-}
-
-impl Loader for FsLoader {
-    fn load(&self) -> Result<Vec<u8>, DiffError> {
-        if self.symlink {
-            return std::fs::read_link(&self.path)
-                .map(|t| t.into_os_string().into_encoded_bytes())
-                .map_err(|e| self.err(e));
-        }
-        std::fs::read(&self.path).map_err(|e| self.err(e))
-    }
-    fn head(&self, n: usize) -> Result<Vec<u8>, DiffError> {
-        if self.symlink {
-            return self.load().map(|mut v| {
-                v.truncate(n);
-                v
-            });
-        }
-        let mut v = Vec::new();
-        std::fs::File::open(&self.path)
-            .and_then(|f| f.take(n as u64).read_to_end(&mut v))
-            .map_err(|e| self.err(e))?;
-        Ok(v)
-    }
-    fn chunks(&self) -> Result<Manifest, DiffError> {
-        let f: Box<dyn Read> = if self.symlink {
-            Box::new(std::io::Cursor::new(self.load()?))
-        } else {
-            Box::new(std::fs::File::open(&self.path).map_err(|e| self.err(e))?)
-        };
-        let mut c = lifeos_store::chunker::Chunker::new(f, self.chunking);
-        let mut chunks = Vec::new();
-        while let Some(ch) = c.next_chunk().map_err(|e| self.err(e))? {
-            chunks.push(lifeos_store::ChunkRef {
-                id: Id::hash(ch),
-                len: ch.len() as u32,
-            });
-        }
-        Ok(Manifest { chunks })
-    }
-    fn reader(&self) -> Result<Box<dyn ReadSeek>, DiffError> {
-        let f = std::fs::File::open(&self.path).map_err(|e| self.err(e))?;
-        Ok(Box::new(std::io::BufReader::with_capacity(1 << 20, f)))
-    }
-}
 
 /// One side of the comparison.
 enum End {
@@ -207,55 +102,6 @@ fn print_change(out: &mut impl Write, style: Style, c: &lifeos_diff::Located) {
             let _ = writeln!(out, "      {line}");
         }
     }
-}
-
-/// Adds to a recording's diff what was said differently, from the transcripts `lifeos
-/// ingest` recorded for both versions (a note says when one is missing).
-fn add_transcript(
-    repo: &Repo,
-    catalog: &mut Option<lifeos_catalog::Catalog>,
-    old: &Id,
-    new: &Id,
-    d: &mut FileDiff,
-) -> CliResult<()> {
-    let catalog = match catalog {
-        Some(c) => c,
-        None => catalog.insert(repo.catalog()?),
-    };
-    let mut sides = Vec::new();
-    for id in [old, new] {
-        let (speech, version) = lifeos_ingest::speech::SPEECH;
-        if catalog.job(id, speech, version)? != Some(lifeos_catalog::JobState::Done) {
-            d.notes.push(
-                "transcripts not compared: a version has not been transcribed (run `lifeos ingest` with a speech model installed)".into(),
-            );
-            return Ok(());
-        }
-        let segs: Vec<lifeos_diff::transcript::Spoken> = catalog
-            .segments_of(id, speech, "speech")?
-            .into_iter()
-            .map(|(anchor, text)| {
-                let a: serde_json::Value = serde_json::from_str(&anchor).unwrap_or_default();
-                let ms = |k: &str| a[k].as_u64().unwrap_or(0);
-                (ms("start_ms"), ms("end_ms"), text)
-            })
-            .collect();
-        sides.push(segs);
-    }
-    let changes = lifeos_diff::transcript::diff(&sides[0], &sides[1]);
-    d.summary.push_str(&match changes.as_slice() {
-        [] => "; transcript unchanged".to_string(),
-        [one] => match one.at {
-            Anchor::Time { start_ms, end_ms } => format!(
-                "; transcript: 1 change ({})",
-                lifeos_diff::transcript::range(start_ms, end_ms)
-            ),
-            _ => "; transcript: 1 change".to_string(),
-        },
-        many => format!("; transcript: {} changes", many.len()),
-    });
-    d.changes.extend(changes);
-    Ok(())
 }
 
 /// Runs `lifeos diff`.
@@ -364,21 +210,22 @@ pub fn run(repo: &Repo, args: DiffArgs, style: Style) -> CliResult<u8> {
         // where it is not UTF-8), not the quoted form people see.
         let new_name = String::from_utf8_lossy(&p.path).into_owned();
         let old_name = String::from_utf8_lossy(p.old_path.as_ref().unwrap_or(&p.path)).into_owned();
-        let old_loader = p.old.as_ref().map(|e| StoreLoader {
-            store: store.clone(),
-            id: e.id,
-            path: old_path.clone(),
-        });
+        let old_loader = p
+            .old
+            .as_ref()
+            .map(|e| StoreLoader::new(store.clone(), e.id, old_path.clone()));
         let new_store = matches!(to, End::Commit(_));
-        let new_store_loader = p.new.as_ref().filter(|_| new_store).map(|e| StoreLoader {
-            store: store.clone(),
-            id: e.id,
-            path: path.clone(),
-        });
-        let new_fs_loader = p.new.as_ref().filter(|_| !new_store).map(|e| FsLoader {
-            path: lifeos_vcs::path::in_folder(repo.workdir(), &p.path),
-            chunking,
-            symlink: e.kind == EntryKind::Symlink,
+        let new_store_loader = p
+            .new
+            .as_ref()
+            .filter(|_| new_store)
+            .map(|e| StoreLoader::new(store.clone(), e.id, path.clone()));
+        let new_fs_loader = p.new.as_ref().filter(|_| !new_store).map(|e| {
+            FsLoader::new(
+                lifeos_vcs::path::in_folder(repo.workdir(), &p.path),
+                chunking,
+                e.kind == EntryKind::Symlink,
+            )
         });
         let old_side = p.old.as_ref().zip(old_loader.as_ref()).map(|(e, l)| Side {
             path: &old_name,
@@ -451,7 +298,11 @@ pub fn run(repo: &Repo, args: DiffArgs, style: Style) -> CliResult<u8> {
         };
         if let (Some(o), Some(n)) = (&p.old, &p.new) {
             if o.id != n.id && lifeos_ingest::speech::is_recording(&new_name) {
-                add_transcript(repo, &mut catalog, &o.id, &n.id, &mut d)?;
+                let catalog = match &mut catalog {
+                    Some(c) => c,
+                    None => catalog.insert(repo.catalog()?),
+                };
+                lifeos_ingest::speech::add_transcript_diff(catalog, &o.id, &n.id, &mut d)?;
             }
         }
         if let (Some(out), Some(png)) = (&args.visual, &d.visual) {

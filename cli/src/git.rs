@@ -414,13 +414,17 @@ fn warn_refused(r: &lifeos_git::ImportReport, prefix: &str) {
 
 /// After a command in a colocated folder: exports what lifeos changed.
 pub fn sync_out(repo: &Repo) -> CliResult<()> {
-    let r = lifeos_git::colocate::sync_out(repo)?;
+    report_sync_out(&lifeos_git::colocate::sync_out(repo)?);
+    Ok(())
+}
+
+/// Says which refs an export to git left as git has them.
+pub fn report_sync_out(r: &lifeos_git::colocate::SyncOut) {
     for (name, why) in &r.conflicts {
         eprintln!(
             "warning: git moved {name} while lifeos ran, so lifeos left it as git has it ({why}); the next lifeos command imports git's commit, and lifeos's stays in `lifeos op log`"
         );
     }
-    Ok(())
 }
 
 fn hooks(repo: &Repo, cmd: HooksCmd) -> CliResult<u8> {
@@ -529,33 +533,13 @@ fn fire_hook_rules(
     input: &str,
     style: crate::output::Style,
 ) {
-    let head = match repo.head() {
-        Ok(h) => h,
-        Err(e) => return eprintln!("lifeos: warning: rules did not fire ({name}): {e}"),
-    };
-    let commit = head.view.at_commit();
-    let mut triggers = Vec::new();
-    // The commit's changes are computed only when some rule could want them.
-    let wants_commit = crate::actions::actions_of(repo)
-        .listens("commit")
-        .unwrap_or(true);
-    if matches!(name, "post-commit" | "post-merge") && wants_commit {
-        if let Some(c) = commit {
-            match lifeos_actions::commit_trigger(repo, c) {
-                Ok(t) => triggers.push((t, Some(head.id))),
-                Err(e) => eprintln!("lifeos: warning: rules did not fire ({name}): {e}"),
+    match crate::actions::actions_of(repo).hook_triggers(name, args, input) {
+        Ok((triggers, missed)) => {
+            if let Some(e) = missed {
+                eprintln!("lifeos: warning: rules did not fire ({name}): {e}");
             }
+            crate::actions::fire(repo, &triggers, style);
         }
+        Err(e) => eprintln!("lifeos: warning: rules did not fire ({name}): {e}"),
     }
-    triggers.push((
-        lifeos_actions::Trigger::Hook {
-            hook: name.to_string(),
-            commit,
-            branch: head.view.current_branch.clone(),
-            args: args.to_vec(),
-            input: input.to_string(),
-        },
-        Some(head.id),
-    ));
-    crate::actions::fire(repo, &triggers, style);
 }

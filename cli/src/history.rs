@@ -16,23 +16,10 @@ use crate::commands::{lock_folder, resolve_in, view_at};
 use crate::error::{CliError, CliResult};
 use crate::output::{human_bytes, local_time, print_json, relative_time, skipped_json, Style};
 use crate::{AtArg, BranchCmd, OpCmd, TagCmd};
-use lifeos_catalog::CatalogExt;
 use lifeos_entities::EntitiesExt;
 
 fn sig_json(s: &Signature) -> Value {
     json!({"name": s.name, "email": s.email, "time": s.time, "tz_offset_min": s.tz_offset_min})
-}
-
-/// Branch and tag names pointing at each commit.
-fn refs_by_commit(view: &View) -> HashMap<Id, Vec<String>> {
-    let mut m: HashMap<Id, Vec<String>> = HashMap::new();
-    for (n, id) in &view.branches {
-        m.entry(*id).or_default().push(n.clone());
-    }
-    for (n, id) in &view.tags {
-        m.entry(*id).or_default().push(format!("tag:{n}"));
-    }
-    m
 }
 
 fn commit_json(id: &Id, c: &Commit, refs: &HashMap<Id, Vec<String>>) -> Value {
@@ -125,7 +112,7 @@ pub fn log(repo: &Repo, args: &LogArgs<'_>, at: &AtArg, style: Style) -> CliResu
     let expr = lifeos_vcs::revset::parse(revset.unwrap_or(default))?;
     let clean = lifeos_vcs::path::clean(path.unwrap_or_default())?;
     let commits = log_commits(repo, &view, &expr, &clean, limit)?;
-    let refs = refs_by_commit(&view);
+    let refs = view.refs_by_commit();
     if json {
         print_json(
             "lifeos.log.v1",
@@ -337,7 +324,7 @@ pub fn show(repo: &Repo, rev: &str, at: &AtArg, json: bool, style: Style) -> Cli
         None => None,
     };
     let changes = repo.diff_trees(parent_tree.as_ref(), Some(&c.tree))?;
-    let refs = refs_by_commit(&view);
+    let refs = view.refs_by_commit();
     if json {
         let mut v = commit_json(&id, &c, &refs);
         v["changes"] = changes.iter().map(change_json).collect::<Vec<_>>().into();
@@ -828,7 +815,7 @@ pub fn op(repo: &Repo, cmd: OpCmd, style: Style) -> CliResult<u8> {
         }
         OpCmd::Show { op, json } => {
             let id = match op {
-                Some(op) => resolve_op(repo, &op)?,
+                Some(op) => repo.resolve_op(&op)?,
                 None => repo.head()?.id,
             };
             let o = repo.operation(&id)?;
@@ -855,7 +842,7 @@ pub fn op(repo: &Repo, cmd: OpCmd, style: Style) -> CliResult<u8> {
             crate::entity::print_entity_diffs(&mut out, &entities, style);
         }
         OpCmd::Restore { op, force } => {
-            let target = resolve_op(repo, &op)?;
+            let target = repo.resolve_op(&op)?;
             let wc = lock_folder(repo, style)?;
             let id = repo
                 .op_restore(&wc, &target, force)
@@ -868,30 +855,6 @@ pub fn op(repo: &Repo, cmd: OpCmd, style: Style) -> CliResult<u8> {
         }
     }
     Ok(0)
-}
-
-fn resolve_op(repo: &Repo, prefix: &str) -> CliResult<Id> {
-    let p = prefix.to_ascii_lowercase();
-    if p.len() < 4 || !p.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(CliError::new(format!("{prefix:?} is not an operation id"))
-            .hint("`lifeos op log` lists operation ids"));
-    }
-    let ids = repo.catalog()?.ops_with_prefix(&p)?;
-    match ids.as_slice() {
-        [id] => Ok(*id),
-        [] => Err(
-            CliError::new(format!("no operation id starts with {prefix}"))
-                .hint("`lifeos op log` lists operation ids"),
-        ),
-        many => Err(CliError::new(format!(
-            "operation id {prefix} is ambiguous; it matches: {}",
-            many.iter()
-                .map(|i| i.short(16))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))
-        .hint("type more characters of the id")),
-    }
 }
 
 /// `lifeos undo` and, with `redo`, `lifeos redo`.
@@ -916,15 +879,10 @@ pub fn undo(repo: &Repo, force: bool, redo: bool, style: Style) -> CliResult<u8>
 /// `lifeos reindex`.
 pub fn reindex(repo: &Repo) -> CliResult<u8> {
     let t = std::time::Instant::now();
-    // The git map is rebuilt when there was one (computing it reads every file version,
-    // which a repository that never met git does not need).
-    let had_git_map = repo.catalog().and_then(|c| c.git_map_len()).unwrap_or(0) > 0;
-    let cat = repo.reindex()?;
-    let git_rows = if had_git_map {
-        lifeos_git::rebuild_map(repo)?
-    } else {
-        0
-    };
+    let lifeos_git::Reindexed {
+        catalog: cat,
+        git_rows,
+    } = lifeos_git::reindex(repo)?;
     let (done, failed) = cat.extract_counts()?;
     println!(
         "Rebuilt the catalog from the objects: {} operations, {done} extracted files, {failed} failures, {git_rows} git map entries ({:.2} s)",

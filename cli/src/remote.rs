@@ -5,11 +5,12 @@ use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
 use lifeos_remote::places::{self, RemoteSpec, Remotes, REMOTES_DIR};
-use lifeos_remote::{Create, PushPlan, Remote, RemoteError};
+use lifeos_remote::pull;
+use lifeos_remote::{PushPlan, Remote, RemoteError};
 use lifeos_vcs::Repo;
 use serde_json::json;
 
-use crate::commands::lock_folder;
+use crate::commands::say_finished_move;
 use crate::error::{CliError, CliResult};
 use crate::output::{human_bytes, print_json, Style};
 
@@ -150,6 +151,8 @@ fn remote_err(e: RemoteError) -> CliError {
         }
         RemoteError::NoPassphrase(_) => Some("set LIFEOS_PASSPHRASE, or pass --passphrase-file FILE"),
         RemoteError::Unknown(_) => Some("`lifeos remote list` shows the remotes; `lifeos remote add NAME URL` adds one"),
+        RemoteError::NotEmpty(_) => Some("clone into a new or empty folder"),
+        RemoteError::NoBranch => Some("`lifeos checkout BRANCH` first; what was fetched is kept"),
         RemoteError::Empty(_) => Some("push to it first, or check its URL with `lifeos remote list`"),
         RemoteError::Changed { .. } => Some("check the storage; if you changed the remote yourself, forget it with `lifeos remote remove NAME` and add it again (`--no-encrypt` for a plain one)"),
         RemoteError::Store(lifeos_store::StoreError::Remote { .. }) => Some("nothing already published was changed; run the command again once the remote answers (what was sent is not sent again)"),
@@ -174,90 +177,43 @@ impl From<RemoteError> for CliError {
     }
 }
 
-/// Opens remote `name` of `repo` (the only one, or origin, by default).
+/// Opens remote `name` of `repo` (the only one, or origin, by default), asking for the
+/// passphrase as `pass` says ([`pull::open_named`]).
 fn open_remote(
     repo: &Repo,
     name: Option<&str>,
     create: bool,
     pass: &PassArgs,
 ) -> CliResult<(String, Remote, bool)> {
-    let mut remotes = Remotes::load(repo.dot_dir())?;
-    let (name, spec) = remotes.choose(name)?;
-    let remote = open_spec(
-        repo.dot_dir(),
-        &name,
-        spec,
-        create,
-        pass.passphrase_file.clone(),
-    )?;
-    let lazy = spec.lazy;
-    // The first open records what the remote is; every later one is compared with it.
-    if spec.seen.is_none() {
-        if let Some(s) = remotes.remote.get_mut(&name) {
-            s.seen = Some(remote.seen().clone());
-            remotes.save(repo.dot_dir())?;
-        }
-    }
-    Ok((name, remote, lazy))
+    let ask = || {
+        passphrase(
+            pass.passphrase_file.as_deref(),
+            PASSPHRASE_VAR,
+            "passphrase",
+        )
+    };
+    Ok(pull::open_named(repo, name, create, &ask)?)
 }
 
-/// The file, in a remote's folder of the store, naming the operation last pushed there.
-const PUSHED_FILE: &str = "pushed";
-
-/// The operation this repository last pushed to remote `name`, if it did.
-fn last_pushed(repo: &Repo, name: &str) -> Option<lifeos_store::Id> {
-    let path = repo
-        .dot_dir()
-        .join(REMOTES_DIR)
-        .join(name)
-        .join(PUSHED_FILE);
-    std::fs::read_to_string(path)
-        .ok()
-        .and_then(|t| lifeos_store::Id::from_hex(t.trim()))
-}
-
-/// Remembers that `op` was pushed to remote `name` (to notice a server that hides it).
-fn remember_pushed(repo: &Repo, name: &str, op: &lifeos_store::Id) -> CliResult<()> {
-    let dir = repo.dot_dir().join(REMOTES_DIR).join(name);
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| CliError::new(format!("creating {}: {e}", dir.display())))?;
-    lifeos_store::store::write_atomic(
-        &dir.join(PUSHED_FILE),
-        format!("{}\n", op.to_hex()).as_bytes(),
-    )?;
-    Ok(())
-}
-
-fn open_spec(
-    dot: &Path,
+/// How a lazy clone reopens remote `name` when it needs an object: the passphrase from
+/// the variable, else a prompt.
+fn reopen(
+    repo_dot: &Path,
     name: &str,
     spec: &RemoteSpec,
-    create: bool,
-    pass_file: Option<PathBuf>,
-) -> lifeos_remote::Result<Remote> {
-    let mode = match (create, spec.encrypts()) {
-        (false, _) => Create::No,
-        (true, true) => Create::Encrypted,
-        (true, false) => Create::Plain,
-    };
-    Remote::open(
-        places::backend(spec)?,
-        mode,
-        &|| passphrase(pass_file.as_deref(), PASSPHRASE_VAR, "passphrase"),
-        Some(dot.join(REMOTES_DIR).join(name).join("index")),
-        spec.expect(),
-    )
+) -> Box<dyn Fn() -> lifeos_remote::Result<Remote> + Send + Sync> {
+    let (dot, name, spec) = (repo_dot.to_path_buf(), name.to_string(), spec.clone());
+    Box::new(move || {
+        let ask = || passphrase(None, PASSPHRASE_VAR, "passphrase");
+        pull::open_spec(&dot, &name, &spec, false, &ask)
+    })
 }
 
 /// Makes a lazy clone read missing objects from its remote (opened when first needed).
 pub fn serve_lazily(repo: &Repo) -> CliResult<()> {
     let remotes = Remotes::load(repo.dot_dir())?;
     if let Some((name, spec)) = remotes.remote.iter().find(|(_, s)| s.lazy) {
-        let (dot, name, spec) = (repo.dot_dir().to_path_buf(), name.clone(), spec.clone());
-        lifeos_remote::serve_lazily(
-            repo,
-            Box::new(move || open_spec(&dot, &name, &spec, false, None)),
-        );
+        lifeos_remote::serve_lazily(repo, reopen(repo.dot_dir(), name, spec));
     }
     Ok(())
 }
@@ -467,7 +423,7 @@ pub fn push(repo: &Repo, name: Option<String>, pass: PassArgs, json: bool) -> Cl
     let r = remote.push(plan?, &bar)?;
     drop(bar);
     if let Some(op) = r.heads.first() {
-        remember_pushed(repo, &name, op)?;
+        pull::remember_pushed(repo, &name, op)?;
     }
     if json {
         print_json(
@@ -536,7 +492,7 @@ pub fn fetch(
     let (name, remote, lazy) = open_remote(repo, name.as_deref(), false, &pass)?;
     let all_data = all_data || !lazy;
     let bar = Bar::new("fetch", json);
-    let r = remote.fetch(repo, &name, all_data, last_pushed(repo, &name), &bar)?;
+    let r = remote.fetch(repo, &name, all_data, pull::last_pushed(repo, &name), &bar)?;
     drop(bar);
     warn_heads(&name, &r);
     if all_data {
@@ -554,38 +510,6 @@ pub fn fetch(
     Ok(0)
 }
 
-/// Moves the current branch (or, in a clone, the remote's current branch) forward to
-/// where the remote's newest operation has it, and the folder with it. Returns the
-/// commit, if it moved.
-fn move_to_remote(
-    repo: &Repo,
-    newest: Option<lifeos_store::Id>,
-    branch: Option<String>,
-    force: bool,
-    style: Style,
-) -> CliResult<Option<lifeos_store::Id>> {
-    let Some(newest) = newest else {
-        return Ok(None);
-    };
-    let theirs = repo.op_state(&newest)?.view;
-    let Some(branch) = branch.or(theirs.current_branch.clone()) else {
-        return Ok(None);
-    };
-    let Some(target) = theirs.branch(&branch) else {
-        return Ok(None);
-    };
-    let wc = lock_folder(repo, style)?;
-    let here = repo.head()?.view;
-    if here.current_branch.as_deref() == Some(branch.as_str())
-        && here.branch(&branch) == Some(target)
-    {
-        return Ok(None);
-    }
-    repo.fast_forward(&wc, &branch, target, force)
-        .map_err(|e| remote_err(e.into()))?;
-    Ok(Some(target))
-}
-
 /// `lifeos pull [NAME]`: fetch, then move the current branch and the folder forward.
 pub fn pull(
     repo: &Repo,
@@ -596,30 +520,30 @@ pub fn pull(
     style: Style,
 ) -> CliResult<u8> {
     let (name, remote, lazy) = open_remote(repo, name.as_deref(), false, &pass)?;
-    let all_data = !lazy;
     let bar = Bar::new("fetch", json);
-    let r = remote.fetch(repo, &name, all_data, last_pushed(repo, &name), &bar)?;
+    let lock = || {
+        let wc = repo.lock_working_copy()?;
+        say_finished_move(&wc, style);
+        Ok(wc)
+    };
+    let pulled = pull::pull(repo, &name, &remote, lazy, force, &bar, &lock);
     drop(bar);
+    let pull::Pulled {
+        report: r,
+        branch,
+        moved,
+    } = pulled?;
     warn_heads(&name, &r);
-    let current = repo.head()?.view.current_branch.clone();
-    if current.is_none() {
-        return Err(
-            CliError::new("the folder is on no branch, so pull has nothing to move")
-                .hint("`lifeos checkout BRANCH` first; what was fetched is kept"),
-        );
-    }
-    let moved = move_to_remote(repo, r.newest_remote, current.clone(), force, style)?;
     if json {
         let mut v = fetch_json(&name, &r);
-        v["branch"] = json!(current);
+        v["branch"] = json!(branch);
         v["moved_to"] = json!(moved.map(|m| m.to_hex()));
         print_json("lifeos.pull.v1", v);
     } else {
         say_fetched(&name, &r, style);
         match moved {
             Some(c) => println!(
-                "Moved {} and the folder to {}",
-                current.unwrap_or_default(),
+                "Moved {branch} and the folder to {}",
                 style.id(&c.short(12))
             ),
             None => println!("The folder is up to date"),
@@ -629,7 +553,7 @@ pub fn pull(
 }
 
 /// `lifeos clone URL [DIR] [--lazy]`.
-pub fn clone(here: &Path, args: CloneArgs, style: Style) -> CliResult<u8> {
+pub fn clone(here: &Path, args: CloneArgs) -> CliResult<u8> {
     let CloneArgs {
         url,
         dir,
@@ -639,29 +563,7 @@ pub fn clone(here: &Path, args: CloneArgs, style: Style) -> CliResult<u8> {
         json,
     } = args;
     let url = absolute_url(&url)?;
-    let parsed = places::parse_url(&url)?;
-    let default_name = match &parsed {
-        places::Url::Dir(p) => p.file_name().map(|n| n.to_string_lossy().into_owned()),
-        places::Url::S3 { bucket, prefix } => prefix
-            .trim_end_matches('/')
-            .rsplit('/')
-            .next()
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-            .or(Some(bucket.clone())),
-    }
-    .unwrap_or_else(|| "repository".into());
-    let target = here.join(dir.unwrap_or_else(|| PathBuf::from(&default_name)));
-    if target.exists()
-        && std::fs::read_dir(&target)
-            .map(|mut d| d.next().is_some())
-            .unwrap_or(true)
-    {
-        return Err(
-            CliError::new(format!("{} exists and is not empty", target.display()))
-                .hint("clone into a new or empty folder"),
-        );
-    }
+    let target = pull::clone_target(here, &url, dir.as_deref())?;
     let url_shown = url.clone();
     let spec = RemoteSpec {
         url,
@@ -671,28 +573,24 @@ pub fn clone(here: &Path, args: CloneArgs, style: Style) -> CliResult<u8> {
         lazy,
         seen: None,
     };
-    // The remote is opened (and the passphrase checked) before anything is created; its
-    // indexes are cached in the repository once that exists.
-    let remote = open_spec(
-        &target.join(".lifeos"),
-        "origin",
-        &spec,
-        false,
-        pass.passphrase_file.clone(),
-    )?;
-    let created = !target.exists();
-    let repo = Repo::init(&target, lifeos_store::StoreConfig::default())?;
-    let result = clone_into(&repo, remote, spec, lazy, json, style);
-    if result.is_err() {
-        // Nothing half-made is left: the folder was new or empty.
-        drop(repo);
-        let _ = if created {
-            std::fs::remove_dir_all(&target)
-        } else {
-            std::fs::remove_dir_all(target.join(".lifeos"))
-        };
-    }
-    let (Cloned { report: r, branch }, moved) = result?;
+    let ask = || {
+        passphrase(
+            pass.passphrase_file.as_deref(),
+            PASSPHRASE_VAR,
+            "passphrase",
+        )
+    };
+    let serve = reopen(&target.join(lifeos_vcs::layout::DOT_DIR), "origin", &spec);
+    let bar = Bar::new("clone", json);
+    let cloned = pull::clone(&target, spec, &ask, &bar, serve);
+    drop(bar);
+    let pull::Cloned {
+        report: r,
+        branch,
+        moved,
+        ..
+    } = cloned?;
+    warn_heads("origin", &r);
     if json {
         let mut v = fetch_json("origin", &r);
         v["dir"] = json!(target.to_string_lossy());
@@ -719,46 +617,6 @@ pub fn clone(here: &Path, args: CloneArgs, style: Style) -> CliResult<u8> {
     Ok(0)
 }
 
-/// What a clone fetched, where its folder moved, and its remote's current branch.
-struct Cloned {
-    report: lifeos_remote::FetchReport,
-    branch: Option<String>,
-}
-
-/// Fetches into the new repository `repo` and, unless `lazy`, writes the folder.
-fn clone_into(
-    repo: &Repo,
-    remote: Remote,
-    spec: RemoteSpec,
-    lazy: bool,
-    json: bool,
-    style: Style,
-) -> CliResult<(Cloned, Option<lifeos_store::Id>)> {
-    let mut remotes = Remotes::default();
-    let spec = RemoteSpec {
-        seen: Some(remote.seen().clone()),
-        ..spec
-    };
-    remotes.remote.insert("origin".into(), spec);
-    remotes.save(repo.dot_dir())?;
-    let bar = Bar::new("clone", json);
-    let r = remote.fetch(repo, "origin", !lazy, None, &bar)?;
-    drop(bar);
-    warn_heads("origin", &r);
-    let branch = r
-        .newest_remote
-        .and_then(|op| repo.op_state(&op).ok())
-        .and_then(|s| s.view.current_branch);
-    // A lazy clone writes no files: `checkout` does, reading what it needs.
-    let moved = if lazy {
-        lifeos_remote::serve_lazily(repo, Box::new(move || Ok(remote.clone())));
-        None
-    } else {
-        move_to_remote(repo, r.newest_remote, None, false, style)?
-    };
-    Ok((Cloned { report: r, branch }, moved))
-}
-
 /// A new folder for a remote check's scratch repository, removed when dropped.
 struct Scratch(PathBuf);
 
@@ -766,7 +624,7 @@ impl Scratch {
     fn new() -> Scratch {
         Scratch(std::env::temp_dir().join(format!(
             "lifeos-remote-walk-{}",
-            lifeos_store::store::random_hex(8)
+            lifeos_store::fsutil::random_hex(8)
         )))
     }
 }

@@ -250,7 +250,8 @@ fn rescheduled(
         .collect()
 }
 
-/// Commits what changed, then indexes it, exports it to git and fires the rules. A commit
+/// Commits what changed through the commit pipeline (which fires the commit's rules and
+/// exports it to git), then indexes it and fires the rules for what else changed. A commit
 /// that failed (a file still being written, a full disk) returns when to try again.
 fn commit_step(repo: &Repo, ingest: bool, style: Style) -> Result<(), Instant> {
     let start = now_ms();
@@ -273,11 +274,6 @@ fn commit_step(repo: &Repo, ingest: bool, style: Style) -> Result<(), Instant> {
                         crate::knowledge::ingest(repo, false, &Default::default(), false)
                     {
                         log(&format!("warning: ingest failed: {}", e.message));
-                    }
-                }
-                if lifeos_git::colocate::is_colocated(repo) {
-                    if let Err(e) = crate::git::sync_out(repo) {
-                        log(&format!("warning: not exported to git: {}", e.message));
                     }
                 }
                 crate::actions::fire_since(repo, start, style);

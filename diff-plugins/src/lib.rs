@@ -12,6 +12,7 @@
 pub mod binary;
 pub mod external;
 pub mod image_diff;
+pub mod loaders;
 pub mod markdown;
 pub mod media;
 pub mod pdf;

@@ -263,7 +263,7 @@ impl EntitiesExt for Repo {
         let root = root_of(&head.view);
         let id = match (&change, id) {
             (EntityChange::Add { kind, .. }, None) => {
-                format!("{kind}:{}", lifeos_store::store::random_hex(4))
+                format!("{kind}:{}", lifeos_store::fsutil::random_hex(4))
             }
             (_, Some(id)) => id.to_string(),
             (_, None) => return Err(invalid("which entity? give its id".into())),

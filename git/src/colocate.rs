@@ -109,7 +109,7 @@ impl Synced {
     }
 
     fn save(&self, repo: &Repo) -> Result<()> {
-        lifeos_store::store::write_atomic(&Synced::path(repo), self.encode().as_bytes())?;
+        lifeos_store::fsutil::write_atomic(&Synced::path(repo), self.encode().as_bytes())?;
         Ok(())
     }
 
@@ -195,7 +195,7 @@ pub fn colocate(repo: Repo) -> Result<(Repo, ColocateReport)> {
             path: dir.display().to_string(),
             reason: e.to_string(),
         })?;
-        lifeos_store::store::write_atomic(
+        lifeos_store::fsutil::write_atomic(
             &dir.join("HEAD"),
             format!("ref: refs/heads/{branch}\n").as_bytes(),
         )?;
@@ -521,18 +521,24 @@ mod tests {
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     }
 
+    /// A git repository in `w` with one commit (`a.txt`), colocated with a new lifeos
+    /// repository.
+    fn colocated(w: &Path) -> Repo {
+        git(w, &["init", "-q", "-b", "main"]);
+        std::fs::write(w.join("a.txt"), "a\n").unwrap();
+        git(w, &["add", "a.txt"]);
+        git(w, &["commit", "-q", "-m", "first"]);
+        let repo = Repo::init(w, lifeos_store::StoreConfig::default()).unwrap();
+        colocate(repo).unwrap().0
+    }
+
     /// A `git commit` that lands between a lifeos command's import and its export keeps
     /// its place in git; lifeos imports it next, and keeps its own commit too.
     #[test]
     fn a_git_commit_landing_while_lifeos_runs_is_not_lost() {
         let dir = tempfile::tempdir().unwrap();
         let w = dir.path();
-        git(w, &["init", "-q", "-b", "main"]);
-        std::fs::write(w.join("a.txt"), "a\n").unwrap();
-        git(w, &["add", "a.txt"]);
-        git(w, &["commit", "-q", "-m", "first"]);
-        let repo = Repo::init(w, lifeos_store::StoreConfig::default()).unwrap();
-        let (repo, _) = colocate(repo).unwrap();
+        let repo = colocated(w);
         assert_eq!(
             repo.dot_dir(),
             w.canonicalize().unwrap().join(".git/lifeos")
@@ -574,6 +580,31 @@ mod tests {
         );
         sync_out(&repo).unwrap();
         assert_eq!(git(w, &["rev-parse", "main"]), from_git);
+    }
+
+    /// `reindex` rebuilds the git map of a colocated repository row for row, even when
+    /// its catalog was deleted (then no old map says it had one), and makes none for a
+    /// repository that never met git.
+    #[test]
+    fn reindex_rebuilds_the_git_map_only_where_there_was_one() {
+        use lifeos_catalog::CatalogExt;
+        let dir = tempfile::tempdir().unwrap();
+        let w = dir.path();
+        let repo = colocated(w);
+        let rows = repo.catalog().unwrap().git_map_len().unwrap();
+        assert!(rows >= 3, "a commit, a tree and a blob: {rows}");
+        std::fs::remove_file(repo.catalog_path()).unwrap();
+        let again = crate::reindex(&repo).unwrap();
+        assert_eq!(again.catalog.git_map_len().unwrap(), rows);
+        assert!(again.git_rows >= rows);
+
+        let plain = tempfile::tempdir().unwrap();
+        let repo = Repo::init(plain.path(), lifeos_store::StoreConfig::default()).unwrap();
+        std::fs::write(plain.path().join("a.txt"), "a\n").unwrap();
+        lifeos_vcs::testing::commit_folder(&repo, b"a");
+        let r = crate::reindex(&repo).unwrap();
+        assert_eq!((r.git_rows, r.catalog.git_map_len().unwrap()), (0, 0));
+        assert_eq!(r.catalog.op_count().unwrap(), 2);
     }
 
     #[test]

@@ -392,7 +392,7 @@ pub(crate) fn add_shallow(git: &gix::Repository, commits: &[ObjectId]) -> Result
     all.sort();
     all.dedup();
     let text: String = all.iter().map(|o| format!("{o}\n")).collect();
-    lifeos_store::store::write_atomic(&git.git_dir().join("shallow"), text.as_bytes())?;
+    lifeos_store::fsutil::write_atomic(&git.git_dir().join("shallow"), text.as_bytes())?;
     Ok(())
 }
 
@@ -417,7 +417,7 @@ pub fn export(repo: &Repo, path: &Path) -> Result<ExportReport> {
         .filter(|b| view.branch(b).is_some())
     {
         if git.is_bare() {
-            lifeos_store::store::write_atomic(
+            lifeos_store::fsutil::write_atomic(
                 &git.git_dir().join("HEAD"),
                 format!("ref: refs/heads/{b}\n").as_bytes(),
             )?;
@@ -443,4 +443,25 @@ pub fn rebuild_map(repo: &Repo) -> Result<u64> {
     let rows = std::mem::take(&mut ex.rows);
     map.git_record(&rows)?;
     Ok((pointers.len() + rows.len()) as u64)
+}
+
+/// What [`reindex`] rebuilt.
+pub struct Reindexed {
+    /// The catalog, rebuilt from the objects.
+    pub catalog: lifeos_catalog::Catalog,
+    /// The rows of the git map it rebuilt (0 when the repository had none).
+    pub git_rows: u64,
+}
+
+/// Rebuilds the catalog from the objects, with the git map when the repository met git:
+/// it is colocated, its view records git's refs, or its catalog had a map. Computing the
+/// map reads every file version, which a repository that never met git does not need.
+/// (A catalog deleted by hand had no map to tell, so the objects decide.)
+pub fn reindex(repo: &Repo) -> Result<Reindexed> {
+    let met_git = crate::colocate::is_colocated(repo)
+        || !repo.head()?.view.git_refs.is_empty()
+        || repo.catalog().and_then(|c| c.git_map_len()).unwrap_or(0) > 0;
+    let catalog = repo.reindex()?;
+    let git_rows = if met_git { rebuild_map(repo)? } else { 0 };
+    Ok(Reindexed { catalog, git_rows })
 }

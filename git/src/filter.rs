@@ -674,7 +674,7 @@ pub fn install(workdir: &Path, lifeos: &Path, patterns: &[String]) -> Result<Ins
         let mut bytes = Vec::new();
         file.write_to(&mut bytes)
             .map_err(crate::gix_err("writing git's config"))?;
-        lifeos_store::store::write_atomic(&config, &bytes)?;
+        lifeos_store::fsutil::write_atomic(&config, &bytes)?;
     }
     let attributes = git
         .workdir()
@@ -711,7 +711,7 @@ pub fn install(workdir: &Path, lifeos: &Path, patterns: &[String]) -> Result<Ins
         added.push(p.clone());
     }
     if !added.is_empty() {
-        lifeos_store::store::write_atomic(&attributes, &text)?;
+        lifeos_store::fsutil::write_atomic(&attributes, &text)?;
     }
     Ok(Installed {
         config,

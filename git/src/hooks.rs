@@ -220,7 +220,7 @@ pub fn install(dir: &Path, lifeos: &Path, workdir: &Path) -> Result<HookChanges>
 
 fn write_hook(path: &Path, body: &str) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
-    lifeos_store::store::write_atomic(path, body.as_bytes())?;
+    lifeos_store::fsutil::write_atomic(path, body.as_bytes())?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
         .map_err(io_err("making executable", path))
 }

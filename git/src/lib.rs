@@ -13,7 +13,7 @@ mod pack;
 pub mod remote;
 pub mod store_home;
 
-pub use export::{export, rebuild_map, ExportReport};
+pub use export::{export, rebuild_map, reindex, ExportReport, Reindexed};
 pub use import::{import, ImportReport};
 
 /// What went wrong talking to git.
@@ -97,7 +97,7 @@ pub enum GitError {
     Store(#[from] lifeos_store::StoreError),
     /// A lifeos object did not decode.
     #[error(transparent)]
-    Decode(#[from] lifeos_store::enc::DecodeError),
+    Decode(#[from] lifeos_store::codec::DecodeError),
     /// The lifeos history failed.
     #[error(transparent)]
     Vcs(#[from] lifeos_vcs::VcsError),

@@ -130,6 +130,6 @@ fn forget_old_exclude(git_dir: &Path) -> Result<()> {
         .filter(|l| *l != OLD_EXCLUDE_LINE)
         .map(|l| format!("{l}\n"))
         .collect();
-    lifeos_store::store::write_atomic(&path, kept.as_bytes())?;
+    lifeos_store::fsutil::write_atomic(&path, kept.as_bytes())?;
     Ok(())
 }

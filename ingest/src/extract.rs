@@ -409,7 +409,7 @@ fn ocr(bytes: &[u8]) -> Result<Vec<Segment>, String> {
     let dir = std::env::temp_dir().join(format!(
         "lifeos-ocr-{}-{}",
         std::process::id(),
-        lifeos_store::store::random_hex(4)
+        lifeos_store::fsutil::random_hex(4)
     ));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let input = dir.join("image");

@@ -297,7 +297,7 @@ fn kept_from(repo: &Repo, tree: &Id, kept_from: usize) -> Result<FileIndex> {
 fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
-    let tmp = dir.join(format!(".{}.tmp", lifeos_store::store::random_hex(6)));
+    let tmp = dir.join(format!(".{}.tmp", lifeos_store::fsutil::random_hex(6)));
     let written = std::fs::File::create_new(&tmp)
         .and_then(|mut f| f.write_all(bytes))
         .and_then(|()| std::fs::rename(&tmp, path));

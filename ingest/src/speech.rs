@@ -263,3 +263,129 @@ fn transcribe(
 ) -> Result<Vec<Segment>, String> {
     match *engine.transcriber()? {}
 }
+
+/// Adds to a recording's diff `d` what was said differently between versions `old` and
+/// `new`, from the transcripts `lifeos ingest` recorded for both: the changed segments,
+/// with their times, and a word in the summary; a note instead when a version has not
+/// been transcribed.
+pub fn add_transcript_diff(
+    catalog: &lifeos_catalog::Catalog,
+    old: &lifeos_store::Id,
+    new: &lifeos_store::Id,
+    d: &mut lifeos_diff::FileDiff,
+) -> crate::Result<()> {
+    use lifeos_diff::transcript;
+    let (speech, version) = SPEECH;
+    let mut sides = Vec::new();
+    for id in [old, new] {
+        if catalog.job(id, speech, version)? != Some(lifeos_catalog::JobState::Done) {
+            d.notes.push(
+                "transcripts not compared: a version has not been transcribed (run `lifeos ingest` with a speech model installed)".into(),
+            );
+            return Ok(());
+        }
+        let segs: Vec<transcript::Spoken> = catalog
+            .segments_of(id, speech, "speech")?
+            .into_iter()
+            .map(|(anchor, text)| {
+                let a: serde_json::Value = serde_json::from_str(&anchor).unwrap_or_default();
+                let ms = |k: &str| a[k].as_u64().unwrap_or(0);
+                (ms("start_ms"), ms("end_ms"), text)
+            })
+            .collect();
+        sides.push(segs);
+    }
+    let changes = transcript::diff(&sides[0], &sides[1]);
+    d.summary.push_str(&match changes.as_slice() {
+        [] => "; transcript unchanged".to_string(),
+        [one] => match one.at {
+            lifeos_diff::Anchor::Time { start_ms, end_ms } => format!(
+                "; transcript: 1 change ({})",
+                transcript::range(start_ms, end_ms)
+            ),
+            _ => "; transcript: 1 change".to_string(),
+        },
+        many => format!("; transcript: {} changes", many.len()),
+    });
+    d.changes.extend(changes);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lifeos_catalog::CatalogExt;
+    use lifeos_store::{Id, Kind};
+    use lifeos_vcs::object::{Event, Extract};
+    use lifeos_vcs::Repo;
+
+    /// Records a transcript of `file` as ingest would: one speech segment per line.
+    fn transcribed(repo: &Repo, file: Id, said: &[(u64, u64, &str)]) {
+        let x = Extract {
+            file,
+            extractor: SPEECH.0.into(),
+            version: SPEECH.1,
+            outcome: Ok(said
+                .iter()
+                .map(|&(start_ms, end_ms, text)| Segment {
+                    kind: "speech".into(),
+                    anchor: Anchor::Time { start_ms, end_ms },
+                    text: text.into(),
+                    meta: String::new(),
+                })
+                .collect()),
+        };
+        let head = repo.head().unwrap();
+        let mut tx = repo.store().transaction().unwrap();
+        let xid = tx.write_object(Kind::Extract, &x.encode()).unwrap();
+        let events = vec![Event::ContentExtracted { results: vec![xid] }];
+        repo.publish(tx, &[head.id], head.view, "ingest: 1 files", events, 1)
+            .unwrap();
+    }
+
+    /// The diff of two transcribed versions lists the segment said differently, with
+    /// its times, and says so in the summary; with a version not transcribed it changes
+    /// nothing but a note.
+    #[test]
+    fn transcripts_of_two_versions_are_compared_segment_by_segment() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repo::init(dir.path(), Default::default()).unwrap();
+        let (old, new, untold) = (Id::hash(b"v1"), Id::hash(b"v2"), Id::hash(b"v3"));
+        transcribed(
+            &repo,
+            old,
+            &[(0, 2000, "the budget is fine"), (2000, 4000, "see you")],
+        );
+        transcribed(
+            &repo,
+            new,
+            &[(0, 2000, "the budget is short"), (2000, 4000, "see you")],
+        );
+        let catalog = repo.catalog().unwrap();
+        let mut d = lifeos_diff::FileDiff {
+            summary: "audio 4.0 s".into(),
+            ..Default::default()
+        };
+        add_transcript_diff(&catalog, &old, &new, &mut d).unwrap();
+        assert_eq!(
+            d.summary,
+            "audio 4.0 s; transcript: 1 change (00:00.0–00:02.0)"
+        );
+        assert_eq!(d.changes.len(), 1);
+        assert!(matches!(
+            d.changes[0].at,
+            lifeos_diff::Anchor::Time {
+                start_ms: 0,
+                end_ms: 2000
+            }
+        ));
+        assert!(d.notes.is_empty());
+        let mut same = lifeos_diff::FileDiff::default();
+        add_transcript_diff(&catalog, &old, &old, &mut same).unwrap();
+        assert_eq!(same.summary, "; transcript unchanged");
+        let mut missing = lifeos_diff::FileDiff::default();
+        add_transcript_diff(&catalog, &old, &untold, &mut missing).unwrap();
+        assert!(missing.changes.is_empty() && missing.summary.is_empty());
+        assert_eq!(missing.notes.len(), 1, "{:?}", missing.notes);
+    }
+}

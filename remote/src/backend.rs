@@ -8,7 +8,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use lifeos_store::error::IoContext as _;
-use lifeos_store::store::{random_hex, sync_dir, write_new_synced};
+use lifeos_store::fsutil::{random_hex, sync_dir, write_new_synced};
 use lifeos_store::{Result, StoreError};
 
 /// A place that holds a remote's files under keys such as `packs/0a1b...`.

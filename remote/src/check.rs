@@ -132,7 +132,7 @@ impl Remote {
 
     /// Announces a push; refuses while a gc runs.
     pub(crate) fn push_lock(&self) -> Result<Lock<'_>> {
-        let key = format!("{LOCKS_DIR}push-{}", lifeos_store::store::random_hex(8));
+        let key = format!("{LOCKS_DIR}push-{}", lifeos_store::fsutil::random_hex(8));
         self.backend.put(&key, &mut lock_body().into_bytes())?;
         let lock = Lock { remote: self, key };
         if self.live_locks()?.iter().any(|k| k == GC_LOCK) {

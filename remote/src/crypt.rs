@@ -11,7 +11,7 @@ use argon2::{Algorithm, Argon2, Params, Version};
 use ring::aead::{Aad, LessSafeKey, Nonce, Tag, UnboundKey, CHACHA20_POLY1305};
 use zeroize::{Zeroize, Zeroizing};
 
-use lifeos_store::enc::{DecodeError, Reader, Writer};
+use lifeos_store::codec::{DecodeError, Reader, Writer};
 use lifeos_store::Id;
 
 /// Bytes of a sealed blob's nonce.

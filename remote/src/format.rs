@@ -4,7 +4,7 @@
 //! place it is kept, so nothing but sizes and counts can be read without the key.
 
 use crate::crypt::{Keys, SEALED_HEAD, TAG_LEN};
-use lifeos_store::enc::{Reader, Writer};
+use lifeos_store::codec::{Reader, Writer};
 use lifeos_store::pack::verify_content;
 use lifeos_store::{Id, Kind, StoredAs};
 
@@ -339,12 +339,12 @@ pub fn decode_index(
         what: what.clone(),
         reason,
     };
-    let decode = || -> Result<Vec<IndexRow>, lifeos_store::enc::DecodeError> {
+    let decode = || -> Result<Vec<IndexRow>, lifeos_store::codec::DecodeError> {
         let mut r = Reader::new(&plain);
         r.header(W, INDEX_TAG, INDEX_VERSION)?;
         let named = r.bytes(W)?;
         if named != pack.as_bytes() {
-            return Err(lifeos_store::enc::DecodeError::new(
+            return Err(lifeos_store::codec::DecodeError::new(
                 W,
                 "it is the index of another pack",
             ));
@@ -356,14 +356,14 @@ pub fn decode_index(
             let k = r.u8(W)?;
             let kind = Kind::from_u8(k)
                 .filter(|k| *k != Kind::Block)
-                .ok_or_else(|| lifeos_store::enc::DecodeError::new(W, format!("kind {k}")))?;
+                .ok_or_else(|| lifeos_store::codec::DecodeError::new(W, format!("kind {k}")))?;
             let offset = r.uint(W)?;
             let len = u32::try_from(r.uint(W)?)
-                .map_err(|_| lifeos_store::enc::DecodeError::new(W, "length over 4 GiB"))?;
+                .map_err(|_| lifeos_store::codec::DecodeError::new(W, "length over 4 GiB"))?;
             // Every range is computed as offset + length: one past what a pack can be is
             // damage, never an overflow.
             if offset > PACK_READ_MAX {
-                return Err(lifeos_store::enc::DecodeError::new(
+                return Err(lifeos_store::codec::DecodeError::new(
                     W,
                     format!("object {id} at offset {offset}, past where a pack ends"),
                 ));

@@ -15,6 +15,7 @@ mod check;
 pub mod crypt;
 pub mod format;
 pub mod places;
+pub mod pull;
 pub mod s3;
 mod transfer;
 
@@ -71,6 +72,12 @@ pub enum RemoteError {
     /// A remote name that is taken.
     #[error("a remote named {0:?} exists already")]
     Exists(String),
+    /// A clone's folder holds files already.
+    #[error("{} exists and is not empty", .0.display())]
+    NotEmpty(std::path::PathBuf),
+    /// A pull in a folder on no branch: there is no branch to move.
+    #[error("the folder is on no branch, so pull has nothing to move")]
+    NoBranch,
     /// A remote URL that cannot be used.
     #[error("remote URL {url:?}: {reason}")]
     BadUrl {
@@ -251,7 +258,7 @@ impl Remote {
             Some(p) => {
                 let master = MasterKey::generate();
                 let slot = KeySlot::create(&master, p, KdfParams::default())?;
-                let key = format!("{KEYS_DIR}{}", lifeos_store::store::random_hex(8));
+                let key = format!("{KEYS_DIR}{}", lifeos_store::fsutil::random_hex(8));
                 backend.put(&key, &mut slot.encode())?;
                 slot_key = Some(key);
                 let config = RemoteConfig {
@@ -369,7 +376,7 @@ impl Remote {
             return Err(CryptError::WrongPassphrase.into());
         };
         let slot = KeySlot::create(master, new, KdfParams::default())?;
-        let key = format!("{KEYS_DIR}{}", lifeos_store::store::random_hex(8));
+        let key = format!("{KEYS_DIR}{}", lifeos_store::fsutil::random_hex(8));
         self.backend.put(&key, &mut slot.encode())?;
         if !replace {
             return Ok(0);
@@ -473,7 +480,7 @@ impl Remote {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).io("creating", dir)?;
         }
-        lifeos_store::store::write_atomic(path, bytes)?;
+        lifeos_store::fsutil::write_atomic(path, bytes)?;
         Ok(())
     }
 }

@@ -102,7 +102,7 @@ impl Remotes {
     /// Writes them back (atomically).
     pub fn save(&self, dot: &Path) -> Result<()> {
         let text = toml::to_string(self).expect("remotes serialise");
-        lifeos_store::store::write_atomic(&dot.join(REMOTES_FILE), text.as_bytes())?;
+        lifeos_store::fsutil::write_atomic(&dot.join(REMOTES_FILE), text.as_bytes())?;
         Ok(())
     }
 

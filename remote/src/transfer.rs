@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use lifeos_store::store::random_hex;
+use lifeos_store::fsutil::random_hex;
 use lifeos_store::{Id, Kind, Transaction};
 use lifeos_vcs::check::Reachable;
 use lifeos_vcs::Repo;

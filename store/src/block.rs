@@ -10,9 +10,9 @@
 use std::collections::HashMap;
 use std::ops::Range;
 
-use crate::enc::{Reader, Writer};
+use crate::codec::{Reader, Writer};
 use crate::id::Id;
-use crate::pack::Kind;
+use crate::kind::Kind;
 
 /// Type tag of a block's encoding.
 const BLOCK_TAG: u8 = 9;

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::enc::DecodeError;
+use crate::codec::DecodeError;
 use crate::id::Id;
 
 /// Everything that can go wrong in the store.

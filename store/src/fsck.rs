@@ -5,10 +5,12 @@ use std::fs::File;
 use std::path::PathBuf;
 
 use crate::error::{IoContext, Result};
+use crate::fsutil::list_dir;
 use crate::id::Id;
 use crate::index::Layer;
+use crate::kind::Kind;
 use crate::pack::{self, decode_entry};
-use crate::store::{list_dir, Store, INDEX_DIR};
+use crate::store::{Store, INDEX_DIR};
 
 /// One problem found by a check.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,7 +48,7 @@ impl Store {
     pub fn check_packs(&self, progress: &(dyn Fn(u64) + Sync)) -> Result<PackCheck> {
         let names = self.pack_names()?;
         let mut report = PackCheck::default();
-        let mut members: HashSet<(&str, Id, u32, pack::Kind)> = HashSet::new();
+        let mut members: HashSet<(&str, Id, u32, Kind)> = HashSet::new();
         for (name, (entries, bytes, problems, held)) in
             names.iter().zip(crate::par::map(&names, |name| {
                 self.check_pack(name, progress)
@@ -117,7 +119,7 @@ impl Store {
                     .io("opening", &path)
                     .and_then(|f| pack::read_header(&f, &path, u64::from(loc.offset)))
                     .map(|h| match h.kind {
-                        pack::Kind::Block if loc.kind != pack::Kind::Block => {
+                        Kind::Block if loc.kind != Kind::Block => {
                             members.contains(&(&*loc.pack, id, loc.offset, loc.kind))
                         }
                         _ => h.id == id && h.kind == loc.kind,
@@ -147,7 +149,7 @@ impl Store {
         &self,
         name: &str,
         progress: &(dyn Fn(u64) + Sync),
-    ) -> (u64, u64, Vec<Problem>, Vec<(Id, u32, pack::Kind)>) {
+    ) -> (u64, u64, Vec<Problem>, Vec<(Id, u32, Kind)>) {
         let path = self.pack_file_path(name);
         let mut problems = Vec::new();
         let damaged = |detail: String| Problem {
@@ -191,7 +193,7 @@ impl Store {
                 })
             })
             .and_then(|raw| {
-                if h.kind == pack::Kind::Block {
+                if h.kind == Kind::Block {
                     let block = crate::block::Block::decode(raw)?;
                     held.extend(block.members().map(|(id, kind, _)| (id, *off as u32, kind)));
                 }

@@ -4,10 +4,12 @@ use std::collections::HashSet;
 use std::fs::File;
 
 use crate::error::{IoContext, Result};
+use crate::fsutil::{list_dir, sync_dir};
 use crate::id::Id;
+use crate::kind::Kind;
 use crate::live::Live;
 use crate::pack::{self, FooterRow, PackInfo};
-use crate::store::{list_dir, sync_dir, Store, INDEX_DIR, PACKS_DIR};
+use crate::store::{Store, INDEX_DIR, PACKS_DIR};
 
 /// Proof that the caller holds the repository lock exclusively.
 pub struct ExclusiveLock {
@@ -134,7 +136,7 @@ fn entry_plans(rows: &[FooterRow], live: &dyn Fn(&Id) -> bool) -> (Vec<EntryPlan
     let mut by_offset: Vec<u32> = (0..rows.len() as u32).collect();
     by_offset.sort_unstable_by_key(|&i| {
         let r = &rows[i as usize];
-        (r.offset, r.kind != pack::Kind::Block)
+        (r.offset, r.kind != Kind::Block)
     });
     let mut out: Vec<EntryPlan> = Vec::new();
     let mut live_rows = Vec::new();
@@ -149,7 +151,7 @@ fn entry_plans(rows: &[FooterRow], live: &dyn Fn(&Id) -> bool) -> (Vec<EntryPlan
                     live: at..at,
                     dead: 0,
                 });
-                if r.kind == pack::Kind::Block {
+                if r.kind == Kind::Block {
                     continue;
                 }
                 out.last_mut().expect("pushed")
@@ -404,7 +406,7 @@ impl Store {
                             offset: *off as u32,
                             kind: h.kind,
                         });
-                        if h.kind == pack::Kind::Block {
+                        if h.kind == Kind::Block {
                             rows.extend(pack::block_rows(&file, &path, *off).unwrap_or_default());
                         }
                     }

@@ -15,7 +15,8 @@ use std::sync::Arc;
 
 use crate::error::{IoContext, Result, StoreError};
 use crate::id::{Id, ID_LEN};
-use crate::pack::{read_exact_at, Kind};
+use crate::kind::Kind;
+use crate::pack::read_exact_at;
 
 /// First bytes of every index layer.
 pub const INDEX_MAGIC: &[u8; 8] = b"LIFEOSIX";
@@ -329,7 +330,7 @@ pub fn write_layer(
         .collect();
     let tmp_path = tmp.join(format!(
         "{prefix}-index-{}.tmp",
-        crate::store::random_hex(8)
+        crate::fsutil::random_hex(8)
     ));
     let file = File::options()
         .write(true)
@@ -410,7 +411,7 @@ pub fn write_layer(
         let name = sum.to_hex()[..32].to_string();
         let dest = dir.join(format!("{name}.idx"));
         std::fs::rename(&tmp_path, &dest).io("renaming into place", &dest)?;
-        crate::store::sync_dir(dir)?;
+        crate::fsutil::sync_dir(dir)?;
         Ok(name)
     })();
     if result.is_err() {
@@ -430,7 +431,7 @@ pub fn write_layer(
 fn tempfile_in(dir: &Path, prefix: &str) -> Result<(File, PathBuf)> {
     let path = dir.join(format!(
         "{prefix}-spill-{}.tmp",
-        crate::store::random_hex(8)
+        crate::fsutil::random_hex(8)
     ));
     let f = File::options()
         .read(true)

@@ -9,13 +9,15 @@
 
 pub mod block;
 pub mod chunker;
+pub mod codec;
 pub mod config;
-pub mod enc;
 pub mod error;
 pub mod fsck;
+pub mod fsutil;
 pub mod gc;
 pub mod id;
 pub mod index;
+pub mod kind;
 pub mod live;
 pub mod manifest;
 pub mod mutate;
@@ -28,8 +30,8 @@ pub mod store;
 pub use config::StoreConfig;
 pub use error::{Result, StoreError};
 pub use id::{Id, IdMap, IdSet};
+pub use kind::Kind;
 pub use manifest::{ChunkRef, Manifest};
-pub use pack::Kind;
 pub use store::{Fetched, ObjectSource, Store, StoreStats, StoredAs, Transaction, Written};
 
 /// The buffer of every large file lifeos writes (packs, index layers, a checkout's

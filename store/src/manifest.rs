@@ -1,8 +1,8 @@
 //! File manifests: the ordered chunk list of a file made of more than one chunk.
 
-use crate::enc::{DecodeError, Reader, Writer};
+use crate::codec::{DecodeError, Reader, Writer};
 use crate::id::{Id, ID_LEN};
-use crate::pack::Kind;
+use crate::kind::Kind;
 
 /// Manifest format version written by this code.
 pub const MANIFEST_VERSION: u8 = 1;

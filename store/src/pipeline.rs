@@ -18,8 +18,9 @@ use crate::chunker::Chunker;
 use crate::config::Chunking;
 use crate::error::{IoContext, Result, StoreError};
 use crate::id::Id;
+use crate::kind::Kind;
 use crate::manifest::{ChunkRef, Manifest};
-use crate::pack::{EntryHeader, Kind};
+use crate::pack::EntryHeader;
 use crate::store::{encode_entry, Transaction};
 
 /// How many times a file that changes while being read is read again.

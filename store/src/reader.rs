@@ -3,8 +3,8 @@
 use std::io::{Read, Seek, SeekFrom};
 use std::sync::Arc;
 
+use crate::kind::Kind;
 use crate::manifest::Manifest;
-use crate::pack::Kind;
 use crate::{Id, Store};
 
 /// Reads a stored file with `Read + Seek`, holding one chunk in memory.

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use lifeos_store::enc::DecodeError;
+use lifeos_store::codec::DecodeError;
 use lifeos_store::{Id, StoreError};
 
 /// Everything that can go wrong in lifeos-vcs.
@@ -47,13 +47,31 @@ pub enum VcsError {
         /// Names that are close.
         candidates: Vec<String>,
     },
-    /// A revision prefix matches several commits.
-    #[error("revision {rev:?} is ambiguous; it matches: {}", .candidates.join(", "))]
-    AmbiguousRevision {
+    /// An id prefix (of a commit, an operation, an action, a receipt) matches several.
+    #[error("{} {prefix:?} is ambiguous; it matches: {}", .kind.noun(), .candidates.join(", "))]
+    AmbiguousId {
+        /// What kind of id.
+        kind: crate::prefix::IdKind,
         /// What the user typed.
-        rev: String,
+        prefix: String,
         /// What it matches.
         candidates: Vec<String>,
+    },
+    /// No id of this kind starts with the prefix.
+    #[error("no {} id starts with {prefix:?}; `{}` lists them", .kind.noun(), .kind.lister())]
+    NoSuchId {
+        /// What kind of id.
+        kind: crate::prefix::IdKind,
+        /// What the user typed.
+        prefix: String,
+    },
+    /// Text that cannot be the start of an id of this kind.
+    #[error("{text:?} is not {} id (4 or more hex digits)", .kind.a_noun())]
+    NotAnId {
+        /// What kind of id.
+        kind: crate::prefix::IdKind,
+        /// What the user typed.
+        text: String,
     },
     /// A revision expression did not parse.
     #[error("cannot parse revision {rev:?}: {reason} (at column {column})")]

@@ -10,6 +10,7 @@ use lifeos_store::{Id, Kind, Transaction};
 use crate::error::{Result, VcsError};
 use crate::object::{Commit, Conflict, EntryKind, Event, OpEvents, Operation, TreeEntry, View};
 use crate::path::{display, in_folder, is_under, BString};
+use crate::prefix::IdKind;
 use crate::repo::{now_ms, OpState, Repo};
 use crate::treediff::{diff_flat, Change, ChangeKind, FlatTree};
 use crate::when::{parse_when, When};
@@ -430,6 +431,14 @@ impl Repo {
         Ok(Some(changes))
     }
 
+    /// The operation whose id starts with `prefix` (4 or more hex digits), found through
+    /// the repository's operation index.
+    pub fn resolve_op(&self, prefix: &str) -> Result<Id> {
+        let lower = crate::prefix::hex_prefix(prefix, IdKind::Operation)?;
+        let ids = self.op_index().ops_with_prefix(self, &lower)?;
+        crate::prefix::exactly_one(ids, prefix, IdKind::Operation, |i| i.short(16))
+    }
+
     /// Resolves `--at WHEN` to the operation whose view it means.
     pub fn op_at(&self, when: &str) -> Result<AtOp> {
         let now = jiff::Timestamp::from_millisecond(now_ms())
@@ -438,22 +447,10 @@ impl Repo {
         let parsed = parse_when(when, &now).map_err(VcsError::BadTime)?;
         let index = self.op_index();
         match parsed {
-            When::Operation(prefix) => {
-                let ids = index.ops_with_prefix(self, &prefix)?;
-                match ids.as_slice() {
-                    [id] => Ok(AtOp {
-                        state: self.op_state(id)?,
-                        asked_ms: None,
-                    }),
-                    [] => Err(VcsError::BadTime(format!(
-                        "no operation id starts with {prefix}; `lifeos op log` lists them"
-                    ))),
-                    many => Err(VcsError::AmbiguousRevision {
-                        rev: prefix,
-                        candidates: many.iter().map(|i| i.short(16)).collect(),
-                    }),
-                }
-            }
+            When::Operation(prefix) => Ok(AtOp {
+                state: self.op_state(&self.resolve_op(&prefix)?)?,
+                asked_ms: None,
+            }),
             When::Time(t) => {
                 let Some((first, _)) = index.op_time_range(self)? else {
                     return Err(VcsError::Inconsistent("the operation log is empty".into()));
@@ -1213,4 +1210,43 @@ fn changes_from(
         }
     }
     (diff_flat(base, &flat), unreadable)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lifeos_store::StoreConfig;
+
+    /// An operation is found by any unique prefix of 4 or more hex digits, in either
+    /// case, and `--at` with that prefix means it; too short, not hex and unknown
+    /// prefixes are refused with the error of their kind (ambiguity: `prefix`'s tests).
+    #[test]
+    fn resolve_op_finds_an_operation_by_a_unique_prefix_and_names_what_is_wrong() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repo::init(dir.path(), StoreConfig::default()).unwrap();
+        std::fs::write(dir.path().join("a.txt"), "a\n").unwrap();
+        let op = crate::testing::commit_folder(&repo, b"a").op.unwrap();
+        let hex = op.to_hex();
+        assert_eq!(repo.resolve_op(&hex[..12]).unwrap(), op);
+        assert_eq!(repo.resolve_op(&hex[..12].to_uppercase()).unwrap(), op);
+        assert_eq!(repo.op_at(&hex[..12]).unwrap().state.id, op);
+        assert!(matches!(
+            repo.resolve_op(&hex[..3]),
+            Err(VcsError::NotAnId { .. })
+        ));
+        assert!(matches!(
+            repo.resolve_op("zzzz"),
+            Err(VcsError::NotAnId { .. })
+        ));
+        // A prefix no operation has: change the first digit of a full id.
+        let other = format!(
+            "{}{}",
+            if hex.starts_with('0') { '1' } else { '0' },
+            &hex[1..]
+        );
+        assert!(matches!(
+            repo.resolve_op(&other),
+            Err(VcsError::NoSuchId { .. })
+        ));
+    }
 }

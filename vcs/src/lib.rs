@@ -20,6 +20,7 @@ pub mod merkle_map;
 pub mod object;
 pub mod op_index;
 pub mod path;
+pub mod prefix;
 pub mod redact;
 pub mod renames;
 pub mod repo;

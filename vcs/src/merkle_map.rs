@@ -10,7 +10,7 @@
 //! among a million rewrites the five or six nodes on its path; two roots diff and merge
 //! by descending only where their node ids differ. See `docs/FORMAT.md` (7.8).
 
-use lifeos_store::enc::{Reader, Writer};
+use lifeos_store::codec::{Reader, Writer};
 use lifeos_store::{Id, Kind, Store, Transaction};
 
 use crate::error::{Result, VcsError};
@@ -128,7 +128,7 @@ fn decode(id: &Id, raw: &[u8]) -> Result<Slots> {
             0 => Sub::Leaf(r.bytes(W).map_err(err)?.to_vec(), r.id(W).map_err(err)?),
             1 => Sub::Node(r.id(W).map_err(err)?),
             t => {
-                return Err(err(lifeos_store::enc::DecodeError::new(
+                return Err(err(lifeos_store::codec::DecodeError::new(
                     W,
                     format!("slot tag {t}"),
                 )))

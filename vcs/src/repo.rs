@@ -7,8 +7,9 @@ use lifeos_store::{Id, Kind, Store, StoreConfig, Transaction};
 use crate::commit::CommitHook;
 use crate::error::{IoContext, Result, VcsError};
 use crate::layout::{locate, store_dir_of, COLOCATED_DIR, DEFAULT_BRANCH, DOT_DIR, OP_HEADS_DIR};
-use crate::object::{Commit, Event, OpEvents, Operation, Signature, Tree, View};
+use crate::object::{Commit, EntryKind, Event, OpEvents, Operation, Signature, Tree, View};
 use crate::op_index::{OpIndex, StoreWalk};
+use crate::path::BString;
 
 /// Concurrent operation heads merged by one operation at most.
 const MAX_MERGED_HEADS: usize = 64;
@@ -104,7 +105,7 @@ pub(crate) fn decoded<T>(
     raw: &[u8],
     id: &Id,
     kind: Kind,
-    decode: fn(&[u8]) -> std::result::Result<T, lifeos_store::enc::DecodeError>,
+    decode: fn(&[u8]) -> std::result::Result<T, lifeos_store::codec::DecodeError>,
 ) -> Result<T> {
     decode(raw).map_err(|source| VcsError::Decode {
         kind: kind.name(),
@@ -174,8 +175,8 @@ impl Repo {
         std::fs::create_dir(&dot).io("creating", &dot)?;
         let store = std::sync::Arc::new(Store::init(&dot, config)?);
         std::fs::create_dir(dot.join(OP_HEADS_DIR)).io("creating", dot.join(OP_HEADS_DIR))?;
-        lifeos_store::store::sync_dir(&dot)?;
-        lifeos_store::store::sync_dir(&workdir)?;
+        lifeos_store::fsutil::sync_dir(&dot)?;
+        lifeos_store::fsutil::sync_dir(&workdir)?;
         let repo = Repo {
             workdir,
             dot,
@@ -240,10 +241,10 @@ impl Repo {
         let _lock = self.store.gc_lock()?;
         std::fs::rename(&self.dot, to).io("moving the store to", to)?;
         if let Some(parent) = to.parent() {
-            lifeos_store::store::sync_dir(parent)?;
+            lifeos_store::fsutil::sync_dir(parent)?;
         }
         if let Some(parent) = self.dot.parent() {
-            lifeos_store::store::sync_dir(parent)?;
+            lifeos_store::fsutil::sync_dir(parent)?;
         }
         let workdir = self.workdir.clone();
         let interrupt = self.interrupt.clone();
@@ -293,7 +294,7 @@ impl Repo {
         &self,
         id: &Id,
         kind: Kind,
-        decode: fn(&[u8]) -> std::result::Result<T, lifeos_store::enc::DecodeError>,
+        decode: fn(&[u8]) -> std::result::Result<T, lifeos_store::codec::DecodeError>,
     ) -> Result<T> {
         decoded(&self.store.read_object(id, kind)?, id, kind, decode)
     }
@@ -618,7 +619,7 @@ impl Repo {
             .open(&head)
             .and_then(|f| f.sync_all())
             .io("creating", &head)?;
-        lifeos_store::store::sync_dir(&heads_dir)?;
+        lifeos_store::fsutil::sync_dir(&heads_dir)?;
         drop(committed);
         for p in replaces {
             match std::fs::remove_file(heads_dir.join(p.to_hex())) {
@@ -627,7 +628,7 @@ impl Repo {
                 Err(e) => return Err(e).io("removing", heads_dir.join(p.to_hex())),
             }
         }
-        lifeos_store::store::sync_dir(&heads_dir)?;
+        lifeos_store::fsutil::sync_dir(&heads_dir)?;
         // The operation is published; maintenance only tidies the index, and a failure
         // there must not make a recorded commit look failed. The next writer retries it.
         let _ = self.store.maintain();
@@ -681,6 +682,35 @@ impl Repo {
     /// Walks a path (components separated by `/`) down from tree `root`.
     pub fn lookup_path(&self, root: &Id, path: &[u8]) -> Result<Option<crate::object::TreeEntry>> {
         walk_path(root, path, |id| self.tree(id))
+    }
+
+    /// The file at `path` (cleaned first) in the tree of `commit`, which `rev` names in
+    /// errors: its cleaned path and its entry. A path that is not there, a folder and a
+    /// submodule are errors ([`VcsError::PathNotFound`], [`VcsError::NotAFile`]).
+    pub fn file_at(
+        &self,
+        commit: &Commit,
+        path: &[u8],
+        rev: &str,
+    ) -> Result<(BString, crate::object::TreeEntry)> {
+        let clean = crate::path::clean(path)?;
+        let shown = || crate::path::display(&clean).into_owned();
+        let entry =
+            self.lookup_path(&commit.tree, &clean)?
+                .ok_or_else(|| VcsError::PathNotFound {
+                    path: shown(),
+                    rev: rev.into(),
+                })?;
+        let found = match entry.kind {
+            EntryKind::Dir => "directory",
+            EntryKind::Gitlink => "submodule (a commit of another repository)",
+            _ => return Ok((clean, entry)),
+        };
+        Err(VcsError::NotAFile {
+            path: shown(),
+            found,
+            expected: "file",
+        })
     }
 }
 
@@ -950,5 +980,40 @@ mod tests {
             .publish(tx, &[op], head.view, "few", few.clone(), now_ms())
             .unwrap();
         assert_eq!(repo.operation(&op).unwrap().events, OpEvents::Inline(few));
+    }
+
+    /// `file_at` finds a file by a path given in any clean-able spelling and names what
+    /// is wrong otherwise: a missing path with the revision, a folder, a submodule.
+    #[test]
+    fn file_at_returns_a_file_and_refuses_a_folder_a_submodule_and_a_missing_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repo::init(dir.path(), StoreConfig::default()).unwrap();
+        let files: &[(&[u8], EntryKind, &[u8])] = &[
+            (b"notes/plan.md", EntryKind::File, b"# Plan\n"),
+            (b"run.sh", EntryKind::Executable, b"#!/bin/sh\n"),
+            (b"vendor/lib", EntryKind::Gitlink, &[7; 20]),
+        ];
+        let c = crate::testing::commit_entries(&repo, "main", files, "files");
+        let commit = repo.commit(&c).unwrap();
+        let (path, entry) = repo.file_at(&commit, b"./notes//plan.md", "main").unwrap();
+        assert_eq!(
+            (path.as_slice(), entry.kind),
+            (&b"notes/plan.md"[..], EntryKind::File)
+        );
+        assert_eq!(
+            repo.file_at(&commit, b"run.sh", "main").unwrap().1.kind,
+            EntryKind::Executable
+        );
+        for (path, want) in [
+            (&b"notes"[..], "notes is a directory, not a file"),
+            (
+                b"vendor/lib",
+                "vendor/lib is a submodule (a commit of another repository), not a file",
+            ),
+            (b"notes/gone.md", "notes/gone.md does not exist in main"),
+        ] {
+            let e = repo.file_at(&commit, path, "main").unwrap_err();
+            assert_eq!(e.to_string(), want);
+        }
     }
 }

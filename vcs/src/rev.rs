@@ -5,6 +5,7 @@ use lifeos_store::Id;
 
 use crate::error::{Result, VcsError};
 use crate::object::{change_id_str, is_change_id_prefix, View};
+use crate::prefix::IdKind;
 use crate::repo::Repo;
 
 /// Every commit reachable from the view, newest first by committer time, through the
@@ -135,13 +136,7 @@ impl Repo {
                 ));
             }
         }
-        match matches.len() {
-            0 => Ok(None),
-            1 => Ok(Some(matches[0].0)),
-            _ => Err(VcsError::AmbiguousRevision {
-                rev: sym.into(),
-                candidates: matches.into_iter().map(|m| m.1).collect(),
-            }),
-        }
+        let one = crate::prefix::at_most_one(matches, sym, IdKind::Revision, |m| m.1.clone())?;
+        Ok(one.map(|m| m.0))
     }
 }

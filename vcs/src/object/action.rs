@@ -10,7 +10,7 @@
 //! concurrent operations; writing records under the actions lock, and what the records
 //! mean (rules, states, running), is `lifeos-actions`.
 
-use lifeos_store::enc::{DecodeError, Reader, Writer};
+use lifeos_store::codec::{DecodeError, Reader, Writer};
 use lifeos_store::{Id, Kind, Transaction};
 
 use crate::error::{Result, VcsError};

@@ -1,6 +1,6 @@
 //! Pieces of the object encodings that several objects share (FORMAT 1.4).
 
-use lifeos_store::enc::{DecodeError, Reader, Writer};
+use lifeos_store::codec::{DecodeError, Reader, Writer};
 use lifeos_store::Id;
 
 pub(crate) fn read_ids(r: &mut Reader<'_>, what: &'static str) -> Result<Vec<Id>, DecodeError> {

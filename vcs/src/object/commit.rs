@@ -1,7 +1,7 @@
 //! Commits: a tree, parents, a change id, who and when, a message, and what git needs to
 //! rebuild the commit byte for byte (FORMAT 7.3).
 
-use lifeos_store::enc::{DecodeError, Reader, Writer};
+use lifeos_store::codec::{DecodeError, Reader, Writer};
 use lifeos_store::{Id, Kind};
 
 use super::codec::{read_ids, read_opt_id, write_ids, write_opt_id};

@@ -8,7 +8,7 @@
 //! [`Conflict`]. What entities mean (the schema, edits, queries, derivation from files)
 //! is `lifeos-entities`.
 
-use lifeos_store::enc::{DecodeError, Reader, Writer};
+use lifeos_store::codec::{DecodeError, Reader, Writer};
 use lifeos_store::{Id, Kind, Transaction};
 
 use crate::error::{Result, VcsError};

@@ -1,6 +1,6 @@
 //! The typed events an operation records (FORMAT 7.5).
 
-use lifeos_store::enc::{DecodeError, Reader, Writer};
+use lifeos_store::codec::{DecodeError, Reader, Writer};
 use lifeos_store::Id;
 
 use super::codec::{read_ids, read_opt_id, write_ids, write_opt_id};

@@ -1,6 +1,6 @@
 //! Extracts: what an extractor found in one file content (FORMAT 7.6).
 
-use lifeos_store::enc::{DecodeError, Reader, Writer};
+use lifeos_store::codec::{DecodeError, Reader, Writer};
 use lifeos_store::{Id, Kind};
 
 /// Extract format version.

@@ -1,6 +1,6 @@
 //! git's annotated tags, kept as their own objects (FORMAT 7.7).
 
-use lifeos_store::enc::{DecodeError, Reader, Writer};
+use lifeos_store::codec::{DecodeError, Reader, Writer};
 use lifeos_store::{Id, Kind};
 
 /// Git tag format version.

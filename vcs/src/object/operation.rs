@@ -1,6 +1,6 @@
 //! Operations and their event pages (FORMAT 7.5, 7.5a).
 
-use lifeos_store::enc::{DecodeError, Reader, Writer};
+use lifeos_store::codec::{DecodeError, Reader, Writer};
 use lifeos_store::{Id, Kind};
 
 use super::codec::{read_ids, write_ids};

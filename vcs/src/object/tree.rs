@@ -1,6 +1,6 @@
 //! Trees: sorted entries of names (bytes), kinds, ids and sizes (FORMAT 7.2).
 
-use lifeos_store::enc::{DecodeError, Reader, Writer};
+use lifeos_store::codec::{DecodeError, Reader, Writer};
 use lifeos_store::{Id, Kind};
 
 use super::codec::{read_opt_bytes, write_opt_bytes};

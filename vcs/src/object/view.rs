@@ -1,6 +1,6 @@
 //! Views: the refs of the repository after an operation (FORMAT 7.4).
 
-use lifeos_store::enc::{DecodeError, Reader, Writer};
+use lifeos_store::codec::{DecodeError, Reader, Writer};
 use lifeos_store::{Id, Kind};
 
 use super::codec::{read_ids, read_opt_id, write_ids, write_opt_id};
@@ -65,6 +65,19 @@ fn read_refs(r: &mut Reader<'_>, what: &'static str) -> Result<Vec<(String, Id)>
 }
 
 impl View {
+    /// The names pointing at each commit: its branches, then its tags as `tag:NAME`, each
+    /// in the view's order.
+    pub fn refs_by_commit(&self) -> std::collections::HashMap<Id, Vec<String>> {
+        let mut m: std::collections::HashMap<Id, Vec<String>> = std::collections::HashMap::new();
+        for (n, id) in &self.branches {
+            m.entry(*id).or_default().push(n.clone());
+        }
+        for (n, id) in &self.tags {
+            m.entry(*id).or_default().push(format!("tag:{n}"));
+        }
+        m
+    }
+
     /// The canonical encoding (version 4 only for a view with an action root, 3 for one
     /// with an entity root, 2 for one with git refs).
     pub fn encode(&self) -> Vec<u8> {
@@ -258,5 +271,27 @@ fn set_ref(refs: &mut Vec<(String, Id)>, name: &str, target: Option<Id>) {
         }
         (Err(i), Some(t)) => refs.insert(i, (name.to_string(), t)),
         (Err(_), None) => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Branches come before tags at a commit, each as the view lists them; a commit no
+    /// name points at has no entry.
+    #[test]
+    fn refs_by_commit_lists_branches_then_tags_per_commit() {
+        let (a, b, c) = (Id::hash(b"a"), Id::hash(b"b"), Id::hash(b"c"));
+        let view = View {
+            heads: vec![a, b, c],
+            branches: vec![("dev".into(), b), ("main".into(), a), ("topic".into(), a)],
+            tags: vec![("v1".into(), a), ("v2".into(), b)],
+            ..View::default()
+        };
+        let refs = view.refs_by_commit();
+        assert_eq!(refs[&a], ["main", "topic", "tag:v1"]);
+        assert_eq!(refs[&b], ["dev", "tag:v2"]);
+        assert!(!refs.contains_key(&c));
     }
 }

@@ -17,7 +17,7 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::Duration;
 
-use lifeos_store::enc::{Reader, Writer};
+use lifeos_store::codec::{Reader, Writer};
 use lifeos_store::Id;
 
 use lifeos_store::Transaction;

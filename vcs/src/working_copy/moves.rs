@@ -21,7 +21,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-use lifeos_store::enc::{Reader, Writer};
+use lifeos_store::codec::{Reader, Writer};
 use lifeos_store::{Id, Transaction};
 
 use crate::error::{IoContext, Result, VcsError};
@@ -146,7 +146,7 @@ impl Repo {
     /// finishes a folder move an earlier command left unfinished.
     pub fn lock_working_copy(&self) -> Result<WorkingCopyLock> {
         let path = self.dot_dir().join(WC_LOCK_FILE);
-        let file = lifeos_store::store::open_lock_file(&path)?;
+        let file = lifeos_store::fsutil::open_lock_file(&path)?;
         file.lock().io("locking", &path)?;
         // The index was loaded when the repository was opened, maybe before the command
         // that held the lock published anything: what it wrote must be seen now.
@@ -165,7 +165,7 @@ impl Repo {
     fn remove_journal(&self) -> Result<()> {
         let path = self.journal_path();
         match std::fs::remove_file(&path) {
-            Ok(()) => Ok(lifeos_store::store::sync_dir(self.dot_dir())?),
+            Ok(()) => Ok(lifeos_store::fsutil::sync_dir(self.dot_dir())?),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
             Err(e) => Err(e).io("removing", &path),
         }
@@ -398,7 +398,7 @@ impl Repo {
                 from: mv.from,
                 to: mv.to,
             };
-            lifeos_store::store::write_atomic(&journal_path, &journal.encode())?;
+            lifeos_store::fsutil::write_atomic(&journal_path, &journal.encode())?;
             Ok(())
         });
         // On an error the operation may or may not have become a head (a failure can come

@@ -167,7 +167,7 @@ impl Repo {
         guard::check_path(&job.repo_path, job.kind).map_err(unsafe_path)?;
         let tmp = parent.join(format!(
             ".lifeos-tmp-{}",
-            lifeos_store::store::random_hex(6)
+            lifeos_store::fsutil::random_hex(6)
         ));
         let res = (|| -> Result<u64> {
             let n = if job.kind == EntryKind::Symlink {

@@ -105,7 +105,7 @@ impl Repo {
 
     /// Saves the stat cache atomically.
     pub fn save_wc_state(&self, state: &WcState) -> Result<()> {
-        lifeos_store::store::write_atomic(&self.state_path(), &state.encode())?;
+        lifeos_store::fsutil::write_atomic(&self.state_path(), &state.encode())?;
         Ok(())
     }
 
@@ -133,7 +133,7 @@ impl Repo {
             .filter(|_| snapshot.state_changed && !waits);
         if let Some(state) = save {
             let bytes = state.encode();
-            lifeos_store::store::write_atomic(&self.state_path(), &bytes)?;
+            lifeos_store::fsutil::write_atomic(&self.state_path(), &bytes)?;
             saved = Some((
                 state.tree(),
                 crate::working_copy::stat_cache::file_sum(&bytes),

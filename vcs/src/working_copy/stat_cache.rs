@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use lifeos_store::enc::Reader;
+use lifeos_store::codec::Reader;
 use lifeos_store::Id;
 
 use crate::object::EntryKind;
@@ -568,7 +568,7 @@ impl WcState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lifeos_store::enc::Writer;
+    use lifeos_store::codec::Writer;
 
     fn entry(seed: u64, kind: EntryKind) -> CacheEntry {
         CacheEntry {

@@ -2,8 +2,6 @@
 //! other (commit, gc, checkout), commands killed or interrupted while they change the
 //! folder, files that cannot be read, and names that are not UTF-8.
 
-mod common;
-
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
@@ -11,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 
 /// Runs `lifeos` with byte-string arguments (names that are not UTF-8).
 fn run_bytes(dir: &Path, args: &[&[u8]]) -> Output {

@@ -1,13 +1,11 @@
 //! Remotes end to end: the real binary pushing to, fetching from and cloning a directory
 //! and a real S3-compatible server (SeaweedFS, started on 127.0.0.1 for each test).
 
-mod common;
-
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::process::Output;
 
-use common::*;
+use crate::common::*;
 
 fn ljson(dir: &Path, s3: Option<&S3Server>, args: &[&str]) -> serde_json::Value {
     let mut a = args.to_vec();

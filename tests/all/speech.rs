@@ -5,12 +5,10 @@
 //! wheel, checked against the reference sha256, or the reference file itself where the
 //! checkout has one beside it; the converter test checks the conversion's sha256).
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use common::*;
+use crate::common::*;
 
 fn reference_model() -> String {
     test_model().to_str().unwrap().to_string()

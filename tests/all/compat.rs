@@ -5,8 +5,7 @@
 //! and view encodings version 1), `repo-actions-v1.tar` at d86ce95 (action records
 //! version 1); see `tests/fixtures/README.md` for how they were made.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;

@@ -1,7 +1,6 @@
 //! The main path: init, commit, edit, commit, ls, cat, restore, stats, fsck, gc.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 #[test]
 fn commit_edit_commit_then_restore_both_versions_byte_for_byte() {

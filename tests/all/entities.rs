@@ -1,8 +1,7 @@
 //! Entities through the real binary: record, change, link, show now and in the past,
 //! history, undo, concurrent commands, gc, and the bad inputs.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::path::Path;
 

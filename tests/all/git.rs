@@ -1,8 +1,7 @@
 //! The git bridge against git itself: real histories imported and exported back with
 //! identical ids, incremental imports, and the quirks real histories hold.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::path::Path;
 use std::process::Command;

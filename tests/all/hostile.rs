@@ -6,12 +6,10 @@
 //! then checks that nothing ran (a marker file is absent), nothing outside the folder was
 //! written, the store is intact (`lifeos fsck`), and the error names the culprit.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 
 /// A git tree to build with `git mktree`: entries of (name, node).
 enum Node {

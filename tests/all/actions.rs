@@ -2,13 +2,11 @@
 //! pinned by hash with a TTL, a real HTTP server on 127.0.0.1, commands killed mid-way,
 //! two processes racing to run one action, and bad rules.
 
-mod common;
-
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{
+use crate::common::{
     action_for, actions, cmd, fails, git, json, ok, ok_at, receipts, run, store_dir, wait_for,
     write,
 };

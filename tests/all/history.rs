@@ -1,8 +1,7 @@
 //! History as the operation log: log, show, status, branches, tags, describe, undo, op
 //! restore, checkout, merge, time travel with --at, reindex, and concurrent writers.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::path::Path;
 

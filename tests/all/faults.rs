@@ -1,8 +1,7 @@
 //! Bad input and faults: damaged packs and indexes, hostile trees, killed commits,
 //! files changing underneath, a full disk. Each must give a clear error and lose nothing.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::path::{Path, PathBuf};
 

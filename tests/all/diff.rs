@@ -2,8 +2,7 @@
 //! crate, audio synthesised as WAV, PDFs written by a helper, JSON/CSV/Markdown text),
 //! asserting on the located changes.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::path::Path;
 

@@ -1,8 +1,7 @@
 //! Ingest and search: cited hits with exact anchors, time travel, reindex equivalence,
 //! resumable jobs, recorded failures, exclusions and redaction of secrets.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::path::Path;
 

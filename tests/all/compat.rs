@@ -240,11 +240,7 @@ fn an_encrypted_remote_written_by_an_earlier_version_clones_and_takes_pushes() {
     let url = tmp.path().join("remote");
     let url = url.to_str().unwrap();
     let with = |pass: &str, d: &Path, args: &[&str]| {
-        cmd(d)
-            .env("LIFEOS_PASSPHRASE", pass)
-            .args(args)
-            .output()
-            .unwrap()
+        TestEnv::at(d).with("LIFEOS_PASSPHRASE", pass).run(args)
     };
     let pass = "fixture passphrase";
     let parent = tempfile::tempdir().unwrap();

@@ -3,25 +3,11 @@
 
 use crate::common::*;
 
-use std::path::Path;
-
-/// Runs `lifeos` with the words of `line` (split at spaces), which must succeed.
-fn ok_words(d: &Path, line: &str) -> String {
-    ok(d, &line.split(' ').collect::<Vec<_>>())
-}
-
-/// Commits the folder, which must succeed; returns what it said on stderr.
-fn committed_with_warnings(d: &Path, message: &str) -> String {
-    let out = run(d, &["commit", "-m", message]);
-    assert!(out.status.success(), "{out:?}");
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
 #[test]
 fn entities_are_recorded_changed_linked_and_shown_as_they_were() {
     let repo = tempfile::tempdir().unwrap();
     let d = repo.path();
-    ok_at(d, "2026-10-31T10:00:00Z", &["init"]);
+    TestEnv::at(d).now("2026-10-31T10:00:00Z").ok(&["init"]);
     let project = [
         "entity",
         "add",
@@ -30,7 +16,7 @@ fn entities_are_recorded_changed_linked_and_shown_as_they_were() {
         "--id",
         "project:move",
     ];
-    ok_at(d, "2026-11-01T10:00:00Z", &project);
+    TestEnv::at(d).now("2026-11-01T10:00:00Z").ok(&project);
     let task = [
         "entity",
         "add",
@@ -42,7 +28,7 @@ fn entities_are_recorded_changed_linked_and_shown_as_they_were() {
         "--json",
     ];
     let added: serde_json::Value =
-        serde_json::from_str(&ok_at(d, "2026-11-01T11:00:00Z", &task)).unwrap();
+        serde_json::from_str(&TestEnv::at(d).now("2026-11-01T11:00:00Z").ok(&task)).unwrap();
     assert_eq!(added["schema"], "lifeos.entity.v1");
     let id = added["id"].as_str().unwrap().to_string();
     assert!(id.starts_with("task:"), "{id}");
@@ -50,21 +36,19 @@ fn entities_are_recorded_changed_linked_and_shown_as_they_were() {
     assert_eq!(added["attrs"]["estimate"], 2.5);
     assert_eq!(added["attrs"]["urgent"], true);
 
-    ok_at(
-        d,
-        "2026-11-02T10:00:00Z",
-        &["entity", "link", &id, "project", "project:move"],
-    );
-    ok_at(
-        d,
-        "2026-11-03T10:00:00Z",
-        &["entity", "set", &id, "status=done"],
-    );
-    ok_at(
-        d,
-        "2026-11-04T10:00:00Z",
-        &["entity", "unset", &id, "estimate"],
-    );
+    TestEnv::at(d).now("2026-11-02T10:00:00Z").ok(&[
+        "entity",
+        "link",
+        &id,
+        "project",
+        "project:move",
+    ]);
+    TestEnv::at(d)
+        .now("2026-11-03T10:00:00Z")
+        .ok(&["entity", "set", &id, "status=done"]);
+    TestEnv::at(d)
+        .now("2026-11-04T10:00:00Z")
+        .ok(&["entity", "unset", &id, "estimate"]);
 
     let shown = json(d, &["entity", "show", &id]);
     assert_eq!(shown["attrs"]["status"], "done");
@@ -271,8 +255,8 @@ fn concurrent_entity_commands_keep_every_edit() {
     let children: Vec<_> = ids
         .iter()
         .map(|id| {
-            cmd(d)
-                .args(["entity", "set", id, &format!("note=edited {id}")])
+            TestEnv::at(d)
+                .command(["entity", "set", id, &format!("note=edited {id}")])
                 .stdout(std::process::Stdio::null())
                 .spawn()
                 .unwrap()
@@ -338,7 +322,7 @@ fn queries_order_limit_and_keep_text_that_is_not_a_number() {
 fn entity_changes_show_in_diff_and_op_show_and_queries_survive_reindex() {
     let repo = tempfile::tempdir().unwrap();
     let d = repo.path();
-    ok_at(d, "2026-10-31T10:00:00Z", &["init"]);
+    TestEnv::at(d).now("2026-10-31T10:00:00Z").ok(&["init"]);
     let steps: [(&str, &[&str]); 5] = [
         (
             "2026-11-01T10:00:00Z",
@@ -387,7 +371,7 @@ fn entity_changes_show_in_diff_and_op_show_and_queries_survive_reindex() {
         ),
     ];
     for (now, args) in steps {
-        ok_at(d, now, args);
+        TestEnv::at(d).now(now).ok(args);
     }
 
     let diff = json(d, &["diff", "--from-at", "2026-11-02T12:00:00Z"]);
@@ -500,20 +484,16 @@ fn entity_changes_show_in_diff_and_op_show_and_queries_survive_reindex() {
 fn the_same_attribute_set_concurrently_keeps_the_newer_value_and_a_conflict() {
     let repo = tempfile::tempdir().unwrap();
     let d = repo.path();
-    ok_at(d, "2026-11-01T10:00:00Z", &["init"]);
-    ok_at(
-        d,
-        "2026-11-01T11:00:00Z",
-        &[
-            "entity",
-            "add",
-            "task",
-            "title=Pack",
-            "status=open",
-            "--id",
-            "task:pack",
-        ],
-    );
+    TestEnv::at(d).now("2026-11-01T10:00:00Z").ok(&["init"]);
+    TestEnv::at(d).now("2026-11-01T11:00:00Z").ok(&[
+        "entity",
+        "add",
+        "task",
+        "title=Pack",
+        "status=open",
+        "--id",
+        "task:pack",
+    ]);
     let heads = d.join(".lifeos/op_heads");
     let listing = || -> Vec<std::ffi::OsString> {
         let mut v: Vec<_> = std::fs::read_dir(&heads)
@@ -525,21 +505,20 @@ fn the_same_attribute_set_concurrently_keeps_the_newer_value_and_a_conflict() {
     };
     let base = listing();
     assert_eq!(base.len(), 1);
-    ok_at(
-        d,
-        "2026-11-02T10:00:00Z",
-        &["entity", "set", "task:pack", "status=waiting"],
-    );
+    TestEnv::at(d).now("2026-11-02T10:00:00Z").ok(&[
+        "entity",
+        "set",
+        "task:pack",
+        "status=waiting",
+    ]);
     // The other process started from the same head: put it back and set the attribute
     // again, later, as that process would have.
     let first = listing();
     std::fs::remove_file(heads.join(&first[0])).unwrap();
     std::fs::File::create(heads.join(&base[0])).unwrap();
-    ok_at(
-        d,
-        "2026-11-02T12:00:00Z",
-        &["entity", "set", "task:pack", "status=done"],
-    );
+    TestEnv::at(d)
+        .now("2026-11-02T12:00:00Z")
+        .ok(&["entity", "set", "task:pack", "status=done"]);
     std::fs::File::create(heads.join(&first[0])).unwrap();
     assert_eq!(listing().len(), 2, "two concurrent heads");
 
@@ -741,7 +720,7 @@ fn committed_vcards_events_and_csv_rows_become_entities_that_follow_the_file() {
         "cal/work.ics",
         b"BEGIN:VCALENDAR\nVERSION:2.0\nBEGIN:VEVENT\nUID:standup\nSUMMARY:Stand-up\nDTSTART:20261210T090000Z\nLOCATION:Room 4\nEND:VEVENT\nEND:VCALENDAR\n",
     );
-    let stderr = committed_with_warnings(d, "address book");
+    let stderr = TestEnv::at(d).ok_stderr(&["commit", "-m", "address book"]);
     assert!(
         stderr.contains("people.vcf:13: not recorded as an entity: no FN"),
         "{stderr}"
@@ -833,7 +812,7 @@ fn committed_vcards_events_and_csv_rows_become_entities_that_follow_the_file() {
         "books/shelf.csv",
         b"isbn,title,pages\n0441013597,Dune,412\n0451524934,1984,many\n",
     );
-    let stderr = committed_with_warnings(d, "books");
+    let stderr = TestEnv::at(d).ok_stderr(&["commit", "-m", "books"]);
     assert!(
         stderr.contains("books/shelf.csv:3: not recorded as an entity")
             && stderr.contains("must be a number"),
@@ -907,7 +886,7 @@ fn an_icalendar_round_keeps_hand_edits_and_reports_what_the_file_replaced() {
         "cal/work.ics",
         calendar(&[standup("Room 5"), review("20261211T110000Z"), retro.clone()]).as_bytes(),
     );
-    let said = committed_with_warnings(d, "calendar moved");
+    let said = TestEnv::at(d).ok_stderr(&["commit", "-m", "calendar moved"]);
     let warnings: Vec<&str> = said.lines().filter(|l| l.starts_with("warning:")).collect();
     assert_eq!(
         warnings,
@@ -968,7 +947,7 @@ fn an_icalendar_round_keeps_hand_edits_and_reports_what_the_file_replaced() {
         "cal/work.ics",
         calendar(&[standup("Room 5"), review("20261211T120000Z"), retro]).as_bytes(),
     );
-    let said = committed_with_warnings(d, "review later");
+    let said = TestEnv::at(d).ok_stderr(&["commit", "-m", "review later"]);
     assert!(!said.contains("warning"), "{said}");
     assert_eq!(
         json(d, &["entity", "show", &s])["attrs"]["priority"],
@@ -994,17 +973,36 @@ fn an_icalendar_round_keeps_hand_edits_and_reports_what_the_file_replaced() {
 fn unlink_and_op_restore_cover_entities() {
     let repo = repo(false);
     let d = repo.path();
-    ok_words(d, "entity add project name=Move --id project:move");
-    ok_words(d, "entity add person name=Ann --id person:ann");
-    ok_words(d, "entity add task title=Pack --id task:pack");
-    ok_words(d, "entity link task:pack project project:move");
-    ok_words(d, "entity link task:pack owner person:ann");
+    ok(
+        d,
+        &[
+            "entity",
+            "add",
+            "project",
+            "name=Move",
+            "--id",
+            "project:move",
+        ],
+    );
+    ok(
+        d,
+        &["entity", "add", "person", "name=Ann", "--id", "person:ann"],
+    );
+    ok(
+        d,
+        &["entity", "add", "task", "title=Pack", "--id", "task:pack"],
+    );
+    ok(
+        d,
+        &["entity", "link", "task:pack", "project", "project:move"],
+    );
+    ok(d, &["entity", "link", "task:pack", "owner", "person:ann"]);
     let linked_op = json(d, &["op", "log", "-n", "1"])["operations"][0]["id"]
         .as_str()
         .unwrap()
         .to_string();
 
-    ok_words(d, "entity unlink task:pack owner person:ann");
+    ok(d, &["entity", "unlink", "task:pack", "owner", "person:ann"]);
     let shown = json(d, &["entity", "show", "task:pack"]);
     assert_eq!(
         shown["links"],
@@ -1025,9 +1023,19 @@ fn unlink_and_op_restore_cover_entities() {
     assert!(err.contains("no link owner"), "{err}");
 
     // More changes, then the whole view back as it was after the second link.
-    ok_words(d, "entity set task:pack status=done");
-    ok_words(d, "entity rm person:ann");
-    ok_words(d, "entity add place name=Attic --id place:attic");
+    ok(d, &["entity", "set", "task:pack", "status=done"]);
+    ok(d, &["entity", "rm", "person:ann"]);
+    ok(
+        d,
+        &[
+            "entity",
+            "add",
+            "place",
+            "name=Attic",
+            "--id",
+            "place:attic",
+        ],
+    );
     ok(d, &["op", "restore", &linked_op[..12]]);
     let shown = json(d, &["entity", "show", "task:pack"]);
     assert!(shown["attrs"].get("status").is_none(), "{shown}");
@@ -1049,7 +1057,7 @@ fn unlink_and_op_restore_cover_entities() {
         3,
         "{restored}"
     );
-    ok_words(d, "undo");
+    ok(d, &["undo"]);
     assert_eq!(
         json(d, &["entity", "show", "task:pack"])["attrs"]["status"],
         "done"
@@ -1086,7 +1094,7 @@ fn a_committed_json_lines_file_becomes_entities_line_by_line() {
         )
         .as_bytes(),
     );
-    let said = committed_with_warnings(d, "visits");
+    let said = TestEnv::at(d).ok_stderr(&["commit", "-m", "visits"]);
     for (line, why) in [
         (
             3,

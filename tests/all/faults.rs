@@ -329,8 +329,8 @@ fn kill_during_commit_leaves_a_healthy_repository_with_every_earlier_commit() {
             );
         }
         write(d, &format!("new/r{round}.bin"), &noise(800_000, round));
-        let mut child = cmd(d)
-            .args(["commit", "-m", &format!("round {round}")])
+        let mut child = TestEnv::at(d)
+            .command(["commit", "-m", &format!("round {round}")])
             .stdout(std::process::Stdio::null())
             .spawn()
             .unwrap();
@@ -569,8 +569,8 @@ fn gc_killed_midway_leaves_a_healthy_repository() {
     for round in 0..10u64 {
         // Garbage for gc to remove: a commit of new data that is killed before it publishes.
         write(d, "junk/j.bin", &noise(3_000_000, 100 + round));
-        let mut c = cmd(d)
-            .args(["commit", "-m", "junk"])
+        let mut c = TestEnv::at(d)
+            .command(["commit", "-m", "junk"])
             .stdout(std::process::Stdio::null())
             .spawn()
             .unwrap();
@@ -586,8 +586,8 @@ fn gc_killed_midway_leaves_a_healthy_repository() {
         rng ^= rng << 13;
         rng ^= rng >> 7;
         rng ^= rng << 17;
-        let mut g = cmd(d)
-            .args(["gc"])
+        let mut g = TestEnv::at(d)
+            .command(["gc"])
             .stdout(std::process::Stdio::null())
             .spawn()
             .unwrap();

@@ -849,8 +849,9 @@ fn pushed_encrypted(scene: &Scene) -> (PathBuf, PathBuf) {
     let d = victim(scene, "dev");
     let remote = scene.path("remote");
     let url = remote.to_str().unwrap();
-    lok(&d, None, &["remote", "add", "origin", url, "--encrypt"]);
-    lok(&d, None, &["push"]);
+    let dev = TestEnv::at(&d).with_passphrase();
+    dev.ok(&["remote", "add", "origin", url, "--encrypt"]);
+    dev.ok(&["push"]);
     (d, remote)
 }
 
@@ -880,12 +881,13 @@ fn holds(dir: &Path, needle: &[u8]) -> bool {
 fn a_remote_downgraded_to_plain_by_its_storage_is_refused() {
     let scene = Scene::new();
     let (d, remote) = pushed_encrypted(&scene);
+    let dev = TestEnv::at(&d).with_passphrase();
     // The server's move.
     std::fs::write(remote.join("config"), "format = 1\nencrypted = false\n").unwrap();
     std::fs::remove_dir_all(remote.join("keys")).unwrap();
     write(&d, "diary.md", b"SECRET second entry\n");
-    lok(&d, None, &["commit", "-m", "secret"]);
-    let err = lfails(&d, None, &["push"]);
+    dev.ok(&["commit", "-m", "secret"]);
+    let err = dev.fails(&["push"]);
     assert!(
         err.contains("was encrypted when this repository first used it")
             && err.contains("nothing was sent"),
@@ -896,28 +898,25 @@ fn a_remote_downgraded_to_plain_by_its_storage_is_refused() {
         "plaintext reached the remote"
     );
     for args in [vec!["fetch"], vec!["pull"]] {
-        let err = lfails(&d, None, &args);
+        let err = dev.fails(&args);
         assert!(err.contains("was encrypted"), "{args:?}: {err}");
     }
-    let list = lok(&d, None, &["remote", "list"]);
+    let list = dev.ok(&["remote", "list"]);
     assert!(list.contains("(encrypted)"), "{list}");
     // A remote added to be encrypted and found plain the first time is refused too.
     let e = victim(&scene, "other");
+    let other = TestEnv::at(&e).with_passphrase();
     let plain = scene.path("plain");
     std::fs::create_dir(&plain).unwrap();
     std::fs::write(plain.join("config"), "format = 1\nencrypted = false\n").unwrap();
-    lok(
-        &e,
-        None,
-        &[
-            "remote",
-            "add",
-            "origin",
-            plain.to_str().unwrap(),
-            "--encrypt",
-        ],
-    );
-    let err = lfails(&e, None, &["push"]);
+    other.ok(&[
+        "remote",
+        "add",
+        "origin",
+        plain.to_str().unwrap(),
+        "--encrypt",
+    ]);
+    let err = other.fails(&["push"]);
     assert!(err.contains("it was added to be"), "{err}");
     assert!(!holds(&plain, b"mine"), "plaintext reached the remote");
     scene.assert_untouched();
@@ -932,8 +931,8 @@ fn an_s3_remote_downgraded_by_its_server_is_refused() {
     let scene = Scene::new();
     let d = victim(&scene, "dev");
     let url = format!("s3://{S3_BUCKET}/me");
-    lok(&d, Some(&s3), &["remote", "add", "origin", &url]);
-    lok(&d, Some(&s3), &["push"]);
+    s3.at(&d).ok(&["remote", "add", "origin", &url]);
+    s3.at(&d).ok(&["push"]);
     let filer = format!(
         "http://127.0.0.1:{}/buckets/{S3_BUCKET}/me/config",
         s3.port + 3
@@ -953,8 +952,8 @@ fn an_s3_remote_downgraded_by_its_server_is_refused() {
         "the server's config was not rewritten"
     );
     write(&d, "diary.md", b"SECRET second entry\n");
-    lok(&d, Some(&s3), &["commit", "-m", "secret"]);
-    let err = lfails(&d, Some(&s3), &["push"]);
+    s3.at(&d).ok(&["commit", "-m", "secret"]);
+    let err = s3.at(&d).fails(&["push"]);
     assert!(
         err.contains("was encrypted when this repository first used it"),
         "{err}"
@@ -972,6 +971,7 @@ fn an_s3_remote_downgraded_by_its_server_is_refused() {
 fn a_server_rolling_back_oversizing_or_swapping_is_noticed() {
     let scene = Scene::new();
     let (d, remote) = pushed_encrypted(&scene);
+    let dev = TestEnv::at(&d).with_passphrase();
     let heads = |r: &Path| -> Vec<PathBuf> {
         let mut v: Vec<PathBuf> = std::fs::read_dir(r.join("heads"))
             .unwrap()
@@ -986,8 +986,8 @@ fn a_server_rolling_back_oversizing_or_swapping_is_noticed() {
         .map(|p| (p.clone(), std::fs::read(&p).unwrap()))
         .collect();
     write(&d, "later.md", b"later\n");
-    lok(&d, None, &["commit", "-m", "later"]);
-    lok(&d, None, &["push"]);
+    dev.ok(&["commit", "-m", "later"]);
+    dev.ok(&["push"]);
     // Rollback: the server puts the earlier heads back.
     for p in heads(&remote) {
         std::fs::remove_file(p).unwrap();
@@ -995,7 +995,7 @@ fn a_server_rolling_back_oversizing_or_swapping_is_noticed() {
     for (p, b) in &old {
         std::fs::write(p, b).unwrap();
     }
-    let out = lo(&d, None, &["fetch"]);
+    let out = dev.run(&["fetch"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(
@@ -1003,24 +1003,25 @@ fn a_server_rolling_back_oversizing_or_swapping_is_noticed() {
         "{err}"
     );
     // Pushing again puts it back, and the warning goes.
-    lok(&d, None, &["push"]);
-    let out = lo(&d, None, &["fetch"]);
+    dev.ok(&["push"]);
+    let out = dev.run(&["fetch"]);
     assert!(!String::from_utf8_lossy(&out.stderr).contains("no longer shows"));
 
     // Oversized: a head of 8 MiB is left out, named; the rest is fetched.
     let copy = scene.path("copy");
-    lok(
-        &scene.base,
-        None,
-        &["clone", remote.to_str().unwrap(), copy.to_str().unwrap()],
-    );
+    let copied = TestEnv::at(&copy).with_passphrase();
+    TestEnv::at(&scene.base).with_passphrase().ok(&[
+        "clone",
+        remote.to_str().unwrap(),
+        copy.to_str().unwrap(),
+    ]);
     std::fs::write(remote.join("heads/ffff"), vec![7u8; 8 << 20]).unwrap();
-    let out = lo(&copy, None, &["fetch"]);
+    let out = copied.run(&["fetch"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(err.contains("heads/ffff is larger than"), "{err}");
     // What an unreadable head reaches is unknown: gc --remote removes nothing.
-    let err = lfails(&copy, None, &["gc", "--remote", "origin"]);
+    let err = copied.fails(&["gc", "--remote", "origin"]);
     assert!(err.contains("heads/ffff"), "{err}");
     std::fs::remove_file(remote.join("heads/ffff")).unwrap();
 
@@ -1035,15 +1036,15 @@ fn a_server_rolling_back_oversizing_or_swapping_is_noticed() {
     };
     let before_push = packs(&remote);
     write(&d, "swap.md", b"swap\n");
-    lok(&d, None, &["commit", "-m", "swap"]);
-    lok(&d, None, &["push"]);
+    dev.ok(&["commit", "-m", "swap"]);
+    dev.ok(&["push"]);
     let new: Vec<PathBuf> = packs(&remote).difference(&before_push).cloned().collect();
     let older = before_push.iter().next().unwrap();
     for p in &new {
         std::fs::copy(older, p).unwrap();
     }
     let before = ops(&copy);
-    let err = lfails(&copy, None, &["fetch"]);
+    let err = copied.fails(&["fetch"]);
     assert!(err.contains("packs/"), "{err}");
     assert_eq!(ops(&copy), before, "something was merged");
     fsck_clean(&copy);
@@ -1234,20 +1235,16 @@ fn what_an_approval_pins_cannot_change_before_it_runs() {
     ok(&d, &["commit", "-m", "x"]);
     let id = action_for(&d, "tool/x")["id"].as_str().unwrap().to_string();
     let path = std::env::var("PATH").unwrap();
-    let out = cmd(&d)
-        .env("PATH", format!("{}:{path}", good.display()))
-        .args(["approve", &id])
-        .output()
-        .unwrap();
+    let out = TestEnv::at(&d)
+        .with("PATH", format!("{}:{path}", good.display()))
+        .run(&["approve", &id]);
     succeeded(out, &["approve"]);
-    let out = cmd(&d)
-        .env(
+    let out = TestEnv::at(&d)
+        .with(
             "PATH",
             format!("{}:{}:{path}", evil.display(), good.display()),
         )
-        .args(["actions", "run"])
-        .output()
-        .unwrap();
+        .run(&["actions", "run"]);
     ran_ok(&out);
     assert_eq!(lines(&log), vec!["good"]);
     scene.assert_untouched();
@@ -1296,11 +1293,9 @@ fn what_an_action_does_never_fires_rules_again() {
         lines(&stamps2)
     );
     // And no action runs from inside an action.
-    let out = cmd(&d)
-        .env("LIFEOS_ACTION_ID", "x")
-        .args(["actions", "run"])
-        .output()
-        .unwrap();
+    let out = TestEnv::at(&d)
+        .with("LIFEOS_ACTION_ID", "x")
+        .run(&["actions", "run"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("runs inside action x"));
 }
@@ -1315,7 +1310,9 @@ fn approvals_are_bounded_in_time() {
     let err = fails(&d, &["approve", &id, "--ttl", "100000000d"]);
     assert!(err.contains("30 days"), "{err}");
     let tomorrow = jiff::Timestamp::now() + jiff::SignedDuration::from_hours(24);
-    ok_at(&d, &tomorrow.to_string(), &["approve", &id]);
+    TestEnv::at(&d)
+        .now(&tomorrow.to_string())
+        .ok(&["approve", &id]);
     let out = String::from_utf8_lossy(&run(&d, &["actions", "run"]).stdout).into_owned();
     assert!(out.contains("approval_dated_in_the_future"), "{out}");
     assert!(lines(&log).is_empty());
@@ -1330,13 +1327,11 @@ fn actions_get_a_clean_environment_and_receipts_keep_no_secrets() {
     let d = victim(&scene, "env");
     trusted_rules(&d, rules);
     write(&d, "a.md", b"a\n");
-    let out = cmd(&d)
-        .env("LIFEOS_PASSPHRASE", "correct-horse-battery")
-        .env("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMIK7MDENG")
-        .env("GITHUB_TOKEN", "ghtoken-value-123")
-        .args(["commit", "-m", "a"])
-        .output()
-        .unwrap();
+    let out = TestEnv::at(&d)
+        .with("LIFEOS_PASSPHRASE", "correct-horse-battery")
+        .with("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMIK7MDENG")
+        .with("GITHUB_TOKEN", "ghtoken-value-123")
+        .run(&["commit", "-m", "a"]);
     ran_ok(&out);
     let r = receipts(&d);
     let last = r.last().unwrap();
@@ -1445,13 +1440,8 @@ fn hooks_are_installed_only_into_this_repository_s_git_folder() {
         format!("[core]\n\thooksPath = {}\n", global_hooks.display()),
     )
     .unwrap();
-    let with_global = |args: &[&str]| {
-        cmd(&w)
-            .env("GIT_CONFIG_GLOBAL", &gitconfig)
-            .args(args)
-            .output()
-            .unwrap()
-    };
+    let global = TestEnv::at(&w).with("GIT_CONFIG_GLOBAL", &gitconfig);
+    let with_global = |args: &[&str]| global.run(args);
     let out = with_global(&["git", "hooks", "install"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");
@@ -1502,8 +1492,8 @@ fn hooks_are_installed_only_into_this_repository_s_git_folder() {
 fn a_closed_pipe_ends_output_quietly() {
     let scene = Scene::new();
     let w = colocated(&scene, "repo");
-    let mut child = cmd(&w)
-        .args(["git", "hooks", "install"])
+    let mut child = TestEnv::at(&w)
+        .command(["git", "hooks", "install"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -1524,8 +1514,8 @@ fn a_closed_pipe_ends_output_quietly() {
         write(&w, &format!("n/{i}.md"), b"x");
     }
     ok(&w, &["commit", "-m", "many"]);
-    let mut child = cmd(&w)
-        .args(["ls"])
+    let mut child = TestEnv::at(&w)
+        .command(["ls"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -1545,8 +1535,8 @@ fn watch_stops_when_its_folder_is_moved() {
     ok(&w, &["init"]);
     let log_path = scene.path("watch.log");
     let err_path = scene.path("watch.err");
-    let mut watcher = cmd(&w)
-        .args(["watch", "--quiet-period", "200ms", "--no-ingest"])
+    let mut watcher = TestEnv::at(&w)
+        .command(["watch", "--quiet-period", "200ms", "--no-ingest"])
         .stdout(std::fs::File::create(&log_path).unwrap())
         .stderr(std::fs::File::create(&err_path).unwrap())
         .spawn()

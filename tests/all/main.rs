@@ -1,6 +1,6 @@
 //! The end-to-end tests: the real `lifeos` binary on real files, in one test binary (one
 //! link for all of them). Each file here is a module; `tests/common` holds what they
-//! share, and is also read by the benches.
+//! share, [`common::TestEnv`] first, and is also read by the benches.
 
 #[path = "../common/mod.rs"]
 mod common;

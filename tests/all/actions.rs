@@ -1132,8 +1132,7 @@ fn rules_changed_by_a_merge_wait_for_trust() {
 
 /// The state of the action for `path` as `lifeos actions --json` gives it at `now`.
 fn state_at(d: &Path, now: &str, path: &str) -> String {
-    let v: serde_json::Value =
-        serde_json::from_str(&TestEnv::at(d).now(now).ok(&["actions", "--json"])).unwrap();
+    let v = TestEnv::at(d).now(now).ok_json(&["actions"]);
     v["actions"]
         .as_array()
         .unwrap()

@@ -25,10 +25,8 @@ fn entities_are_recorded_changed_linked_and_shown_as_they_were() {
         "due=2026-12-10",
         "estimate=2.5",
         "urgent=true",
-        "--json",
     ];
-    let added: serde_json::Value =
-        serde_json::from_str(&TestEnv::at(d).now("2026-11-01T11:00:00Z").ok(&task)).unwrap();
+    let added = TestEnv::at(d).now("2026-11-01T11:00:00Z").ok_json(&task);
     assert_eq!(added["schema"], "lifeos.entity.v1");
     let id = added["id"].as_str().unwrap().to_string();
     assert!(id.starts_with("task:"), "{id}");
@@ -187,10 +185,7 @@ fn bad_entity_input_is_refused_and_changes_nothing() {
         d,
         &["entity", "add", "person", "name=Ann", "--id", "person:ann"],
     );
-    let ops = json(d, &["op", "log"])["operations"]
-        .as_array()
-        .unwrap()
-        .len();
+    let ops = op_count(d);
     let cases: [(&[&str], &str); 8] = [
         (
             &["entity", "add", "widget", "name=x"],
@@ -228,14 +223,7 @@ fn bad_entity_input_is_refused_and_changes_nothing() {
     }
     let err = fails(d, &["entity", "set", "person:ann", "no-equals-sign"]);
     assert!(err.contains("is not NAME=VALUE"), "{err}");
-    assert_eq!(
-        json(d, &["op", "log"])["operations"]
-            .as_array()
-            .unwrap()
-            .len(),
-        ops,
-        "a refused change published an operation"
-    );
+    assert_eq!(op_count(d), ops, "a refused change published an operation");
     assert_eq!(json(d, &["fsck"])["ok"], true);
 }
 
@@ -604,13 +592,7 @@ fields.author = { ref = "person" }
         serde_json::json!([{"rel": "author", "target": "person:frank"}])
     );
 
-    let ops = || {
-        json(d, &["op", "log"])["operations"]
-            .as_array()
-            .unwrap()
-            .len()
-    };
-    let before = ops();
+    let before = op_count(d);
     for (args, says) in [
         (
             "entity add book title=Dune --id book:dune",
@@ -653,7 +635,7 @@ fields.author = { ref = "person" }
         let err = fails(d, &args);
         assert!(err.contains(says), "{args:?}: {err}");
     }
-    assert_eq!(ops(), before, "refused changes record nothing");
+    assert_eq!(op_count(d), before, "refused changes record nothing");
 
     // A reference set again replaces the link; queries follow it.
     ok(d, &["entity", "set", "book:1984", "author=person:ann"]);

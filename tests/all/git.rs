@@ -65,23 +65,14 @@ fn round_trip(bundle: &str, commits: usize, refs: usize) {
     // (gc rewrites the index as one layer; the checkout and export below read it all.)
     let gc = json(&lr, &["gc"]);
     assert_eq!(gc["objects_removed"], 0, "{gc}");
-    let ops = json(&lr, &["op", "log"])["operations"]
-        .as_array()
-        .unwrap()
-        .len();
+    let ops = op_count(&lr);
 
     // Nothing changed: nothing published, and the git map spares reading any commit.
     let again = json(&lr, &["git", "import", src.to_str().unwrap()]);
     assert_eq!(again["published"], false, "{again}");
     assert_eq!(again["new_commits"], 0, "{again}");
     assert_eq!(again["commits"], 0, "{again}");
-    assert_eq!(
-        json(&lr, &["op", "log"])["operations"]
-            .as_array()
-            .unwrap()
-            .len(),
-        ops
-    );
+    assert_eq!(op_count(&lr), ops);
     assert_eq!(json(&lr, &["fsck"])["ok"], true);
 
     // The folder takes git's HEAD branch: every file, symlink and submodule folder.
@@ -241,19 +232,10 @@ fn a_missing_git_object_is_named_and_nothing_is_imported() {
     let lr = t.join("lifeos");
     std::fs::create_dir(&lr).unwrap();
     ok(&lr, &["init"]);
-    let ops = json(&lr, &["op", "log"])["operations"]
-        .as_array()
-        .unwrap()
-        .len();
+    let ops = op_count(&lr);
     let err = fails(&lr, &["git", "import", w.to_str().unwrap()]);
     assert!(err.contains(&blob), "{err}");
-    assert_eq!(
-        json(&lr, &["op", "log"])["operations"]
-            .as_array()
-            .unwrap()
-            .len(),
-        ops
-    );
+    assert_eq!(op_count(&lr), ops);
 }
 
 /// Makes a git work tree at `w` on branch main with `n` commits, each changing `a.txt`.
@@ -745,13 +727,6 @@ fn filtered_repo(w: &Path) {
         std::fs::read_to_string(w.join(".gitattributes")).unwrap(),
         "*.bin filter=lifeos -text\n"
     );
-}
-
-fn op_count(w: &Path) -> usize {
-    json(w, &["op", "log"])["operations"]
-        .as_array()
-        .unwrap()
-        .len()
 }
 
 /// git keeps a pointer and lifeos the content: checkouts rebuild it byte for byte, an edit

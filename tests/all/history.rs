@@ -783,10 +783,16 @@ fn a_branch_is_renamed_in_one_operation_and_the_folder_follows() {
         .map(|e| e["type"].as_str().unwrap())
         .collect();
     assert_eq!(types, ["branch.moved", "branch.moved"], "{rename}");
-    let e = fails(d, &["branch", "rename", "trunk", "side"]);
-    assert!(e.contains("already exists"), "{e}");
-    let e = fails(d, &["branch", "rename", "nope", "x"]);
-    assert!(e.contains("no branch named \"nope\""), "{e}");
+    for (args, says) in [
+        (["branch", "rename", "trunk", "side"], "already exists"),
+        (
+            ["branch", "rename", "nope", "x"],
+            "no branch named \"nope\"",
+        ),
+    ] {
+        let e = fails(d, &args);
+        assert!(e.contains(says), "{args:?}: {e}");
+    }
     // The operation before the rename still names the old branch.
     let before_rename = json(d, &["op", "log", "-n", "3"])["operations"][2]["id"]
         .as_str()

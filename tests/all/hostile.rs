@@ -344,14 +344,6 @@ fn commit_hostile(dir: &Path, files: &[(&[u8], lifeos_vcs::EntryKind, &[u8])]) -
     lifeos_vcs::testing::commit_entries(&repo, "hostile", files, "hostile").to_hex()
 }
 
-/// The operation log's length, to show a refused command published nothing.
-fn ops(dir: &Path) -> usize {
-    json(dir, &["op", "log"])["operations"]
-        .as_array()
-        .unwrap()
-        .len()
-}
-
 /// Asserts that a command succeeded, showing what it said when it did not.
 fn ran_ok(out: &std::process::Output) {
     assert!(
@@ -468,14 +460,18 @@ fn checkout_restore_and_merge_never_write_what_a_hostile_tree_holds() {
         let before = listing(&d);
         let commit = commit_hostile(&d, files);
         let named = format!("{path} in commit {}", &commit[..12]);
-        let n = ops(&d);
+        let n = op_count(&d);
         for args in [
             vec!["checkout", "hostile"],
             vec!["restore", ".", "-r", "hostile"],
         ] {
             let err = fails(&d, &args);
             assert!(err.contains(&named), "{args:?} {path}: {err}");
-            assert_eq!(ops(&d), n, "{args:?} {path}: an operation was published");
+            assert_eq!(
+                op_count(&d),
+                n,
+                "{args:?} {path}: an operation was published"
+            );
             assert_eq!(listing(&d), before, "{args:?} {path}: the folder changed");
         }
         let out = scene.path(&format!("restored{i}"));
@@ -487,14 +483,14 @@ fn checkout_restore_and_merge_never_write_what_a_hostile_tree_holds() {
         // Merging the hostile commit into the current branch is refused the same way.
         write(&d, "other.md", b"x\n");
         ok(&d, &["commit", "-m", "other"]);
-        let n = ops(&d);
+        let n = op_count(&d);
         let before = listing(&d);
         let err = fails(&d, &["merge", "hostile"]);
         assert!(
             err.contains(path) && err.contains(&commit[..12]),
             "merge {path}: {err}"
         );
-        assert_eq!(ops(&d), n, "merge {path}: an operation was published");
+        assert_eq!(op_count(&d), n, "merge {path}: an operation was published");
         assert_eq!(listing(&d), before, "merge {path}: the folder changed");
         fsck_problems_only_name(&d, culprit);
         scene.assert_untouched();
@@ -660,7 +656,7 @@ fn git_checkout_clean_and_stash_never_reach_the_store_of_a_colocated_folder() {
     ok(&w, &["git", "hooks", "install"]);
     let store = w.join(".git/lifeos");
     assert!(store.join("config").is_file());
-    let ops_before = ops(&w);
+    let ops_before = op_count(&w);
 
     // The attacker's branch: rules that run a command on checkout, and a trust file
     // naming them, where lifeos kept trust before.
@@ -768,7 +764,7 @@ fn git_checkout_clean_and_stash_never_reach_the_store_of_a_colocated_folder() {
     );
     assert!(std::fs::read_dir(&store).unwrap().count() >= trust_before);
     // The history is whole: every operation is still there, and the folder works.
-    assert!(ops(&w) >= ops_before);
+    assert!(op_count(&w) >= ops_before);
     write(&w, "more.md", b"more\n");
     ok(&w, &["commit", "-m", "after"]);
     fsck_clean(&w);
@@ -1043,10 +1039,10 @@ fn a_server_rolling_back_oversizing_or_swapping_is_noticed() {
     for p in &new {
         std::fs::copy(older, p).unwrap();
     }
-    let before = ops(&copy);
+    let before = op_count(&copy);
     let err = copied.fails(&["fetch"]);
     assert!(err.contains("packs/"), "{err}");
-    assert_eq!(ops(&copy), before, "something was merged");
+    assert_eq!(op_count(&copy), before, "something was merged");
     fsck_clean(&copy);
     fsck_clean(&d);
     scene.assert_untouched();

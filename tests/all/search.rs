@@ -599,8 +599,7 @@ fn a_bad_ingest_or_speech_table_does_not_stop_a_commit_and_names_its_table() {
 fn extract_at(d: &Path, now: &str, args: &[&str]) -> Value {
     let mut a = vec!["extract", "show"];
     a.extend_from_slice(args);
-    a.push("--json");
-    let v: Value = serde_json::from_str(&TestEnv::at(d).now(now).ok(&a)).unwrap();
+    let v = TestEnv::at(d).now(now).ok_json(&a);
     assert_eq!(v["schema"], "lifeos.extract.v1");
     v
 }
@@ -623,8 +622,7 @@ fn extract_show_reads_back_lines_pages_ocr_exif_and_failures_as_they_were() {
     let now = "2026-10-01T10:05:00Z";
 
     // Before ingest: what is pending, and what no extractor reads.
-    let list: Value =
-        serde_json::from_str(&TestEnv::at(d).now(now).ok(&["extract", "list", "--json"])).unwrap();
+    let list = TestEnv::at(d).now(now).ok_json(&["extract", "list"]);
     assert_eq!(list["schema"], "lifeos.extract_list.v1");
     let state = |list: &Value, path: &str| -> Vec<(Value, Value)> {
         list["files"]

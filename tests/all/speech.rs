@@ -572,13 +572,7 @@ fn a_killed_ingest_resumes_after_the_recordings_it_finished() {
     std::fs::copy(&short, d.path().join("a.wav")).unwrap();
     std::fs::copy(&long, d.path().join("b.wav")).unwrap();
     ok(d.path(), &["commit", "-m", "two recordings"]);
-    let ops = |d: &Path| {
-        json(d, &["op", "log"])["operations"]
-            .as_array()
-            .unwrap()
-            .len()
-    };
-    let before = ops(d.path());
+    let before = op_count(d.path());
     let mut child = with_models(d.path())
         .command(["ingest"])
         .stdout(std::process::Stdio::null())
@@ -587,7 +581,7 @@ fn a_killed_ingest_resumes_after_the_recordings_it_finished() {
         .unwrap();
     // Kill it once the first recording is published, while the second is transcribed.
     let t = std::time::Instant::now();
-    while ops(d.path()) == before {
+    while op_count(d.path()) == before {
         assert!(t.elapsed().as_secs() < 120, "ingest published nothing");
         assert!(
             child.try_wait().unwrap().is_none(),
@@ -938,12 +932,9 @@ fn a_second_model_transcribes_again_and_both_transcripts_are_kept() {
         String::from_utf8_lossy(&nope.stderr)
     );
 
-    let r: serde_json::Value =
-        serde_json::from_str(&m.ok(&["ingest", "--model", "second", "talk.wav", "--json"]))
-            .unwrap();
+    let r = m.ok_json(&["ingest", "--model", "second", "talk.wav"]);
     assert_eq!(r["extracted"], 1, "only the file asked for: {r}");
-    let list: serde_json::Value =
-        serde_json::from_str(&m.ok(&["extract", "list", "--json"])).unwrap();
+    let list = m.ok_json(&["extract", "list"]);
     let of = |path: &str| -> Vec<String> {
         list["files"]
             .as_array()
@@ -969,8 +960,7 @@ fn a_second_model_transcribes_again_and_both_transcripts_are_kept() {
     let show = |args: &[&str]| -> serde_json::Value {
         let mut a = vec!["extract", "show"];
         a.extend_from_slice(args);
-        a.push("--json");
-        serde_json::from_str(&m.ok(&a)).unwrap()
+        m.ok_json(&a)
     };
     let both = show(&["talk.wav"]);
     let models_of = |v: &serde_json::Value| -> Vec<String> {
@@ -1007,9 +997,9 @@ fn a_second_model_transcribes_again_and_both_transcripts_are_kept() {
 
     // Search reads the default model's transcripts unless asked for another's.
     let found = |args: &[&str]| -> Vec<String> {
-        let mut a = vec!["search", "tomato plants", "--json"];
+        let mut a = vec!["search", "tomato plants"];
         a.extend_from_slice(args);
-        let v: serde_json::Value = serde_json::from_str(&m.ok(&a)).unwrap();
+        let v = m.ok_json(&a);
         v["hits"]
             .as_array()
             .unwrap()

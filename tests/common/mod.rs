@@ -12,11 +12,6 @@ pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_lifeos"))
 }
 
-/// A command for the binary in `dir`, as [`TestEnv::at`] sets it up, to spawn.
-pub fn cmd(dir: &Path) -> Command {
-    TestEnv::at(dir).command(std::iter::empty::<&str>())
-}
-
 /// Runs `lifeos args...` in `dir` ([`TestEnv::run`] of [`TestEnv::at`]).
 pub fn run(dir: &Path, args: &[&str]) -> Output {
     TestEnv::at(dir).run(args)
@@ -35,6 +30,12 @@ pub fn fails(dir: &Path, args: &[&str]) -> String {
 /// Runs in `dir` with `--json` and parses stdout ([`TestEnv::json`]).
 pub fn json(dir: &Path, args: &[&str]) -> serde_json::Value {
     TestEnv::at(dir).json(args)
+}
+
+/// How many operations the op log of the repository in `dir` holds
+/// ([`TestEnv::op_count`]); a refused command must leave it as it was.
+pub fn op_count(dir: &Path) -> usize {
+    TestEnv::at(dir).op_count()
 }
 
 /// Deterministic pseudo-random bytes (xorshift), incompressible.

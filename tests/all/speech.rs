@@ -101,11 +101,21 @@ fn encode(wav: &Path, out: &Path) {
     tool("ffmpeg", &args);
 }
 
-/// A model directory holding the reference model, shared by the tests of this binary.
+/// A model directory holding the reference model, shared by the tests of this binary and
+/// removed when it exits.
 fn models() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
+    // A static is never dropped, so the folder goes when the process exits.
+    extern "C" fn remove_models() {
+        if let Some(dir) = DIR.get() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
     DIR.get_or_init(|| {
         let dir = std::env::temp_dir().join(format!("lifeos-test-models-{}", std::process::id()));
+        // SAFETY: atexit only keeps the function, which runs after the tests and only
+        // removes this folder.
+        unsafe { libc::atexit(remove_models) };
         TestEnv::at(Path::new("."))
             .with("LIFEOS_MODELS", &dir)
             .ok(&["model", "import", &reference_model()]);

@@ -12,14 +12,18 @@ use std::sync::Arc;
 /// later command runs a minute after the one before.
 pub const PINNED_START: &str = "2026-11-02T09:00:00Z";
 
+/// The host name of a pinned environment's commands.
+pub const PINNED_HOST: &str = "lifeos-test";
+
 /// How a test runs `lifeos`: the folder it runs in, the variables it gets (over a fixed
 /// identity, no colour and no speech models), the input it reads and the program it is run
 /// through. An environment is a value: [`TestEnv::with`] and the other builders return a
 /// changed copy, so one test can keep several (`let m = env.with("LIFEOS_MODELS", dir)`).
 ///
 /// A pinned environment ([`TestEnv::pinned`]) also gives each command its own
-/// `LIFEOS_RANDOMNESS_SEED` and `LIFEOS_NOW` from a counter its copies share, so change
-/// ids, operation ids and times, and with them whole screens, are the same on every run.
+/// `LIFEOS_RANDOMNESS_SEED` and `LIFEOS_NOW` from a counter its copies share, and a fixed
+/// `LIFEOS_HOSTNAME` and time zone, so change ids, operation ids and times, and with them
+/// whole screens, are the same on every run and every machine.
 #[derive(Clone)]
 pub struct TestEnv {
     dir: PathBuf,
@@ -132,8 +136,8 @@ impl TestEnv {
 
     /// The same environment, pinned: from now on each command gets its own
     /// `LIFEOS_RANDOMNESS_SEED` and a `LIFEOS_NOW` one minute after the last, counted
-    /// from [`PINNED_START`], unless the test sets them (a [`TestEnv::now`] keeps its
-    /// time, and the seed still changes).
+    /// from [`PINNED_START`], the host name [`PINNED_HOST`] and `TZ=UTC`, unless the test
+    /// sets them (a [`TestEnv::now`] keeps its time, and the seed still changes).
     pub fn pinned(&self) -> TestEnv {
         TestEnv {
             commands: Some(Arc::new(AtomicU64::new(0))),
@@ -161,6 +165,7 @@ impl TestEnv {
             .env("LIFEOS_MODELS", "/nonexistent/lifeos-test-models")
             .env_remove("LIFEOS_NOW")
             .env_remove("LIFEOS_RANDOMNESS_SEED")
+            .env_remove("LIFEOS_HOSTNAME")
             .stdin(Stdio::null());
         if let Some(count) = &self.commands {
             let n = count.fetch_add(1, Ordering::Relaxed);
@@ -170,6 +175,8 @@ impl TestEnv {
                 .unwrap();
             c.env("LIFEOS_RANDOMNESS_SEED", n.to_string())
                 .env("LIFEOS_NOW", now.to_string())
+                // The host name is part of every operation id.
+                .env("LIFEOS_HOSTNAME", PINNED_HOST)
                 // Times are shown, and recorded with their offset, in UTC.
                 .env("TZ", "UTC");
         }

@@ -15,6 +15,7 @@ mod history;
 mod hostile;
 mod remotes;
 mod safety;
+mod screens;
 mod search;
 mod snapshot_restore;
 mod speech;

@@ -162,6 +162,20 @@ pub fn pdf(pages: &[&str]) -> Vec<u8> {
     out
 }
 
+/// `img` encoded as PNG.
+pub fn png(img: &image::RgbImage) -> Vec<u8> {
+    let mut out = std::io::Cursor::new(Vec::new());
+    img.write_to(&mut out, image::ImageFormat::Png).unwrap();
+    out.into_inner()
+}
+
+/// A `w`×`h` picture of smooth gradients (red across, green down).
+pub fn photo(w: u32, h: u32) -> image::RgbImage {
+    image::RgbImage::from_fn(w, h, |x, y| {
+        image::Rgb([(x * 255 / w) as u8, (y * 255 / h) as u8, 128])
+    })
+}
+
 pub fn jpeg_with_exif(img: &image::RgbImage, date: &str, model: &str) -> Vec<u8> {
     use exif::{Field, In, Tag, Value as EV};
     let mut jpg = Vec::new();

@@ -34,6 +34,13 @@ if [ "$("$bin" -C "$now_check/a" log --json | grep '"change_id"')" = "$("$bin" -
   echo "error: a build without the testing feature took LIFEOS_RANDOMNESS_SEED for its change ids" >&2
   exit 1
 fi
+# Nor its host name, which is part of every operation id.
+echo "==> LIFEOS_HOSTNAME is read by test builds only"
+LIFEOS_HOSTNAME=lifeos-test-host "$bin" init "$now_check/h" >/dev/null
+if "$bin" -C "$now_check/h" op log --json | grep -q '"host": "lifeos-test-host"'; then
+  echo "error: a build without the testing feature took LIFEOS_HOSTNAME as its host name" >&2
+  exit 1
+fi
 rm -rf "$now_check"
 echo "==> the remote tests' S3 server"
 lifeos_need_s3_server

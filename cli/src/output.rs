@@ -134,8 +134,10 @@ pub fn local_time(ms: i64) -> String {
 }
 
 /// Formats a time relative to now: "3 minutes ago", "2 days ago", or the date when old.
+/// Now is the operations' clock, so a test that sets it (`LIFEOS_NOW`) sees the same
+/// words on every run.
 pub fn relative_time(ms: i64) -> String {
-    let now = jiff::Timestamp::now().as_millisecond();
+    let now = lifeos_vcs::repo::now_ms();
     let secs = (now - ms) / 1000;
     let (n, unit) = match secs {
         s if s < 0 => return local_time(ms),

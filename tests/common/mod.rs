@@ -4,70 +4,38 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod test_env;
+pub use test_env::*;
+
 /// The built binary.
 pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_lifeos"))
 }
 
-/// A command for the binary in `dir`, with a fixed identity and no colour.
-pub fn cmd(dir: &Path) -> Command {
-    let mut c = Command::new(bin());
-    c.current_dir(dir)
-        .env("LIFEOS_AUTHOR_NAME", "Test User")
-        .env("LIFEOS_AUTHOR_EMAIL", "test@example.com")
-        .env("NO_COLOR", "1")
-        // No speech model unless a test installs one (not the user's own models).
-        .env("LIFEOS_MODELS", "/nonexistent/lifeos-test-models")
-        .env_remove("LIFEOS_NOW");
-    c
-}
-
-/// Runs `lifeos args...` in `dir`.
+/// Runs `lifeos args...` in `dir` ([`TestEnv::run`] of [`TestEnv::at`]).
 pub fn run(dir: &Path, args: &[&str]) -> Output {
-    cmd(dir).args(args).output().expect("lifeos runs")
+    TestEnv::at(dir).run(args)
 }
 
-/// Runs and asserts success; returns stdout as a string.
+/// Runs in `dir` and asserts success; returns stdout ([`TestEnv::ok`]).
 pub fn ok(dir: &Path, args: &[&str]) -> String {
-    succeeded(run(dir, args), args)
+    TestEnv::at(dir).ok(args)
 }
 
-/// Asserts that a run of `lifeos args...` succeeded; returns its stdout as a string.
-pub fn succeeded(out: Output, args: &[&str]) -> String {
-    assert!(
-        out.status.success(),
-        "lifeos {args:?} failed ({}):\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("utf-8 output")
-}
-
-/// Runs and asserts failure; returns stderr.
+/// Runs in `dir` and asserts failure; returns stderr ([`TestEnv::fails`]).
 pub fn fails(dir: &Path, args: &[&str]) -> String {
-    let out = run(dir, args);
-    assert!(
-        !out.status.success(),
-        "lifeos {args:?} should have failed:\nstdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stderr).into_owned()
+    TestEnv::at(dir).fails(args)
 }
 
-/// Runs with `--json` and parses stdout.
+/// Runs in `dir` with `--json` and parses stdout ([`TestEnv::json`]).
 pub fn json(dir: &Path, args: &[&str]) -> serde_json::Value {
-    let mut a = args.to_vec();
-    a.push("--json");
-    let out = run(dir, &a);
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "lifeos {a:?} printed no JSON ({e}):\n{}\nstderr:\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
+    TestEnv::at(dir).json(args)
+}
+
+/// How many operations the op log of the repository in `dir` holds
+/// ([`TestEnv::op_count`]); a refused command must leave it as it was.
+pub fn op_count(dir: &Path) -> usize {
+    TestEnv::at(dir).op_count()
 }
 
 /// Deterministic pseudo-random bytes (xorshift), incompressible.
@@ -151,16 +119,6 @@ pub fn rev_id(dir: &Path, rev: &str) -> String {
     v["commits"][0]["commit"].as_str().unwrap().to_string()
 }
 
-/// Runs lifeos with the clock set to `now` (RFC 3339), so operations land at known times.
-pub fn at_time(d: &Path, now: &str, args: &[&str]) -> std::process::Output {
-    cmd(d).env("LIFEOS_NOW", now).args(args).output().unwrap()
-}
-
-/// The same, which must succeed; its stdout.
-pub fn ok_at(d: &Path, now: &str, args: &[&str]) -> String {
-    succeeded(at_time(d, now, args), args)
-}
-
 /// A minimal PDF with one text line per page.
 pub fn pdf(pages: &[&str]) -> Vec<u8> {
     let mut objs: Vec<String> = Vec::new();
@@ -202,6 +160,20 @@ pub fn pdf(pages: &[&str]) -> Vec<u8> {
         .as_bytes(),
     );
     out
+}
+
+/// `img` encoded as PNG.
+pub fn png(img: &image::RgbImage) -> Vec<u8> {
+    let mut out = std::io::Cursor::new(Vec::new());
+    img.write_to(&mut out, image::ImageFormat::Png).unwrap();
+    out.into_inner()
+}
+
+/// A `w`×`h` picture of smooth gradients (red across, green down).
+pub fn photo(w: u32, h: u32) -> image::RgbImage {
+    image::RgbImage::from_fn(w, h, |x, y| {
+        image::Rgb([(x * 255 / w) as u8, (y * 255 / h) as u8, 128])
+    })
 }
 
 pub fn jpeg_with_exif(img: &image::RgbImage, date: &str, model: &str) -> Vec<u8> {
@@ -303,6 +275,14 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// `git commit -q args...` in `dir` as a fixed committer (`G <g@x>`), with no user or
+/// system git configuration; returns stdout.
+pub fn git_commit(dir: &Path, args: &[&str]) -> String {
+    let mut a = vec!["-c", "user.name=G", "-c", "user.email=g@x", "commit", "-q"];
+    a.extend_from_slice(args);
+    git(dir, &a)
+}
+
 /// A real S3-compatible server (SeaweedFS's `weed mini`) on 127.0.0.1, for the remote
 /// tests: `LIFEOS_TEST_WEED` names its binary (scripts/test.sh installs it). Each server
 /// has its own data folder and ports; it is killed when dropped.
@@ -343,12 +323,9 @@ impl S3Server {
         format!("http://127.0.0.1:{}", self.port)
     }
 
-    /// Sets the variables a lifeos command reaches this server with.
-    pub fn env<'c>(&self, c: &'c mut Command) -> &'c mut Command {
-        c.env("AWS_ENDPOINT_URL", self.endpoint())
-            .env("AWS_ACCESS_KEY_ID", S3_KEY_ID)
-            .env("AWS_SECRET_ACCESS_KEY", S3_SECRET)
-            .env("AWS_REGION", "us-east-1")
+    /// An environment in `dir` that reaches this server, with the test passphrase.
+    pub fn at(&self, dir: &Path) -> TestEnv {
+        TestEnv::at(dir).with_passphrase().s3(self)
     }
 
     /// Kills the server (its data stays).
@@ -454,30 +431,19 @@ pub fn store_dir(dir: &Path) -> PathBuf {
 /// The passphrase of the remotes the tests make.
 pub const PASS: &str = "correct horse battery staple";
 
-/// Runs lifeos in `dir` with the test passphrase and, for S3, the server's variables.
-pub fn lo(dir: &Path, s3: Option<&S3Server>, args: &[&str]) -> Output {
-    let mut c = cmd(dir);
-    c.env("LIFEOS_PASSPHRASE", PASS);
-    if let Some(s) = s3 {
-        s.env(&mut c);
+impl TestEnv {
+    /// The same environment with the passphrase of the remotes the tests make.
+    pub fn with_passphrase(&self) -> TestEnv {
+        self.with("LIFEOS_PASSPHRASE", PASS)
     }
-    c.args(args).output().unwrap()
-}
 
-/// As [`lo`], asserting success; returns stdout.
-pub fn lok(dir: &Path, s3: Option<&S3Server>, args: &[&str]) -> String {
-    succeeded(lo(dir, s3, args), args)
-}
-
-/// As [`lo`], asserting failure; returns stderr.
-pub fn lfails(dir: &Path, s3: Option<&S3Server>, args: &[&str]) -> String {
-    let out = lo(dir, s3, args);
-    assert!(
-        !out.status.success(),
-        "lifeos {args:?} should have failed:\n{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    String::from_utf8_lossy(&out.stderr).into_owned()
+    /// The same environment with the variables a lifeos command reaches `server` with.
+    pub fn s3(&self, server: &S3Server) -> TestEnv {
+        self.with("AWS_ENDPOINT_URL", server.endpoint())
+            .with("AWS_ACCESS_KEY_ID", S3_KEY_ID)
+            .with("AWS_SECRET_ACCESS_KEY", S3_SECRET)
+            .with("AWS_REGION", "us-east-1")
+    }
 }
 
 /// The actions as `lifeos actions --all --json` lists them.

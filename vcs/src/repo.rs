@@ -47,10 +47,7 @@ impl Actor {
             .ok()
             .or_else(user_from_passwd)
             .unwrap_or_else(|| "unknown".into());
-        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-            .or_else(|_| std::fs::read_to_string("/etc/hostname"))
-            .map(|s| s.trim().to_string())
-            .unwrap_or_else(|_| "localhost".into());
+        let host = host_name();
         let email = std::env::var("LIFEOS_AUTHOR_EMAIL")
             .ok()
             .or_else(|| setting("user.email"))
@@ -63,6 +60,20 @@ impl Actor {
             tz_offset_min,
         }
     }
+}
+
+/// The name of this machine, recorded in each operation (and so part of its id). A build
+/// with the `testing` feature reads `LIFEOS_HOSTNAME` instead, so that operation ids, and
+/// the screens that show them, are the same on every machine; any other build ignores it.
+fn host_name() -> String {
+    #[cfg(feature = "testing")]
+    if let Ok(host) = std::env::var("LIFEOS_HOSTNAME") {
+        return host;
+    }
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "localhost".into())
 }
 
 /// The name of the current user from /etc/passwd (when the environment has none).

@@ -2,8 +2,7 @@
 //! crate, audio synthesised as WAV, PDFs written by a helper, JSON/CSV/Markdown text),
 //! asserting on the located changes.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::path::Path;
 
@@ -193,18 +192,6 @@ fn markdown_diffs_by_section() {
         "{t:?}"
     );
     assert!(t.contains(&"section # Old removed".to_string()), "{t:?}");
-}
-
-fn png(img: &image::RgbImage) -> Vec<u8> {
-    let mut out = std::io::Cursor::new(Vec::new());
-    img.write_to(&mut out, image::ImageFormat::Png).unwrap();
-    out.into_inner()
-}
-
-fn photo(w: u32, h: u32) -> image::RgbImage {
-    image::RgbImage::from_fn(w, h, |x, y| {
-        image::Rgb([(x * 255 / w) as u8, (y * 255 / h) as u8, 128])
-    })
 }
 
 /// Regions were snapped to an 8-pixel grid: a 40×40 change at (120, 30) was reported as

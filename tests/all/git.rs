@@ -1,8 +1,7 @@
 //! The git bridge against git itself: real histories imported and exported back with
 //! identical ids, incremental imports, and the quirks real histories hold.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::path::Path;
 use std::process::Command;
@@ -66,23 +65,14 @@ fn round_trip(bundle: &str, commits: usize, refs: usize) {
     // (gc rewrites the index as one layer; the checkout and export below read it all.)
     let gc = json(&lr, &["gc"]);
     assert_eq!(gc["objects_removed"], 0, "{gc}");
-    let ops = json(&lr, &["op", "log"])["operations"]
-        .as_array()
-        .unwrap()
-        .len();
+    let ops = op_count(&lr);
 
     // Nothing changed: nothing published, and the git map spares reading any commit.
     let again = json(&lr, &["git", "import", src.to_str().unwrap()]);
     assert_eq!(again["published"], false, "{again}");
     assert_eq!(again["new_commits"], 0, "{again}");
     assert_eq!(again["commits"], 0, "{again}");
-    assert_eq!(
-        json(&lr, &["op", "log"])["operations"]
-            .as_array()
-            .unwrap()
-            .len(),
-        ops
-    );
+    assert_eq!(op_count(&lr), ops);
     assert_eq!(json(&lr, &["fsck"])["ok"], true);
 
     // The folder takes git's HEAD branch: every file, symlink and submodule folder.
@@ -134,22 +124,7 @@ fn a_second_import_brings_only_new_commits_and_moved_refs() {
     let w = tmp.path().join("work");
     std::fs::create_dir(&w).unwrap();
     git(&w, &["init", "-q", "-b", "main"]);
-    let commit = |msg: &str| {
-        git(
-            &w,
-            &[
-                "-c",
-                "user.name=T",
-                "-c",
-                "user.email=t@x",
-                "commit",
-                "-q",
-                "--allow-empty-message",
-                "-m",
-                msg,
-            ],
-        )
-    };
+    let commit = |msg: &str| git_commit(&w, &["--allow-empty-message", "-m", msg]);
     write(&w, "a.txt", b"one\n");
     git(&w, &["add", "a.txt"]);
     commit("one");
@@ -251,37 +226,16 @@ fn a_missing_git_object_is_named_and_nothing_is_imported() {
     git(&w, &["init", "-q", "-b", "main"]);
     write(&w, "a.txt", b"one\n");
     git(&w, &["add", "a.txt"]);
-    git(
-        &w,
-        &[
-            "-c",
-            "user.name=T",
-            "-c",
-            "user.email=t@x",
-            "commit",
-            "-q",
-            "-m",
-            "one",
-        ],
-    );
+    git_commit(&w, &["-m", "one"]);
     let blob = git(&w, &["rev-parse", "HEAD:a.txt"]).trim().to_string();
     std::fs::remove_file(w.join(".git/objects").join(&blob[..2]).join(&blob[2..])).unwrap();
     let lr = t.join("lifeos");
     std::fs::create_dir(&lr).unwrap();
     ok(&lr, &["init"]);
-    let ops = json(&lr, &["op", "log"])["operations"]
-        .as_array()
-        .unwrap()
-        .len();
+    let ops = op_count(&lr);
     let err = fails(&lr, &["git", "import", w.to_str().unwrap()]);
     assert!(err.contains(&blob), "{err}");
-    assert_eq!(
-        json(&lr, &["op", "log"])["operations"]
-            .as_array()
-            .unwrap()
-            .len(),
-        ops
-    );
+    assert_eq!(op_count(&lr), ops);
 }
 
 /// Makes a git work tree at `w` on branch main with `n` commits, each changing `a.txt`.
@@ -291,7 +245,7 @@ fn git_history(w: &Path, n: usize) {
     for i in 0..n {
         write(w, "a.txt", format!("version {i}\n").as_bytes());
         git(w, &["add", "a.txt"]);
-        git_commit(w, &format!("commit {i}"));
+        git_commit(w, &["-m", &format!("commit {i}")]);
     }
 }
 
@@ -421,19 +375,7 @@ fn a_colocated_folder_round_trips_both_ways() {
     // git → lifeos.
     write(&w, "b.txt", b"from git\n");
     git(&w, &["add", "b.txt"]);
-    git(
-        &w,
-        &[
-            "-c",
-            "user.name=G",
-            "-c",
-            "user.email=g@x",
-            "commit",
-            "-q",
-            "-m",
-            "from git",
-        ],
-    );
+    git_commit(&w, &["-m", "from git"]);
     let log = json(&w, &["log"]);
     assert_eq!(log["commits"][0]["message"], "from git\n", "{log}");
     assert_eq!(log["commits"][1]["message"], "from lifeos", "{log}");
@@ -589,19 +531,7 @@ fn git_hooks_chain_the_user_s_hooks_and_uninstall_restores_them() {
     // A git commit runs the user's hook, then lifeos's, which imports it.
     write(&w, "b.txt", b"b\n");
     git(&w, &["add", "b.txt"]);
-    git(
-        &w,
-        &[
-            "-c",
-            "user.name=G",
-            "-c",
-            "user.email=g@x",
-            "commit",
-            "-q",
-            "-m",
-            "hooked",
-        ],
-    );
+    git_commit(&w, &["-m", "hooked"]);
     assert_eq!(
         std::fs::read_to_string(w.join(".git/user-hook-log")).unwrap(),
         "ran\n"
@@ -746,19 +676,7 @@ fn clone_push_and_fetch_through_a_git_server() {
     let o = t.join("other");
     write(&o, "o.txt", b"elsewhere\n");
     git(&o, &["add", "o.txt"]);
-    git(
-        &o,
-        &[
-            "-c",
-            "user.name=O",
-            "-c",
-            "user.email=o@x",
-            "commit",
-            "-q",
-            "-m",
-            "from elsewhere",
-        ],
-    );
+    git_commit(&o, &["-m", "from elsewhere"]);
     git(&o, &["push", "-q", "origin", "main"]);
     ok(&p, &["git", "fetch"]);
     git(&p, &["merge", "-q", "--ff-only", "origin/main"]);
@@ -775,22 +693,18 @@ fn a_missing_or_old_git_is_named() {
     let t = tmp.path();
     let empty = t.join("empty-bin");
     std::fs::create_dir(&empty).unwrap();
-    let out = cmd(t)
-        .args(["git", "clone", "git://127.0.0.1:9/x.git"])
-        .env("PATH", &empty)
-        .output()
-        .unwrap();
+    let out = TestEnv::at(t)
+        .with("PATH", &empty)
+        .run(&["git", "clone", "git://127.0.0.1:9/x.git"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(err.contains("git is not installed"), "{err}");
 
     let old = t.join("old-bin");
     write_hook(&old.join("git"), "#!/bin/sh\necho 'git version 1.8.0'\n");
-    let out = cmd(t)
-        .args(["git", "clone", "git://127.0.0.1:9/x.git"])
-        .env("PATH", &old)
-        .output()
-        .unwrap();
+    let out = TestEnv::at(t)
+        .with("PATH", &old)
+        .run(&["git", "clone", "git://127.0.0.1:9/x.git"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(err.contains("git 1.8 is too old"), "{err}");
@@ -815,29 +729,6 @@ fn filtered_repo(w: &Path) {
     );
 }
 
-fn git_commit(w: &Path, message: &str) {
-    git(
-        w,
-        &[
-            "-c",
-            "user.name=T",
-            "-c",
-            "user.email=t@x",
-            "commit",
-            "-q",
-            "-m",
-            message,
-        ],
-    );
-}
-
-fn op_count(w: &Path) -> usize {
-    json(w, &["op", "log"])["operations"]
-        .as_array()
-        .unwrap()
-        .len()
-}
-
 /// git keeps a pointer and lifeos the content: checkouts rebuild it byte for byte, an edit
 /// stores only the chunks it changed, `gc` keeps what git points to, and cleaning the same
 /// content again publishes nothing.
@@ -850,7 +741,7 @@ fn the_filter_keeps_large_files_in_lifeos_and_checks_them_out_byte_exact() {
     write(&w, "big.bin", &v1);
     write(&w, "notes.txt", b"not filtered\n");
     git(&w, &["add", ".gitattributes", "big.bin", "notes.txt"]);
-    git_commit(&w, "v1");
+    git_commit(&w, &["-m", "v1"]);
     let pointer = git(&w, &["cat-file", "-p", "HEAD:big.bin"]);
     let content_id = blake3::hash(&v1).to_hex().to_string();
     assert_eq!(
@@ -888,7 +779,7 @@ fn the_filter_keeps_large_files_in_lifeos_and_checks_them_out_byte_exact() {
     v2[1_500_000..1_500_100].copy_from_slice(&[0xAB; 100]);
     write(&w, "big.bin", &v2);
     git(&w, &["add", "big.bin"]);
-    git_commit(&w, "v2");
+    git_commit(&w, &["-m", "v2"]);
     let grew = json(&w, &["stats"])["stored_bytes"].as_u64().unwrap() - before;
     assert!(grew < 400_000, "a 100-byte edit stored {grew} bytes");
 
@@ -910,7 +801,7 @@ fn a_pointer_whose_content_is_missing_fails_naming_the_file() {
     filtered_repo(&w);
     write(&w, "big.bin", &noise(200_000, 3));
     git(&w, &["add", ".gitattributes", "big.bin"]);
-    git_commit(&w, "v1");
+    git_commit(&w, &["-m", "v1"]);
 
     let c = tmp.path().join("clone");
     let url = format!("file://{}", w.display());
@@ -949,7 +840,7 @@ fn a_colocated_folder_keeps_filtered_files_as_pointers_in_git() {
     let data = noise(1 << 20, 5);
     write(&w, "big.bin", &data);
     git(&w, &["add", ".gitattributes", "big.bin"]);
-    git_commit(&w, "big file, from git");
+    git_commit(&w, &["-m", "big file, from git"]);
     let pointer = git(&w, &["cat-file", "-p", "HEAD:big.bin"]);
     assert!(pointer.starts_with("version https://lifeos.dev/spec/pointer/v1\n"));
 
@@ -963,10 +854,7 @@ fn a_colocated_folder_keeps_filtered_files_as_pointers_in_git() {
             .starts_with("git import"),
         "{log}"
     );
-    let cat = cmd(&w)
-        .args(["cat", "-r", "main", "big.bin"])
-        .output()
-        .unwrap();
+    let cat = TestEnv::at(&w).run(&["cat", "-r", "main", "big.bin"]);
     assert!(cat.stdout == data);
 
     // lifeos → git: another file changes; the filtered one goes back as its pointer.

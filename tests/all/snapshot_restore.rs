@@ -1,7 +1,6 @@
 //! The main path: init, commit, edit, commit, ls, cat, restore, stats, fsck, gc.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 #[test]
 fn commit_edit_commit_then_restore_both_versions_byte_for_byte() {
@@ -249,12 +248,17 @@ fn errors_name_the_problem_and_suggest_a_fix() {
     );
     write(d, "a.txt", b"a");
     ok(d, &["commit", "-m", "one"]);
-    let err = fails(d, &["cat", "missing.txt"]);
-    assert!(err.contains("missing.txt does not exist"), "{err}");
-    let err = fails(d, &["cat", "a.txt", "-r", "mian"]);
-    assert!(err.contains("did you mean main"), "{err}");
-    let err = fails(d, &["cat", "a.txt", "-r", "@-"]);
-    assert!(err.contains("root commit"), "{err}");
+    for (args, says) in [
+        (
+            ["cat", "missing.txt"].as_slice(),
+            "missing.txt does not exist",
+        ),
+        (&["cat", "a.txt", "-r", "mian"], "did you mean main"),
+        (&["cat", "a.txt", "-r", "@-"], "root commit"),
+    ] {
+        let err = fails(d, args);
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
     let elsewhere = tempfile::tempdir().unwrap();
     let err = fails(elsewhere.path(), &["log"]);
     assert!(

@@ -1,20 +1,11 @@
 //! Remotes end to end: the real binary pushing to, fetching from and cloning a directory
 //! and a real S3-compatible server (SeaweedFS, started on 127.0.0.1 for each test).
 
-mod common;
-
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::process::Output;
 
-use common::*;
-
-fn ljson(dir: &Path, s3: Option<&S3Server>, args: &[&str]) -> serde_json::Value {
-    let mut a = args.to_vec();
-    a.push("--json");
-    let out = lok(dir, s3, &a);
-    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{a:?}: {e}: {out}"))
-}
+use crate::common::*;
 
 /// The output of `child`, which must exit within `secs` seconds (it is killed and the
 /// test fails otherwise: a push that hangs when its server goes away is a bug).
@@ -37,12 +28,12 @@ fn fsck_ok(dir: &Path) {
 
 /// Adds a folder remote `origin` to the repository at `dir`, in a new temporary folder
 /// (returned, with the remote's path), with `more` arguments to `remote add`.
-fn folder_remote(dir: &Path, more: &[&str]) -> (tempfile::TempDir, std::path::PathBuf) {
+fn folder_remote(env: &TestEnv, more: &[&str]) -> (tempfile::TempDir, std::path::PathBuf) {
     let elsewhere = tempfile::tempdir().unwrap();
     let url = elsewhere.path().join("backup");
     let mut args = vec!["remote", "add", "origin", url.to_str().unwrap()];
     args.extend(more);
-    lok(dir, None, &args);
+    env.ok(&args);
     (elsewhere, url)
 }
 
@@ -62,9 +53,10 @@ fn holds(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }
 
-/// A repository with text, a non-UTF-8 name and a 2 MB binary, committed.
-fn library() -> tempfile::TempDir {
-    let a = repo(false);
+/// A repository with text, a non-UTF-8 name and a 2 MB binary, committed; its
+/// environment has the remotes' passphrase.
+fn library() -> TestEnv {
+    let a = TestEnv::repo().with_passphrase();
     let d = a.path();
     write(
         d,
@@ -84,18 +76,20 @@ fn library() -> tempfile::TempDir {
 #[test]
 fn a_directory_remote_on_a_second_path_round_trips_byte_for_byte() {
     let a = library();
-    let (_elsewhere, url) = folder_remote(a.path(), &[]);
+    let (_elsewhere, url) = folder_remote(&a, &[]);
     let url = url.to_str().unwrap();
-    let first = ljson(a.path(), None, &["push"]);
+    let first = a.ok_json(&["push"]);
     assert_eq!(first["schema"], "lifeos.push.v1");
     assert_eq!(first["encrypted"], false);
     assert!(first["objects"].as_u64().unwrap() > 5, "{first}");
-    let again = ljson(a.path(), None, &["push"]);
+    let again = a.ok_json(&["push"]);
     assert_eq!(again["objects"], 0, "{again}");
     assert_eq!(again["heads_added"], 0, "{again}");
 
     let parent = tempfile::tempdir().unwrap();
-    lok(parent.path(), None, &["clone", url, "b"]);
+    TestEnv::at(parent.path())
+        .with_passphrase()
+        .ok(&["clone", url, "b"]);
     let b = parent.path().join("b");
     assert_eq!(snapshot_of(&b), snapshot_of(a.path()));
     assert_eq!(rev_id(&b, "@"), rev_id(a.path(), "@"));
@@ -105,8 +99,8 @@ fn a_directory_remote_on_a_second_path_round_trips_byte_for_byte() {
     write(&b, "notes/budget.md", b"The budget is final.\n");
     write(&b, "notes/new.md", b"from the second device\n");
     ok(&b, &["commit", "-m", "second device"]);
-    lok(&b, None, &["push"]);
-    let pulled = ljson(a.path(), None, &["pull"]);
+    TestEnv::at(&b).with_passphrase().ok(&["push"]);
+    let pulled = a.ok_json(&["pull"]);
     assert_eq!(pulled["schema"], "lifeos.pull.v1");
     assert_eq!(pulled["moved_to"].as_str().unwrap(), rev_id(&b, "@"));
     assert_eq!(snapshot_of(a.path()), snapshot_of(&b));
@@ -118,11 +112,11 @@ fn a_directory_remote_on_a_second_path_round_trips_byte_for_byte() {
     // device's commit is kept for a merge.
     write(&b, "notes/b.md", b"b\n");
     ok(&b, &["commit", "-m", "b again"]);
-    lok(&b, None, &["push"]);
+    TestEnv::at(&b).with_passphrase().ok(&["push"]);
     write(a.path(), "notes/a.md", b"a\n");
     ok(a.path(), &["commit", "-m", "a again"]);
     let before = snapshot_of(a.path());
-    let err = lfails(a.path(), None, &["pull"]);
+    let err = a.fails(&["pull"]);
     assert!(err.contains("diverged"), "{err}");
     assert_eq!(snapshot_of(a.path()), before);
     let theirs = rev_id(&b, "@");
@@ -135,9 +129,9 @@ fn s3_round_trip_is_encrypted_and_the_server_holds_no_plaintext() {
     let s3 = S3Server::start();
     let a = library();
     let url = format!("s3://{S3_BUCKET}/home");
-    let added = lok(a.path(), Some(&s3), &["remote", "add", "origin", &url]);
+    let added = a.s3(&s3).ok(&["remote", "add", "origin", &url]);
     assert!(added.contains("encrypted"), "{added}");
-    let pushed = ljson(a.path(), Some(&s3), &["push"]);
+    let pushed = a.s3(&s3).ok_json(&["push"]);
     assert_eq!(pushed["encrypted"], true, "{pushed}");
 
     // Nothing the server keeps reveals the note, the photo or the photo's id.
@@ -159,40 +153,41 @@ fn s3_round_trip_is_encrypted_and_the_server_holds_no_plaintext() {
 
     // A wrong passphrase is a clear error and creates nothing.
     let parent = tempfile::tempdir().unwrap();
-    let mut c = cmd(parent.path());
-    s3.env(&mut c).env("LIFEOS_PASSPHRASE", "wrong");
-    let out = c.args(["clone", &url, "b"]).output().unwrap();
+    let out = s3
+        .at(parent.path())
+        .with("LIFEOS_PASSPHRASE", "wrong")
+        .run(&["clone", &url, "b"]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("wrong passphrase"), "{err}");
     assert!(!parent.path().join("b").exists());
 
-    lok(parent.path(), Some(&s3), &["clone", &url, "b"]);
+    s3.at(parent.path()).ok(&["clone", &url, "b"]);
     let b = parent.path().join("b");
     assert_eq!(snapshot_of(&b), snapshot_of(a.path()));
     fsck_ok(&b);
     write(&b, "photos/new.jpg", &noise(300_000, 7));
     ok(&b, &["commit", "-m", "from b"]);
-    lok(&b, Some(&s3), &["push"]);
-    lok(a.path(), Some(&s3), &["pull"]);
+    s3.at(&b).ok(&["push"]);
+    a.s3(&s3).ok(&["pull"]);
     assert_eq!(snapshot_of(a.path()), snapshot_of(&b));
 }
 
 #[test]
 fn a_small_edit_to_a_large_file_pushes_a_few_chunks() {
     let s3 = S3Server::start();
-    let a = repo(false);
+    let a = TestEnv::repo().with_passphrase();
     let mut video = noise(24 << 20, 3);
     write(a.path(), "video.mp4", &video);
     ok(a.path(), &["commit", "-m", "video"]);
     let url = format!("s3://{S3_BUCKET}/v");
-    lok(a.path(), Some(&s3), &["remote", "add", "origin", &url]);
-    let first = ljson(a.path(), Some(&s3), &["push"]);
+    a.s3(&s3).ok(&["remote", "add", "origin", &url]);
+    let first = a.s3(&s3).ok_json(&["push"]);
     assert!(first["bytes"].as_u64().unwrap() > 24 << 20, "{first}");
     video[12 << 20..(12 << 20) + 100].copy_from_slice(&[7u8; 100]);
     write(a.path(), "video.mp4", &video);
     ok(a.path(), &["commit", "-m", "trim"]);
-    let second = ljson(a.path(), Some(&s3), &["push"]);
+    let second = a.s3(&s3).ok_json(&["push"]);
     let bytes = second["bytes"].as_u64().unwrap();
     assert!(
         bytes < 1 << 20,
@@ -205,11 +200,11 @@ fn a_small_edit_to_a_large_file_pushes_a_few_chunks() {
 /// (SeaweedFS does), so a push closes each pack before it would pass 8 MiB.
 #[test]
 fn every_remote_pack_is_at_most_8_mib() {
-    let a = repo(false);
+    let a = TestEnv::repo().with_passphrase();
     write(a.path(), "video.mp4", &noise(30 << 20, 5));
     ok(a.path(), &["commit", "-m", "video"]);
-    let (_elsewhere, url) = folder_remote(a.path(), &[]);
-    let pushed = ljson(a.path(), None, &["push"]);
+    let (_elsewhere, url) = folder_remote(&a, &[]);
+    let pushed = a.ok_json(&["push"]);
     let mut sizes: Vec<u64> = std::fs::read_dir(url.join("packs"))
         .unwrap()
         .map(|e| e.unwrap().metadata().unwrap().len())
@@ -232,10 +227,10 @@ fn two_devices_pushing_at_the_same_moment_both_land() {
     let s3 = S3Server::start();
     let a = library();
     let url = format!("s3://{S3_BUCKET}/shared");
-    lok(a.path(), Some(&s3), &["remote", "add", "origin", &url]);
-    lok(a.path(), Some(&s3), &["push"]);
+    a.s3(&s3).ok(&["remote", "add", "origin", &url]);
+    a.s3(&s3).ok(&["push"]);
     let parent = tempfile::tempdir().unwrap();
-    lok(parent.path(), Some(&s3), &["clone", &url, "b"]);
+    s3.at(parent.path()).ok(&["clone", &url, "b"]);
     let b = parent.path().join("b");
     let mut recorded = Vec::new();
     for round in 0..3 {
@@ -254,9 +249,8 @@ fn two_devices_pushing_at_the_same_moment_both_land() {
         recorded.push(rev_id(a.path(), "@"));
         recorded.push(rev_id(&b, "@"));
         let spawn = |d: &Path| {
-            let mut c = cmd(d);
-            s3.env(&mut c).env("LIFEOS_PASSPHRASE", PASS);
-            c.args(["push"])
+            s3.at(d)
+                .command(["push"])
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())
                 .spawn()
@@ -274,7 +268,7 @@ fn two_devices_pushing_at_the_same_moment_both_land() {
     }
     // A third device sees every commit either device recorded.
     let c = parent.path().join("c");
-    lok(parent.path(), Some(&s3), &["clone", &url, "c"]);
+    s3.at(parent.path()).ok(&["clone", &url, "c"]);
     let all = json(&c, &["log", "-r", "all()"]);
     let ids: Vec<&str> = all["commits"]
         .as_array()
@@ -287,7 +281,7 @@ fn two_devices_pushing_at_the_same_moment_both_land() {
     }
     fsck_ok(&c);
     // Each device fetches the other's work; both keep their own folder.
-    let fetched = ljson(a.path(), Some(&s3), &["fetch"]);
+    let fetched = a.s3(&s3).ok_json(&["fetch"]);
     assert!(
         !fetched["new_heads"].as_array().unwrap().is_empty(),
         "{fetched}"
@@ -298,17 +292,16 @@ fn two_devices_pushing_at_the_same_moment_both_land() {
 #[test]
 fn a_killed_push_leaves_no_head_without_its_data_and_a_rerun_completes() {
     let s3 = S3Server::start();
-    let a = repo(false);
+    let a = TestEnv::repo().with_passphrase();
     let url = format!("s3://{S3_BUCKET}/killed");
-    lok(a.path(), Some(&s3), &["remote", "add", "origin", &url]);
+    a.s3(&s3).ok(&["remote", "add", "origin", &url]);
     let mut kills = 0;
     for round in 0..6u64 {
         write(a.path(), &format!("r{round}.bin"), &noise(20 << 20, round));
         ok(a.path(), &["commit", "-m", &format!("round {round}")]);
-        let mut c = cmd(a.path());
-        s3.env(&mut c).env("LIFEOS_PASSPHRASE", PASS);
-        let mut child = c
-            .args(["push"])
+        let mut child = a
+            .s3(&s3)
+            .command(["push"])
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -322,7 +315,7 @@ fn a_killed_push_leaves_no_head_without_its_data_and_a_rerun_completes() {
         // Whatever the remote holds is whole: a clone of it checks every object its
         // heads reach, and the clone is healthy.
         let parent = tempfile::tempdir().unwrap();
-        let out = lo(parent.path(), Some(&s3), &["clone", &url, "b"]);
+        let out = s3.at(parent.path()).run(&["clone", &url, "b"]);
         let err = String::from_utf8_lossy(&out.stderr);
         if out.status.success() {
             fsck_ok(&parent.path().join("b"));
@@ -334,17 +327,15 @@ fn a_killed_push_leaves_no_head_without_its_data_and_a_rerun_completes() {
         }
     }
     assert!(kills > 0, "no push was killed");
-    lok(a.path(), Some(&s3), &["push"]);
-    let checked = ljson(a.path(), Some(&s3), &["fsck", "--remote", "origin"]);
+    a.s3(&s3).ok(&["push"]);
+    let checked = a.s3(&s3).ok_json(&["fsck", "--remote", "origin"]);
     assert_eq!(checked["ok"], true, "{checked}");
     // What the killed pushes left that no head reaches goes; the rest stays whole.
-    let collected = ljson(a.path(), Some(&s3), &["gc", "--remote", "origin"]);
+    let collected = a.s3(&s3).ok_json(&["gc", "--remote", "origin"]);
     assert_eq!(collected["schema"], "lifeos.gc_remote.v1");
-    let checked = ljson(
-        a.path(),
-        Some(&s3),
-        &["fsck", "--remote", "origin", "--read-data"],
-    );
+    let checked = a
+        .s3(&s3)
+        .ok_json(&["fsck", "--remote", "origin", "--read-data"]);
     assert_eq!(checked["ok"], true, "{checked}");
     assert_eq!(
         checked["unindexed_packs"].as_array().unwrap().len(),
@@ -353,24 +344,26 @@ fn a_killed_push_leaves_no_head_without_its_data_and_a_rerun_completes() {
     );
     assert_eq!(checked["verified"], checked["objects"], "{checked}");
     let parent = tempfile::tempdir().unwrap();
-    lok(parent.path(), Some(&s3), &["clone", &url, "b"]);
+    s3.at(parent.path()).ok(&["clone", &url, "b"]);
     assert_eq!(snapshot_of(&parent.path().join("b")), snapshot_of(a.path()));
 }
 
 #[test]
 fn a_lazy_clone_reads_file_contents_on_demand() {
     let s3 = S3Server::start();
-    let a = repo(false);
+    let a = TestEnv::repo().with_passphrase();
     for i in 0..3 {
         write(a.path(), &format!("rec/{i}.wav"), &noise(2_000_000, 10 + i));
     }
     ok(a.path(), &["commit", "-m", "recordings"]);
     let url = format!("s3://{S3_BUCKET}/lazy");
-    lok(a.path(), Some(&s3), &["remote", "add", "origin", &url]);
-    lok(a.path(), Some(&s3), &["push"]);
+    a.s3(&s3).ok(&["remote", "add", "origin", &url]);
+    a.s3(&s3).ok(&["push"]);
 
     let parent = tempfile::tempdir().unwrap();
-    let cloned = ljson(parent.path(), Some(&s3), &["clone", "--lazy", &url, "b"]);
+    let cloned = s3
+        .at(parent.path())
+        .ok_json(&["clone", "--lazy", &url, "b"]);
     assert_eq!(cloned["lazy"], true);
     let b = parent.path().join("b");
     let size = |d: &Path| {
@@ -388,9 +381,7 @@ fn a_lazy_clone_reads_file_contents_on_demand() {
     let listed = ok(&b, &["ls", "-r", "main"]);
     assert!(listed.contains("rec/1.wav"), "{listed}");
     // One file's contents come when read, not the others'.
-    let mut c = cmd(&b);
-    s3.env(&mut c).env("LIFEOS_PASSPHRASE", PASS);
-    let out = c.args(["cat", "-r", "main", "rec/1.wav"]).output().unwrap();
+    let out = s3.at(&b).run(&["cat", "-r", "main", "rec/1.wav"]);
     assert!(
         out.status.success(),
         "{}",
@@ -403,7 +394,7 @@ fn a_lazy_clone_reads_file_contents_on_demand() {
     let after = size(&b);
     assert!((2_000_000..3_500_000).contains(&after), "{after}");
     // checkout writes the files, reading what it lacks; fetch --all-data completes it.
-    lok(&b, Some(&s3), &["checkout", "main"]);
+    s3.at(&b).ok(&["checkout", "main"]);
     assert_eq!(snapshot_of(&b), snapshot_of(a.path()));
     // Its remote holds what it has not read: it cannot be forgotten yet.
     let err = fails(&b, &["remote", "remove", "origin"]);
@@ -411,7 +402,7 @@ fn a_lazy_clone_reads_file_contents_on_demand() {
         err.contains("lazy clone") && err.contains("--all-data"),
         "{err}"
     );
-    lok(&b, Some(&s3), &["fetch", "--all-data"]);
+    s3.at(&b).ok(&["fetch", "--all-data"]);
     let remotes = json(&b, &["remote", "list"]);
     assert_eq!(remotes["remotes"][0]["lazy"], false, "{remotes}");
     fsck_ok(&b);
@@ -422,15 +413,14 @@ fn a_lazy_clone_reads_file_contents_on_demand() {
 #[test]
 fn the_server_stopped_during_a_push_is_a_clear_error_and_a_retry_completes() {
     let mut s3 = S3Server::start();
-    let a = repo(false);
+    let a = TestEnv::repo().with_passphrase();
     write(a.path(), "big.bin", &noise(40 << 20, 5));
     ok(a.path(), &["commit", "-m", "big"]);
     let url = format!("s3://{S3_BUCKET}/stopped");
-    lok(a.path(), Some(&s3), &["remote", "add", "origin", &url]);
-    let mut c = cmd(a.path());
-    s3.env(&mut c).env("LIFEOS_PASSPHRASE", PASS);
-    let child = c
-        .args(["push"])
+    a.s3(&s3).ok(&["remote", "add", "origin", &url]);
+    let child = a
+        .s3(&s3)
+        .command(["push"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -444,12 +434,12 @@ fn the_server_stopped_during_a_push_is_a_clear_error_and_a_retry_completes() {
         assert!(err.contains("hint:"), "{err}");
     }
     // Stopped for good: a clear error, nothing changed here.
-    let err = lfails(a.path(), Some(&s3), &["push"]);
+    let err = a.s3(&s3).fails(&["push"]);
     assert!(err.contains("error:") && err.contains("s3://"), "{err}");
     s3.resume();
-    lok(a.path(), Some(&s3), &["push"]);
+    a.s3(&s3).ok(&["push"]);
     let parent = tempfile::tempdir().unwrap();
-    lok(parent.path(), Some(&s3), &["clone", &url, "b"]);
+    s3.at(parent.path()).ok(&["clone", &url, "b"]);
     assert_eq!(snapshot_of(&parent.path().join("b")), snapshot_of(a.path()));
 }
 
@@ -458,23 +448,23 @@ fn a_passphrase_changes_without_uploading_data_again() {
     let s3 = S3Server::start();
     let a = library();
     let url = format!("s3://{S3_BUCKET}/keys");
-    lok(a.path(), Some(&s3), &["remote", "add", "origin", &url]);
-    lok(a.path(), Some(&s3), &["push"]);
-    let mut c = cmd(a.path());
-    s3.env(&mut c)
-        .env("LIFEOS_PASSPHRASE", PASS)
-        .env("LIFEOS_NEW_PASSPHRASE", "new phrase");
-    let out = c.args(["remote", "key", "--replace"]).output().unwrap();
+    a.s3(&s3).ok(&["remote", "add", "origin", &url]);
+    a.s3(&s3).ok(&["push"]);
+    let out =
+        a.s3(&s3)
+            .with("LIFEOS_NEW_PASSPHRASE", "new phrase")
+            .run(&["remote", "key", "--replace"]);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let err = lfails(a.path(), Some(&s3), &["push"]);
+    let err = a.s3(&s3).fails(&["push"]);
     assert!(err.contains("wrong passphrase"), "{err}");
-    let mut c = cmd(a.path());
-    s3.env(&mut c).env("LIFEOS_PASSPHRASE", "new phrase");
-    let out = c.args(["push", "--json"]).output().unwrap();
+    let out = a
+        .s3(&s3)
+        .with("LIFEOS_PASSPHRASE", "new phrase")
+        .run(&["push", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["objects"], 0, "{v}");
 }
@@ -482,13 +472,9 @@ fn a_passphrase_changes_without_uploading_data_again() {
 #[test]
 fn remote_checks_find_damage_and_gc_never_races_a_push() {
     let a = library();
-    let (_elsewhere, root) = folder_remote(a.path(), &[]);
-    lok(a.path(), None, &["push"]);
-    let checked = ljson(
-        a.path(),
-        None,
-        &["fsck", "--remote", "origin", "--read-data"],
-    );
+    let (_elsewhere, root) = folder_remote(&a, &[]);
+    a.ok(&["push"]);
+    let checked = a.ok_json(&["fsck", "--remote", "origin", "--read-data"]);
     assert_eq!(checked["ok"], true, "{checked}");
 
     // A push in progress (its lock object is fresh): gc removes nothing.
@@ -503,12 +489,12 @@ fn remote_checks_find_damage_and_gc_never_races_a_push() {
         b"orphan",
     )
     .unwrap();
-    let err = lfails(a.path(), None, &["gc", "--remote", "origin"]);
+    let err = a.fails(&["gc", "--remote", "origin"]);
     assert!(err.contains("a push is running"), "{err}");
     assert!(root.join("packs/00112233445566778899aabbccddeeff").exists());
     // A lock left by a killed push (stale) is ignored.
     std::fs::write(root.join("locks/push-0011223344556677"), b"0").unwrap();
-    let collected = ljson(a.path(), None, &["gc", "--remote", "origin"]);
+    let collected = a.ok_json(&["gc", "--remote", "origin"]);
     assert_eq!(collected["packs_removed"], 1, "{collected}");
 
     // A damaged object is found and named.
@@ -522,11 +508,7 @@ fn remote_checks_find_damage_and_gc_never_races_a_push() {
     let at = bytes.len() / 2;
     bytes[at] ^= 0x55;
     std::fs::write(&pack, bytes).unwrap();
-    let out = lo(
-        a.path(),
-        None,
-        &["fsck", "--remote", "origin", "--read-data", "--json"],
-    );
+    let out = a.run(&["fsck", "--remote", "origin", "--read-data", "--json"]);
     assert!(!out.status.success());
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["ok"], false, "{v}");
@@ -536,7 +518,10 @@ fn remote_checks_find_damage_and_gc_never_races_a_push() {
     );
     // A clone from the damaged remote fails clearly and leaves no repository.
     let parent = tempfile::tempdir().unwrap();
-    let err = lfails(parent.path(), None, &["clone", root.to_str().unwrap(), "b"]);
+    let err =
+        TestEnv::at(parent.path())
+            .with_passphrase()
+            .fails(&["clone", root.to_str().unwrap(), "b"]);
     assert!(
         err.contains("damaged") || err.contains("hashes to"),
         "{err}"
@@ -577,8 +562,8 @@ fn a_passphrase_prompt_holds_no_lock_while_it_waits() {
     use std::io::{Read, Write};
     use std::os::unix::process::CommandExt;
     let a = library();
-    let (_elsewhere, url) = folder_remote(a.path(), &["--encrypt"]);
-    lok(a.path(), None, &["push"]);
+    let (_elsewhere, url) = folder_remote(&a, &["--encrypt"]);
+    a.ok(&["push"]);
     write(
         a.path(),
         "notes/later.md",
@@ -587,10 +572,8 @@ fn a_passphrase_prompt_holds_no_lock_while_it_waits() {
     ok(a.path(), &["commit", "-m", "later"]);
     // A push with no passphrase at hand asks on its terminal.
     let (mut master, slave) = pty();
-    let mut push = cmd(a.path());
-    push.env_remove("LIFEOS_PASSPHRASE")
-        .arg("push")
-        .stdin(slave.try_clone().unwrap())
+    let mut push = a.without("LIFEOS_PASSPHRASE").command(["push"]);
+    push.stdin(slave.try_clone().unwrap())
         .stdout(slave.try_clone().unwrap())
         .stderr(slave);
     // SAFETY: setsid and ioctl are async-signal-safe; the child takes the terminal on
@@ -622,7 +605,7 @@ fn a_passphrase_prompt_holds_no_lock_while_it_waits() {
         }
     }
     // While the person has not answered, gc (which takes the repository lock alone) runs.
-    let gc = cmd(a.path()).arg("gc").spawn().unwrap();
+    let gc = a.command(["gc"]).spawn().unwrap();
     let out = finishes_within(gc, 120);
     assert!(out.status.success(), "gc: {out:?}");
     master.write_all(format!("{PASS}\n").as_bytes()).unwrap();
@@ -632,7 +615,9 @@ fn a_passphrase_prompt_holds_no_lock_while_it_waits() {
     }
     assert!(status.success(), "{}", String::from_utf8_lossy(&shown));
     let parent = tempfile::tempdir().unwrap();
-    lok(parent.path(), None, &["clone", url.to_str().unwrap(), "b"]);
+    TestEnv::at(parent.path())
+        .with_passphrase()
+        .ok(&["clone", url.to_str().unwrap(), "b"]);
     assert_eq!(
         std::fs::read(parent.path().join("b/notes/later.md")).unwrap(),
         b"written after the first push\n"

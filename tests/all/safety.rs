@@ -2,44 +2,17 @@
 //! other (commit, gc, checkout), commands killed or interrupted while they change the
 //! folder, files that cannot be read, and names that are not UTF-8.
 
-mod common;
-
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
-
-/// Runs `lifeos` with byte-string arguments (names that are not UTF-8).
-fn run_bytes(dir: &Path, args: &[&[u8]]) -> Output {
-    cmd(dir)
-        .args(args.iter().map(|a| OsStr::from_bytes(a)))
-        .output()
-        .unwrap()
-}
-
-fn ok_bytes(dir: &Path, args: &[&[u8]]) -> String {
-    let out = run_bytes(dir, args);
-    let shown: Vec<String> = args
-        .iter()
-        .map(|a| String::from_utf8_lossy(a).into_owned())
-        .collect();
-    let refs: Vec<&str> = shown.iter().map(String::as_str).collect();
-    succeeded(out, &refs)
-}
+use crate::common::*;
 
 fn bpath(dir: &Path, name: &[u8]) -> PathBuf {
     dir.join(OsStr::from_bytes(name))
-}
-
-fn op_count(d: &Path) -> usize {
-    json(d, &["op", "log"])["operations"]
-        .as_array()
-        .unwrap()
-        .len()
 }
 
 fn status(d: &Path) -> serde_json::Value {
@@ -234,10 +207,10 @@ fn names_that_are_not_utf8_survive_checkout_undo_restore_merge_and_diff() {
     assert_eq!(std::fs::read(bpath(d, cafe)).unwrap(), b"v2\n");
     assert_eq!(status(d)["clean"], true);
     // restore PATH, with the name given as bytes.
-    ok_bytes(d, &[b"restore", cafe, b"-r", b"@-"]);
+    TestEnv::at(d).ok_bytes(&[b"restore", cafe, b"-r", b"@-"]);
     assert_eq!(std::fs::read(bpath(d, cafe)).unwrap(), b"v1\n");
     assert_eq!(listing(d), vec![cafe.to_vec()]);
-    assert_eq!(ok_bytes(d, &[b"cat", cafe]), "v1\n");
+    assert_eq!(TestEnv::at(d).ok_bytes(&[b"cat", cafe]), "v1\n");
     // Two names that differ only in invalid bytes, on two branches, merged.
     ok(d, &["branch", "create", "side"]);
     std::fs::write(bpath(d, b"n\xff.bin"), b"ff side\n").unwrap();
@@ -266,8 +239,14 @@ fn names_that_are_not_utf8_survive_checkout_undo_restore_merge_and_diff() {
             && ls.contains("\"n\\xff.bin\""),
         "{ls}"
     );
-    assert_eq!(ok_bytes(d, &[b"cat", b"n\xfe.bin"]), "fe side\n");
-    assert_eq!(ok_bytes(d, &[b"cat", b"n\xff.bin"]), "ff side\n");
+    assert_eq!(
+        TestEnv::at(d).ok_bytes(&[b"cat", b"n\xfe.bin"]),
+        "fe side\n"
+    );
+    assert_eq!(
+        TestEnv::at(d).ok_bytes(&[b"cat", b"n\xff.bin"]),
+        "ff side\n"
+    );
     // The whole history restores byte for byte, names included.
     let out = tempfile::tempdir().unwrap();
     let t = out.path().join("r");
@@ -276,28 +255,21 @@ fn names_that_are_not_utf8_survive_checkout_undo_restore_merge_and_diff() {
     assert_eq!(json(d, &["fsck"])["ok"], true);
 }
 
-/// Runs lifeos as an unprivileged user (65534) when the tests run as root, so that file
-/// permissions apply; as a normal user it runs directly.
-fn as_user(dir: &Path, args: &[&str]) -> Output {
-    let root = unsafe_euid_is_root();
-    let mut c = if root {
-        let mut c = Command::new("setpriv");
-        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-            .arg(bin());
-        c
+/// `env`, running lifeos as an unprivileged user (65534) when the tests run as root, so
+/// that file permissions apply; as a normal user it runs directly.
+fn as_user(env: &TestEnv) -> TestEnv {
+    let env = env.with("HOME", env.path());
+    if unsafe_euid_is_root() {
+        env.via(&[
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--",
+        ])
     } else {
-        Command::new(bin())
-    };
-    c.current_dir(dir)
-        .env("LIFEOS_AUTHOR_NAME", "Test User")
-        .env("LIFEOS_AUTHOR_EMAIL", "test@example.com")
-        .env("NO_COLOR", "1")
-        .env("HOME", dir)
-        .env("LIFEOS_MODELS", "/nonexistent/lifeos-test-models")
-        .env_remove("LIFEOS_NOW")
-        .args(args)
-        .output()
-        .unwrap()
+        env
+    }
 }
 
 fn unsafe_euid_is_root() -> bool {
@@ -307,29 +279,19 @@ fn unsafe_euid_is_root() -> bool {
     f.as_file().metadata().unwrap().uid() == 0
 }
 
-fn user_ok(dir: &Path, args: &[&str]) -> String {
-    succeeded(as_user(dir, args), args)
-}
-
-fn user_json(dir: &Path, args: &[&str]) -> serde_json::Value {
-    let mut a = args.to_vec();
-    a.push("--json");
-    let out = as_user(dir, &a);
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{a:?}: {e}: {}", String::from_utf8_lossy(&out.stderr)))
-}
-
-/// A folder the unprivileged user owns.
-fn user_repo() -> (tempfile::TempDir, PathBuf) {
-    let top = tempfile::tempdir().unwrap();
+/// A repository in a folder the unprivileged user owns, and the environment that runs
+/// lifeos in it as that user ([`as_user`]).
+fn user_repo() -> TestEnv {
+    let top = TestEnv::new();
     std::fs::set_permissions(top.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let d = top.path().join("lib");
+    let d = top.join("lib");
     std::fs::create_dir(&d).unwrap();
     if unsafe_euid_is_root() {
         std::os::unix::fs::chown(&d, Some(65534), Some(65534)).unwrap();
     }
-    user_ok(&d, &["init"]);
-    (top, d)
+    let user = as_user(&top.cd("lib"));
+    user.ok(&["init"]);
+    user
 }
 
 fn user_write(d: &Path, rel: &str, bytes: &[u8]) {
@@ -349,28 +311,23 @@ fn user_write(d: &Path, rel: &str, bytes: &[u8]) {
 /// newer, never-recorded content.
 #[test]
 fn an_unreadable_file_is_never_recorded_as_deleted_nor_overwritten() {
-    let (_top, d) = user_repo();
-    let ops = |d: &Path| {
-        user_json(d, &["op", "log"])["operations"]
-            .as_array()
-            .unwrap()
-            .len()
-    };
+    let user = user_repo();
+    let d = user.path().to_path_buf();
     user_write(&d, "f.txt", b"zero\n");
     user_write(&d, "other.txt", b"x\n");
-    user_ok(&d, &["commit", "-m", "zero"]);
-    let zero = user_json(&d, &["log"])["commits"][0]["commit"]
+    user.ok(&["commit", "-m", "zero"]);
+    let zero = user.json(&["log"])["commits"][0]["commit"]
         .as_str()
         .unwrap()
         .to_string();
     user_write(&d, "f.txt", b"one\n");
-    user_ok(&d, &["commit", "-m", "one"]);
+    user.ok(&["commit", "-m", "one"]);
     user_write(&d, "f.txt", b"two, never recorded\n");
     user_write(&d, "other.txt", b"y\n");
     std::fs::set_permissions(d.join("f.txt"), std::fs::Permissions::from_mode(0o000)).unwrap();
-    let before = ops(&d);
+    let before = user.op_count();
     // The commit is refused, naming the file and the way forward; nothing is recorded.
-    let out = as_user(&d, &["commit", "-m", "two"]);
+    let out = user.run(&["commit", "-m", "two"]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -378,9 +335,9 @@ fn an_unreadable_file_is_never_recorded_as_deleted_nor_overwritten() {
         "{err}"
     );
     assert!(err.contains("--allow-unreadable"), "{err}");
-    assert_eq!(ops(&d), before);
+    assert_eq!(user.op_count(), before);
     // status shows it as unreadable, not deleted.
-    let st = user_json(&d, &["status"]);
+    let st = user.json(&["status"]);
     assert_eq!(st["unreadable"][0]["path"], "f.txt", "{st}");
     let changed: Vec<&str> = st["changes"]
         .as_array()
@@ -390,8 +347,8 @@ fn an_unreadable_file_is_never_recorded_as_deleted_nor_overwritten() {
         .collect();
     assert_eq!(changed, ["other.txt"], "{st}");
     // With --allow-unreadable the rest is recorded and f.txt keeps its last version.
-    user_ok(&d, &["commit", "-m", "two", "--allow-unreadable"]);
-    let show = user_json(&d, &["show"]);
+    user.ok(&["commit", "-m", "two", "--allow-unreadable"]);
+    let show = user.json(&["show"]);
     let changed: Vec<&str> = show["changes"]
         .as_array()
         .unwrap()
@@ -399,58 +356,59 @@ fn an_unreadable_file_is_never_recorded_as_deleted_nor_overwritten() {
         .map(|c| c["path"].as_str().unwrap())
         .collect();
     assert_eq!(changed, ["other.txt"], "{show}");
-    assert_eq!(user_ok(&d, &["cat", "f.txt"]), "one\n");
+    assert_eq!(user.ok(&["cat", "f.txt"]), "one\n");
     // A checkout that would replace it is refused, even with --force: its content
     // cannot be saved first. Nothing is recorded and nothing changes.
-    let before = ops(&d);
+    let before = user.op_count();
     for force in [false, true] {
         let mut args = vec!["checkout", "-r", zero.as_str()];
         if force {
             args.push("--force");
         }
-        let out = as_user(&d, &args);
+        let out = user.run(&args);
         assert!(!out.status.success(), "checkout {args:?} went ahead");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
             err.contains("f.txt") && err.contains("cannot be read"),
             "{err}"
         );
-        assert_eq!(ops(&d), before);
+        assert_eq!(user.op_count(), before);
     }
     // A checkout that leaves it alone goes ahead, and leaves it alone.
-    user_ok(&d, &["checkout", "-r", "@-"]);
+    user.ok(&["checkout", "-r", "@-"]);
     std::fs::set_permissions(d.join("f.txt"), std::fs::Permissions::from_mode(0o644)).unwrap();
     assert_eq!(
         std::fs::read(d.join("f.txt")).unwrap(),
         b"two, never recorded\n"
     );
     // Readable again: the new content is recorded.
-    user_ok(&d, &["commit", "-m", "three"]);
-    assert_eq!(user_ok(&d, &["cat", "f.txt"]), "two, never recorded\n");
+    user.ok(&["commit", "-m", "three"]);
+    assert_eq!(user.ok(&["cat", "f.txt"]), "two, never recorded\n");
 }
 
 #[test]
 fn an_unreadable_folder_keeps_what_was_recorded_in_it() {
-    let (_top, d) = user_repo();
+    let user = user_repo();
+    let d = user.path().to_path_buf();
     user_write(&d, "box/a.txt", b"a\n");
     user_write(&d, "box/b.txt", b"b\n");
     user_write(&d, "top.txt", b"t\n");
-    user_ok(&d, &["commit", "-m", "one"]);
+    user.ok(&["commit", "-m", "one"]);
     std::fs::set_permissions(d.join("box"), std::fs::Permissions::from_mode(0o000)).unwrap();
     user_write(&d, "top.txt", b"t2\n");
     // The folder is what cannot be read, once: not each recorded file in it again.
-    let unreadable: Vec<String> = user_json(&d, &["status"])["unreadable"]
+    let unreadable: Vec<String> = user.json(&["status"])["unreadable"]
         .as_array()
         .unwrap()
         .iter()
         .map(|u| u["path"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(unreadable, ["box"]);
-    let out = as_user(&d, &["commit", "-m", "two"]);
+    let out = user.run(&["commit", "-m", "two"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("box"), "{err}");
-    user_ok(&d, &["commit", "-m", "two", "--allow-unreadable"]);
-    let ls: Vec<String> = user_json(&d, &["ls"])["entries"]
+    user.ok(&["commit", "-m", "two", "--allow-unreadable"]);
+    let ls: Vec<String> = user.json(&["ls"])["entries"]
         .as_array()
         .unwrap()
         .iter()
@@ -458,7 +416,7 @@ fn an_unreadable_folder_keeps_what_was_recorded_in_it() {
         .collect();
     assert_eq!(ls, ["box/a.txt", "box/b.txt", "top.txt"]);
     std::fs::set_permissions(d.join("box"), std::fs::Permissions::from_mode(0o755)).unwrap();
-    assert_eq!(user_json(&d, &["status"])["clean"], true);
+    assert_eq!(user.json(&["status"])["clean"], true);
 }
 
 /// A tracked file in an ignored folder whose metadata could not be read was taken as
@@ -466,16 +424,17 @@ fn an_unreadable_folder_keeps_what_was_recorded_in_it() {
 /// saw it, and it dropped the error.
 #[test]
 fn a_tracked_file_in_an_ignored_folder_that_cannot_be_read_is_not_deleted() {
-    let (_top, d) = user_repo();
+    let user = user_repo();
+    let d = user.path().to_path_buf();
     user_write(&d, "build/keep.txt", b"kept\n");
     user_write(&d, "top.txt", b"t\n");
-    user_ok(&d, &["commit", "-m", "one"]);
+    user.ok(&["commit", "-m", "one"]);
     user_write(&d, ".gitignore", b"build/\n");
-    user_ok(&d, &["commit", "-m", "ignore build"]);
+    user.ok(&["commit", "-m", "ignore build"]);
     // The folder can be listed by name but nothing in it can be looked up.
     std::fs::set_permissions(d.join("build"), std::fs::Permissions::from_mode(0o600)).unwrap();
     user_write(&d, "top.txt", b"t2\n");
-    let st = user_json(&d, &["status"]);
+    let st = user.json(&["status"]);
     assert_eq!(st["unreadable"][0]["path"], "build/keep.txt", "{st}");
     let changed: Vec<&str> = st["changes"]
         .as_array()
@@ -484,14 +443,14 @@ fn a_tracked_file_in_an_ignored_folder_that_cannot_be_read_is_not_deleted() {
         .map(|c| c["path"].as_str().unwrap())
         .collect();
     assert_eq!(changed, ["top.txt"], "{st}");
-    let out = as_user(&d, &["commit", "-m", "two"]);
+    let out = user.run(&["commit", "-m", "two"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         !out.status.success() && err.contains("build/keep.txt"),
         "{err}"
     );
-    user_ok(&d, &["commit", "-m", "two", "--allow-unreadable"]);
-    let ls: Vec<String> = user_json(&d, &["ls"])["entries"]
+    user.ok(&["commit", "-m", "two", "--allow-unreadable"]);
+    let ls: Vec<String> = user.json(&["ls"])["entries"]
         .as_array()
         .unwrap()
         .iter()
@@ -499,7 +458,7 @@ fn a_tracked_file_in_an_ignored_folder_that_cannot_be_read_is_not_deleted() {
         .collect();
     assert_eq!(ls, [".gitignore", "build/keep.txt", "top.txt"]);
     std::fs::set_permissions(d.join("build"), std::fs::Permissions::from_mode(0o755)).unwrap();
-    assert_eq!(user_json(&d, &["status"])["clean"], true);
+    assert_eq!(user.json(&["status"])["clean"], true);
 }
 
 /// Files were restored 0644/0755 whatever the umask, so a private library came back
@@ -512,34 +471,20 @@ fn restored_files_honour_the_umask() {
     write(d, "run.sh", b"#!/bin/sh\n");
     std::fs::set_permissions(d.join("run.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
     ok(d, &["commit", "-m", "one"]);
+    // lifeos run by a shell that set the umask first.
+    let with_umask = |mask: &str| {
+        TestEnv::at(d).via(&["sh", "-c", &format!("umask {mask} && exec \"$0\" \"$@\"")])
+    };
     let out = tempfile::tempdir().unwrap();
     let t = out.path().join("r");
-    let script = format!("umask 077 && exec \"$0\" restore --to '{}'", t.display());
-    let status = Command::new("sh")
-        .arg("-c")
-        .arg(&script)
-        .arg(bin())
-        .current_dir(d)
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success());
+    with_umask("077").ok(&["restore", "--to", t.to_str().unwrap()]);
     let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode(&t.join("secret.txt")), 0o600);
     assert_eq!(mode(&t.join("run.sh")), 0o700);
     // Checkout writes files the same way.
     std::fs::write(d.join("secret.txt"), b"s2\n").unwrap();
     ok(d, &["commit", "-m", "two"]);
-    let status = Command::new("sh")
-        .arg("-c")
-        .arg("umask 027 && exec \"$0\" checkout -r @-")
-        .arg(bin())
-        .current_dir(d)
-        .env("NO_COLOR", "1")
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success());
+    with_umask("027").ok(&["checkout", "-r", "@-"]);
     assert_eq!(mode(&d.join("secret.txt")), 0o640);
 }
 
@@ -639,8 +584,8 @@ fn checkout_force_killed_or_interrupted_anywhere_keeps_the_saved_work() {
     for round in 0..16u64 {
         let r = copy_repo(base.path());
         let d = r.path();
-        let child = cmd(d)
-            .args(["checkout", "other", "--force"])
+        let child = TestEnv::at(d)
+            .command(["checkout", "other", "--force"])
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -714,8 +659,8 @@ fn merge_killed_anywhere_leaves_either_the_old_folder_or_the_merge() {
     for round in 0..12u64 {
         let r = copy_repo(d);
         let d = r.path();
-        let mut child = cmd(d)
-            .args(["merge", "side"])
+        let mut child = TestEnv::at(d)
+            .command(["merge", "side"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -987,16 +932,17 @@ fn plant_journal(d: &Path, from: &str, to: &str) {
 /// path the move adds, was overwritten (or stopped every command). They are left alone.
 #[test]
 fn finishing_a_move_leaves_alone_what_it_cannot_vouch_for() {
-    let (_top, d) = user_repo();
+    let user = user_repo();
+    let d = user.path().to_path_buf();
     user_write(&d, "keep.txt", b"k\n");
-    user_ok(&d, &["commit", "-m", "small"]);
-    user_ok(&d, &["branch", "create", "big"]);
-    user_ok(&d, &["checkout", "big"]);
+    user.ok(&["commit", "-m", "small"]);
+    user.ok(&["branch", "create", "big"]);
+    user.ok(&["checkout", "big"]);
     for p in ["secret.txt", "dir/a.txt", "link/b.txt", "plain.txt"] {
         user_write(&d, p, format!("recorded {p}\n").as_bytes());
     }
-    user_ok(&d, &["commit", "-m", "big"]);
-    user_ok(&d, &["checkout", "main"]);
+    user.ok(&["commit", "-m", "big"]);
+    user.ok(&["checkout", "main"]);
     // The move to `big` was interrupted before it wrote anything; since then someone put
     // an unreadable file, a folder of files and a symlink where the move writes.
     user_write(&d, "secret.txt", b"mine, unreadable\n");
@@ -1004,9 +950,9 @@ fn finishing_a_move_leaves_alone_what_it_cannot_vouch_for() {
     user_write(&d, "dir/a.txt/inner.txt", b"mine\n");
     let outside = tempfile::tempdir().unwrap();
     std::os::unix::fs::symlink(outside.path(), d.join("link")).unwrap();
-    user_ok(&d, &["branch", "set", "main", "-r", "big"]);
+    user.ok(&["branch", "set", "main", "-r", "big"]);
     plant_journal(&d, "@-", "big");
-    let out = as_user(&d, &["status"]);
+    let out = user.run(&["status"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(err.contains("finished changing the folder"), "{err}");
@@ -1042,8 +988,8 @@ fn a_command_opened_before_the_interrupted_move_still_finishes_it() {
         let d = r.path();
         ok(d, &["commit", "-m", "precious work committed"]);
         let waiting = lifeos_vcs::Repo::discover(d).unwrap();
-        let child = cmd(d)
-            .args(["checkout", "other"])
+        let child = TestEnv::at(d)
+            .command(["checkout", "other"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -1208,21 +1154,7 @@ fn a_tree_holding_the_repository_folder_never_writes_into_it() {
     git(&src, &["init", "-q", "-b", "main"]);
     write(&src, "notes.md", b"notes\n");
     git(&src, &["add", "."]);
-    let commit = |msg: &str| {
-        git(
-            &src,
-            &[
-                "-c",
-                "user.name=T",
-                "-c",
-                "user.email=t@x",
-                "commit",
-                "-q",
-                "-m",
-                msg,
-            ],
-        )
-    };
+    let commit = |msg: &str| git_commit(&src, &["-m", msg]);
     commit("plain");
     git(&src, &["checkout", "-q", "-b", "hostile"]);
     // New paths only: a path the repository already has was refused as "not recorded".

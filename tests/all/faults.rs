@@ -1,8 +1,7 @@
 //! Bad input and faults: damaged packs and indexes, hostile trees, killed commits,
 //! files changing underneath, a full disk. Each must give a clear error and lose nothing.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::path::{Path, PathBuf};
 
@@ -330,8 +329,8 @@ fn kill_during_commit_leaves_a_healthy_repository_with_every_earlier_commit() {
             );
         }
         write(d, &format!("new/r{round}.bin"), &noise(800_000, round));
-        let mut child = cmd(d)
-            .args(["commit", "-m", &format!("round {round}")])
+        let mut child = TestEnv::at(d)
+            .command(["commit", "-m", &format!("round {round}")])
             .stdout(std::process::Stdio::null())
             .spawn()
             .unwrap();
@@ -426,10 +425,7 @@ fn a_file_growing_while_it_is_read_is_recorded_consistently() {
             std::thread::sleep(std::time::Duration::from_micros(200));
         }
     });
-    let ops_before = json(d, &["op", "log"])["operations"]
-        .as_array()
-        .unwrap()
-        .len();
+    let ops_before = op_count(d);
     let out = run(d, &["commit", "-m", "racing", "--json"]);
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     writer.join().unwrap();
@@ -446,10 +442,7 @@ fn a_file_growing_while_it_is_read_is_recorded_consistently() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains("log.bin") && err.contains("changing"), "{err}");
         assert!(err.contains("--allow-unreadable"), "{err}");
-        let ops_after = json(d, &["op", "log"])["operations"]
-            .as_array()
-            .unwrap()
-            .len();
+        let ops_after = op_count(d);
         assert_eq!(ops_after, ops_before);
     }
     assert_eq!(json(d, &["fsck"])["ok"], true);
@@ -570,8 +563,8 @@ fn gc_killed_midway_leaves_a_healthy_repository() {
     for round in 0..10u64 {
         // Garbage for gc to remove: a commit of new data that is killed before it publishes.
         write(d, "junk/j.bin", &noise(3_000_000, 100 + round));
-        let mut c = cmd(d)
-            .args(["commit", "-m", "junk"])
+        let mut c = TestEnv::at(d)
+            .command(["commit", "-m", "junk"])
             .stdout(std::process::Stdio::null())
             .spawn()
             .unwrap();
@@ -587,8 +580,8 @@ fn gc_killed_midway_leaves_a_healthy_repository() {
         rng ^= rng << 13;
         rng ^= rng >> 7;
         rng ^= rng << 17;
-        let mut g = cmd(d)
-            .args(["gc"])
+        let mut g = TestEnv::at(d)
+            .command(["gc"])
             .stdout(std::process::Stdio::null())
             .spawn()
             .unwrap();

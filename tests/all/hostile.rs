@@ -6,12 +6,10 @@
 //! then checks that nothing ran (a marker file is absent), nothing outside the folder was
 //! written, the store is intact (`lifeos fsck`), and the error names the culprit.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 
 /// A git tree to build with `git mktree`: entries of (name, node).
 enum Node {
@@ -346,14 +344,6 @@ fn commit_hostile(dir: &Path, files: &[(&[u8], lifeos_vcs::EntryKind, &[u8])]) -
     lifeos_vcs::testing::commit_entries(&repo, "hostile", files, "hostile").to_hex()
 }
 
-/// The operation log's length, to show a refused command published nothing.
-fn ops(dir: &Path) -> usize {
-    json(dir, &["op", "log"])["operations"]
-        .as_array()
-        .unwrap()
-        .len()
-}
-
 /// Asserts that a command succeeded, showing what it said when it did not.
 fn ran_ok(out: &std::process::Output) {
     assert!(
@@ -470,14 +460,18 @@ fn checkout_restore_and_merge_never_write_what_a_hostile_tree_holds() {
         let before = listing(&d);
         let commit = commit_hostile(&d, files);
         let named = format!("{path} in commit {}", &commit[..12]);
-        let n = ops(&d);
+        let n = op_count(&d);
         for args in [
             vec!["checkout", "hostile"],
             vec!["restore", ".", "-r", "hostile"],
         ] {
             let err = fails(&d, &args);
             assert!(err.contains(&named), "{args:?} {path}: {err}");
-            assert_eq!(ops(&d), n, "{args:?} {path}: an operation was published");
+            assert_eq!(
+                op_count(&d),
+                n,
+                "{args:?} {path}: an operation was published"
+            );
             assert_eq!(listing(&d), before, "{args:?} {path}: the folder changed");
         }
         let out = scene.path(&format!("restored{i}"));
@@ -489,14 +483,14 @@ fn checkout_restore_and_merge_never_write_what_a_hostile_tree_holds() {
         // Merging the hostile commit into the current branch is refused the same way.
         write(&d, "other.md", b"x\n");
         ok(&d, &["commit", "-m", "other"]);
-        let n = ops(&d);
+        let n = op_count(&d);
         let before = listing(&d);
         let err = fails(&d, &["merge", "hostile"]);
         assert!(
             err.contains(path) && err.contains(&commit[..12]),
             "merge {path}: {err}"
         );
-        assert_eq!(ops(&d), n, "merge {path}: an operation was published");
+        assert_eq!(op_count(&d), n, "merge {path}: an operation was published");
         assert_eq!(listing(&d), before, "merge {path}: the folder changed");
         fsck_problems_only_name(&d, culprit);
         scene.assert_untouched();
@@ -662,7 +656,7 @@ fn git_checkout_clean_and_stash_never_reach_the_store_of_a_colocated_folder() {
     ok(&w, &["git", "hooks", "install"]);
     let store = w.join(".git/lifeos");
     assert!(store.join("config").is_file());
-    let ops_before = ops(&w);
+    let ops_before = op_count(&w);
 
     // The attacker's branch: rules that run a command on checkout, and a trust file
     // naming them, where lifeos kept trust before.
@@ -770,7 +764,7 @@ fn git_checkout_clean_and_stash_never_reach_the_store_of_a_colocated_folder() {
     );
     assert!(std::fs::read_dir(&store).unwrap().count() >= trust_before);
     // The history is whole: every operation is still there, and the folder works.
-    assert!(ops(&w) >= ops_before);
+    assert!(op_count(&w) >= ops_before);
     write(&w, "more.md", b"more\n");
     ok(&w, &["commit", "-m", "after"]);
     fsck_clean(&w);
@@ -851,8 +845,9 @@ fn pushed_encrypted(scene: &Scene) -> (PathBuf, PathBuf) {
     let d = victim(scene, "dev");
     let remote = scene.path("remote");
     let url = remote.to_str().unwrap();
-    lok(&d, None, &["remote", "add", "origin", url, "--encrypt"]);
-    lok(&d, None, &["push"]);
+    let dev = TestEnv::at(&d).with_passphrase();
+    dev.ok(&["remote", "add", "origin", url, "--encrypt"]);
+    dev.ok(&["push"]);
     (d, remote)
 }
 
@@ -882,12 +877,13 @@ fn holds(dir: &Path, needle: &[u8]) -> bool {
 fn a_remote_downgraded_to_plain_by_its_storage_is_refused() {
     let scene = Scene::new();
     let (d, remote) = pushed_encrypted(&scene);
+    let dev = TestEnv::at(&d).with_passphrase();
     // The server's move.
     std::fs::write(remote.join("config"), "format = 1\nencrypted = false\n").unwrap();
     std::fs::remove_dir_all(remote.join("keys")).unwrap();
     write(&d, "diary.md", b"SECRET second entry\n");
-    lok(&d, None, &["commit", "-m", "secret"]);
-    let err = lfails(&d, None, &["push"]);
+    dev.ok(&["commit", "-m", "secret"]);
+    let err = dev.fails(&["push"]);
     assert!(
         err.contains("was encrypted when this repository first used it")
             && err.contains("nothing was sent"),
@@ -898,28 +894,25 @@ fn a_remote_downgraded_to_plain_by_its_storage_is_refused() {
         "plaintext reached the remote"
     );
     for args in [vec!["fetch"], vec!["pull"]] {
-        let err = lfails(&d, None, &args);
+        let err = dev.fails(&args);
         assert!(err.contains("was encrypted"), "{args:?}: {err}");
     }
-    let list = lok(&d, None, &["remote", "list"]);
+    let list = dev.ok(&["remote", "list"]);
     assert!(list.contains("(encrypted)"), "{list}");
     // A remote added to be encrypted and found plain the first time is refused too.
     let e = victim(&scene, "other");
+    let other = TestEnv::at(&e).with_passphrase();
     let plain = scene.path("plain");
     std::fs::create_dir(&plain).unwrap();
     std::fs::write(plain.join("config"), "format = 1\nencrypted = false\n").unwrap();
-    lok(
-        &e,
-        None,
-        &[
-            "remote",
-            "add",
-            "origin",
-            plain.to_str().unwrap(),
-            "--encrypt",
-        ],
-    );
-    let err = lfails(&e, None, &["push"]);
+    other.ok(&[
+        "remote",
+        "add",
+        "origin",
+        plain.to_str().unwrap(),
+        "--encrypt",
+    ]);
+    let err = other.fails(&["push"]);
     assert!(err.contains("it was added to be"), "{err}");
     assert!(!holds(&plain, b"mine"), "plaintext reached the remote");
     scene.assert_untouched();
@@ -934,8 +927,8 @@ fn an_s3_remote_downgraded_by_its_server_is_refused() {
     let scene = Scene::new();
     let d = victim(&scene, "dev");
     let url = format!("s3://{S3_BUCKET}/me");
-    lok(&d, Some(&s3), &["remote", "add", "origin", &url]);
-    lok(&d, Some(&s3), &["push"]);
+    s3.at(&d).ok(&["remote", "add", "origin", &url]);
+    s3.at(&d).ok(&["push"]);
     let filer = format!(
         "http://127.0.0.1:{}/buckets/{S3_BUCKET}/me/config",
         s3.port + 3
@@ -955,8 +948,8 @@ fn an_s3_remote_downgraded_by_its_server_is_refused() {
         "the server's config was not rewritten"
     );
     write(&d, "diary.md", b"SECRET second entry\n");
-    lok(&d, Some(&s3), &["commit", "-m", "secret"]);
-    let err = lfails(&d, Some(&s3), &["push"]);
+    s3.at(&d).ok(&["commit", "-m", "secret"]);
+    let err = s3.at(&d).fails(&["push"]);
     assert!(
         err.contains("was encrypted when this repository first used it"),
         "{err}"
@@ -974,6 +967,7 @@ fn an_s3_remote_downgraded_by_its_server_is_refused() {
 fn a_server_rolling_back_oversizing_or_swapping_is_noticed() {
     let scene = Scene::new();
     let (d, remote) = pushed_encrypted(&scene);
+    let dev = TestEnv::at(&d).with_passphrase();
     let heads = |r: &Path| -> Vec<PathBuf> {
         let mut v: Vec<PathBuf> = std::fs::read_dir(r.join("heads"))
             .unwrap()
@@ -988,8 +982,8 @@ fn a_server_rolling_back_oversizing_or_swapping_is_noticed() {
         .map(|p| (p.clone(), std::fs::read(&p).unwrap()))
         .collect();
     write(&d, "later.md", b"later\n");
-    lok(&d, None, &["commit", "-m", "later"]);
-    lok(&d, None, &["push"]);
+    dev.ok(&["commit", "-m", "later"]);
+    dev.ok(&["push"]);
     // Rollback: the server puts the earlier heads back.
     for p in heads(&remote) {
         std::fs::remove_file(p).unwrap();
@@ -997,7 +991,7 @@ fn a_server_rolling_back_oversizing_or_swapping_is_noticed() {
     for (p, b) in &old {
         std::fs::write(p, b).unwrap();
     }
-    let out = lo(&d, None, &["fetch"]);
+    let out = dev.run(&["fetch"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(
@@ -1005,24 +999,25 @@ fn a_server_rolling_back_oversizing_or_swapping_is_noticed() {
         "{err}"
     );
     // Pushing again puts it back, and the warning goes.
-    lok(&d, None, &["push"]);
-    let out = lo(&d, None, &["fetch"]);
+    dev.ok(&["push"]);
+    let out = dev.run(&["fetch"]);
     assert!(!String::from_utf8_lossy(&out.stderr).contains("no longer shows"));
 
     // Oversized: a head of 8 MiB is left out, named; the rest is fetched.
     let copy = scene.path("copy");
-    lok(
-        &scene.base,
-        None,
-        &["clone", remote.to_str().unwrap(), copy.to_str().unwrap()],
-    );
+    let copied = TestEnv::at(&copy).with_passphrase();
+    TestEnv::at(&scene.base).with_passphrase().ok(&[
+        "clone",
+        remote.to_str().unwrap(),
+        copy.to_str().unwrap(),
+    ]);
     std::fs::write(remote.join("heads/ffff"), vec![7u8; 8 << 20]).unwrap();
-    let out = lo(&copy, None, &["fetch"]);
+    let out = copied.run(&["fetch"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(err.contains("heads/ffff is larger than"), "{err}");
     // What an unreadable head reaches is unknown: gc --remote removes nothing.
-    let err = lfails(&copy, None, &["gc", "--remote", "origin"]);
+    let err = copied.fails(&["gc", "--remote", "origin"]);
     assert!(err.contains("heads/ffff"), "{err}");
     std::fs::remove_file(remote.join("heads/ffff")).unwrap();
 
@@ -1037,17 +1032,17 @@ fn a_server_rolling_back_oversizing_or_swapping_is_noticed() {
     };
     let before_push = packs(&remote);
     write(&d, "swap.md", b"swap\n");
-    lok(&d, None, &["commit", "-m", "swap"]);
-    lok(&d, None, &["push"]);
+    dev.ok(&["commit", "-m", "swap"]);
+    dev.ok(&["push"]);
     let new: Vec<PathBuf> = packs(&remote).difference(&before_push).cloned().collect();
     let older = before_push.iter().next().unwrap();
     for p in &new {
         std::fs::copy(older, p).unwrap();
     }
-    let before = ops(&copy);
-    let err = lfails(&copy, None, &["fetch"]);
+    let before = op_count(&copy);
+    let err = copied.fails(&["fetch"]);
     assert!(err.contains("packs/"), "{err}");
-    assert_eq!(ops(&copy), before, "something was merged");
+    assert_eq!(op_count(&copy), before, "something was merged");
     fsck_clean(&copy);
     fsck_clean(&d);
     scene.assert_untouched();
@@ -1236,20 +1231,16 @@ fn what_an_approval_pins_cannot_change_before_it_runs() {
     ok(&d, &["commit", "-m", "x"]);
     let id = action_for(&d, "tool/x")["id"].as_str().unwrap().to_string();
     let path = std::env::var("PATH").unwrap();
-    let out = cmd(&d)
-        .env("PATH", format!("{}:{path}", good.display()))
-        .args(["approve", &id])
-        .output()
-        .unwrap();
+    let out = TestEnv::at(&d)
+        .with("PATH", format!("{}:{path}", good.display()))
+        .run(&["approve", &id]);
     succeeded(out, &["approve"]);
-    let out = cmd(&d)
-        .env(
+    let out = TestEnv::at(&d)
+        .with(
             "PATH",
             format!("{}:{}:{path}", evil.display(), good.display()),
         )
-        .args(["actions", "run"])
-        .output()
-        .unwrap();
+        .run(&["actions", "run"]);
     ran_ok(&out);
     assert_eq!(lines(&log), vec!["good"]);
     scene.assert_untouched();
@@ -1298,11 +1289,9 @@ fn what_an_action_does_never_fires_rules_again() {
         lines(&stamps2)
     );
     // And no action runs from inside an action.
-    let out = cmd(&d)
-        .env("LIFEOS_ACTION_ID", "x")
-        .args(["actions", "run"])
-        .output()
-        .unwrap();
+    let out = TestEnv::at(&d)
+        .with("LIFEOS_ACTION_ID", "x")
+        .run(&["actions", "run"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("runs inside action x"));
 }
@@ -1317,7 +1306,9 @@ fn approvals_are_bounded_in_time() {
     let err = fails(&d, &["approve", &id, "--ttl", "100000000d"]);
     assert!(err.contains("30 days"), "{err}");
     let tomorrow = jiff::Timestamp::now() + jiff::SignedDuration::from_hours(24);
-    ok_at(&d, &tomorrow.to_string(), &["approve", &id]);
+    TestEnv::at(&d)
+        .now(&tomorrow.to_string())
+        .ok(&["approve", &id]);
     let out = String::from_utf8_lossy(&run(&d, &["actions", "run"]).stdout).into_owned();
     assert!(out.contains("approval_dated_in_the_future"), "{out}");
     assert!(lines(&log).is_empty());
@@ -1332,13 +1323,11 @@ fn actions_get_a_clean_environment_and_receipts_keep_no_secrets() {
     let d = victim(&scene, "env");
     trusted_rules(&d, rules);
     write(&d, "a.md", b"a\n");
-    let out = cmd(&d)
-        .env("LIFEOS_PASSPHRASE", "correct-horse-battery")
-        .env("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMIK7MDENG")
-        .env("GITHUB_TOKEN", "ghtoken-value-123")
-        .args(["commit", "-m", "a"])
-        .output()
-        .unwrap();
+    let out = TestEnv::at(&d)
+        .with("LIFEOS_PASSPHRASE", "correct-horse-battery")
+        .with("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMIK7MDENG")
+        .with("GITHUB_TOKEN", "ghtoken-value-123")
+        .run(&["commit", "-m", "a"]);
     ran_ok(&out);
     let r = receipts(&d);
     let last = r.last().unwrap();
@@ -1447,13 +1436,8 @@ fn hooks_are_installed_only_into_this_repository_s_git_folder() {
         format!("[core]\n\thooksPath = {}\n", global_hooks.display()),
     )
     .unwrap();
-    let with_global = |args: &[&str]| {
-        cmd(&w)
-            .env("GIT_CONFIG_GLOBAL", &gitconfig)
-            .args(args)
-            .output()
-            .unwrap()
-    };
+    let global = TestEnv::at(&w).with("GIT_CONFIG_GLOBAL", &gitconfig);
+    let with_global = |args: &[&str]| global.run(args);
     let out = with_global(&["git", "hooks", "install"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");
@@ -1504,8 +1488,8 @@ fn hooks_are_installed_only_into_this_repository_s_git_folder() {
 fn a_closed_pipe_ends_output_quietly() {
     let scene = Scene::new();
     let w = colocated(&scene, "repo");
-    let mut child = cmd(&w)
-        .args(["git", "hooks", "install"])
+    let mut child = TestEnv::at(&w)
+        .command(["git", "hooks", "install"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -1526,8 +1510,8 @@ fn a_closed_pipe_ends_output_quietly() {
         write(&w, &format!("n/{i}.md"), b"x");
     }
     ok(&w, &["commit", "-m", "many"]);
-    let mut child = cmd(&w)
-        .args(["ls"])
+    let mut child = TestEnv::at(&w)
+        .command(["ls"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -1547,8 +1531,8 @@ fn watch_stops_when_its_folder_is_moved() {
     ok(&w, &["init"]);
     let log_path = scene.path("watch.log");
     let err_path = scene.path("watch.err");
-    let mut watcher = cmd(&w)
-        .args(["watch", "--quiet-period", "200ms", "--no-ingest"])
+    let mut watcher = TestEnv::at(&w)
+        .command(["watch", "--quiet-period", "200ms", "--no-ingest"])
         .stdout(std::fs::File::create(&log_path).unwrap())
         .stderr(std::fs::File::create(&err_path).unwrap())
         .spawn()

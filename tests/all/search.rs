@@ -1,8 +1,7 @@
 //! Ingest and search: cited hits with exact anchors, time travel, reindex equivalence,
 //! resumable jobs, recorded failures, exclusions and redaction of secrets.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::path::Path;
 
@@ -170,7 +169,9 @@ fn user_input_cannot_inject_fts_or_sql() {
 fn search_at_a_moment_and_across_all_history() {
     let repo = tempfile::tempdir().unwrap();
     let d = repo.path();
-    assert!(at_time(d, "2026-09-30T10:00:00Z", &["init"])
+    assert!(TestEnv::at(d)
+        .now("2026-09-30T10:00:00Z")
+        .run(&["init"])
         .status
         .success());
     write(
@@ -178,7 +179,9 @@ fn search_at_a_moment_and_across_all_history() {
         "notes/launch.md",
         b"# Launch\nThe launch plan is October.\n",
     );
-    assert!(at_time(d, "2026-09-30T12:00:00Z", &["commit", "-m", "v1"])
+    assert!(TestEnv::at(d)
+        .now("2026-09-30T12:00:00Z")
+        .run(&["commit", "-m", "v1"])
         .status
         .success());
     write(
@@ -186,20 +189,22 @@ fn search_at_a_moment_and_across_all_history() {
         "notes/launch.md",
         b"# Launch\nThe launch plan slipped to December.\n",
     );
-    assert!(at_time(d, "2026-10-15T12:00:00Z", &["commit", "-m", "v2"])
+    assert!(TestEnv::at(d)
+        .now("2026-10-15T12:00:00Z")
+        .run(&["commit", "-m", "v2"])
         .status
         .success());
-    assert!(at_time(d, "2026-10-16T12:00:00Z", &["ingest"])
+    assert!(TestEnv::at(d)
+        .now("2026-10-16T12:00:00Z")
+        .run(&["ingest"])
         .status
         .success());
     let now = "2026-10-20T00:00:00Z";
     let then: Value = serde_json::from_slice(
-        &at_time(
-            d,
-            now,
-            &["search", "launch plan", "--at", "2026-10-01", "--json"],
-        )
-        .stdout,
+        &TestEnv::at(d)
+            .now(now)
+            .run(&["search", "launch plan", "--at", "2026-10-01", "--json"])
+            .stdout,
     )
     .unwrap();
     let h = then["hits"].as_array().unwrap();
@@ -257,8 +262,8 @@ fn a_killed_ingest_resumes_without_duplicates() {
         );
     }
     ok(d, &["commit", "-m", "many"]);
-    let mut child = cmd(d)
-        .arg("ingest")
+    let mut child = TestEnv::at(d)
+        .command(["ingest"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -430,11 +435,7 @@ fn images_are_searchable_by_ocr_text_with_its_region_and_by_metadata_without_tes
     std::fs::copy(&jpg, d.join("scans/slide.jpg")).unwrap();
     ok(d, &["commit", "-m", "scans"]);
     // Without tesseract: metadata only, a one-line notice, no error.
-    let out = cmd(d)
-        .env("PATH", "/nonexistent")
-        .arg("ingest")
-        .output()
-        .unwrap();
+    let out = TestEnv::at(d).with("PATH", "/nonexistent").run(&["ingest"]);
     assert!(
         out.status.success(),
         "{}",
@@ -575,7 +576,7 @@ fn a_bad_ingest_or_speech_table_does_not_stop_a_commit_and_names_its_table() {
     for (table, line) in [("speech", "threads = \"x\""), ("ingest", "ocr = \"maybe\"")] {
         std::fs::write(&config, format!("{good}\n[{table}]\n{line}\n")).unwrap();
         write(d, &format!("{table}.txt"), b"budget meeting notes\n");
-        let out = cmd(d).args(["commit", "-m", table]).output().unwrap();
+        let out = TestEnv::at(d).run(&["commit", "-m", table]);
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{err}");
         assert!(
@@ -598,8 +599,7 @@ fn a_bad_ingest_or_speech_table_does_not_stop_a_commit_and_names_its_table() {
 fn extract_at(d: &Path, now: &str, args: &[&str]) -> Value {
     let mut a = vec!["extract", "show"];
     a.extend_from_slice(args);
-    a.push("--json");
-    let v: Value = serde_json::from_str(&ok_at(d, now, &a)).unwrap();
+    let v = TestEnv::at(d).now(now).ok_json(&a);
     assert_eq!(v["schema"], "lifeos.extract.v1");
     v
 }
@@ -608,7 +608,7 @@ fn extract_at(d: &Path, now: &str, args: &[&str]) -> Value {
 fn extract_show_reads_back_lines_pages_ocr_exif_and_failures_as_they_were() {
     let repo = tempfile::tempdir().unwrap();
     let d = repo.path();
-    ok_at(d, "2026-10-01T09:00:00Z", &["init"]);
+    TestEnv::at(d).now("2026-10-01T09:00:00Z").ok(&["init"]);
     manual_ingest(d);
     library(d);
     let tmp = tempfile::tempdir().unwrap();
@@ -616,11 +616,13 @@ fn extract_show_reads_back_lines_pages_ocr_exif_and_failures_as_they_were() {
     std::fs::copy(&png, d.join("scans/invoice.png")).unwrap();
     write(d, "docs/broken.pdf", b"%PDF-1.4\nnot really a pdf\n");
     write(d, "data.bin", &[0, 1, 2, 3]);
-    ok_at(d, "2026-10-01T10:00:00Z", &["commit", "-m", "v1"]);
+    TestEnv::at(d)
+        .now("2026-10-01T10:00:00Z")
+        .ok(&["commit", "-m", "v1"]);
     let now = "2026-10-01T10:05:00Z";
 
     // Before ingest: what is pending, and what no extractor reads.
-    let list: Value = serde_json::from_str(&ok_at(d, now, &["extract", "list", "--json"])).unwrap();
+    let list = TestEnv::at(d).now(now).ok_json(&["extract", "list"]);
     assert_eq!(list["schema"], "lifeos.extract_list.v1");
     let state = |list: &Value, path: &str| -> Vec<(Value, Value)> {
         list["files"]
@@ -651,7 +653,7 @@ fn extract_show_reads_back_lines_pages_ocr_exif_and_failures_as_they_were() {
     );
 
     let ingest_op = {
-        ok_at(d, "2026-10-01T11:00:00Z", &["ingest"]);
+        TestEnv::at(d).now("2026-10-01T11:00:00Z").ok(&["ingest"]);
         json(d, &["op", "log", "-n", "1"])["operations"][0]["id"]
             .as_str()
             .unwrap()
@@ -751,8 +753,10 @@ fn extract_show_reads_back_lines_pages_ocr_exif_and_failures_as_they_were() {
         "notes/plan.md",
         b"# Plan\nThe budget was cut to 9,000.\n",
     );
-    ok_at(d, "2026-10-02T10:00:00Z", &["commit", "-m", "v2"]);
-    ok_at(d, "2026-10-02T11:00:00Z", &["ingest"]);
+    TestEnv::at(d)
+        .now("2026-10-02T10:00:00Z")
+        .ok(&["commit", "-m", "v2"]);
+    TestEnv::at(d).now("2026-10-02T11:00:00Z").ok(&["ingest"]);
     let later = "2026-10-03T00:00:00Z";
     let text_of = |v: &Value| v["extracts"][0]["segments"][0]["text"].clone();
     assert_eq!(

@@ -2,15 +2,13 @@
 //! pinned by hash with a TTL, a real HTTP server on 127.0.0.1, commands killed mid-way,
 //! two processes racing to run one action, and bad rules.
 
-mod common;
-
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{
-    action_for, actions, cmd, fails, git, json, ok, ok_at, receipts, run, store_dir, wait_for,
-    write,
+use crate::common::{
+    action_for, actions, fails, git, git_commit, json, ok, receipts, run, store_dir, wait_for,
+    write, TestEnv,
 };
 
 /// An HTTP server on 127.0.0.1 that answers every request with `status` and keeps
@@ -38,23 +36,11 @@ fn id(a: &serde_json::Value) -> String {
     a["id"].as_str().unwrap().to_string()
 }
 
-fn git_commit(dir: &Path, path: &str, bytes: &[u8]) {
+/// Writes `path` in the git work tree `dir` and commits everything with git.
+fn git_commit_file(dir: &Path, path: &str, bytes: &[u8]) {
     write(dir, path, bytes);
     git(dir, &["add", "-A"]);
-    let msg = format!("add {path}");
-    git(
-        dir,
-        &[
-            "-c",
-            "user.name=G",
-            "-c",
-            "user.email=g@x",
-            "commit",
-            "-q",
-            "-m",
-            &msg,
-        ],
-    );
+    git_commit(dir, &["-m", &format!("add {path}")]);
 }
 
 /// A temporary folder holding `work`, a git repository shared with lifeos, with lifeos's
@@ -76,14 +62,14 @@ fn a_git_commit_proposes_an_http_action_that_posts_once_approved() {
     let rules = format!(
         "[[rule]]\nname = \"invoices\"\non = \"commit\"\npaths = [\"invoices/*.pdf\"]\n[rule.http]\nurl = \"http://127.0.0.1:{port}/inbox\"\nbody = {{ file = \"{{path}}\", commit = \"{{commit}}\" }}\ntimeout = \"5s\"\nretries = 0\n"
     );
-    git_commit(&w, "lifeos.rules.toml", rules.as_bytes());
+    git_commit_file(&w, "lifeos.rules.toml", rules.as_bytes());
     // Rules that came in through git fire only once trusted.
-    git_commit(&w, "invoices/early.pdf", b"%PDF-1.4 early");
+    git_commit_file(&w, "invoices/early.pdf", b"%PDF-1.4 early");
     assert!(actions(&w).is_empty());
     let trusted = ok(&w, &["rules", "trust"]);
     assert!(trusted.contains("Trusted lifeos.rules.toml"), "{trusted}");
 
-    git_commit(&w, "invoices/x.pdf", b"%PDF-1.4 x");
+    git_commit_file(&w, "invoices/x.pdf", b"%PDF-1.4 x");
     let a = action_for(&w, "invoices/x.pdf");
     assert_eq!(a["state"], "pending", "{a}");
     assert_eq!(a["kind"], "http");
@@ -135,7 +121,7 @@ fn a_git_commit_proposes_an_http_action_that_posts_once_approved() {
     assert_eq!(posts.lock().unwrap().len(), 1);
 
     // A payload edited after approval is refused: payload_hash_mismatch.
-    git_commit(&w, "invoices/y.pdf", b"%PDF-1.4 y");
+    git_commit_file(&w, "invoices/y.pdf", b"%PDF-1.4 y");
     let y = id(&action_for(&w, "invoices/y.pdf"));
     let seen = action_for(&w, "invoices/y.pdf")["payload_hash"]
         .as_str()
@@ -161,7 +147,7 @@ fn a_git_commit_proposes_an_http_action_that_posts_once_approved() {
     assert_eq!(posts.lock().unwrap().len(), 1, "nothing was sent");
 
     // An approval older than its TTL is refused: approval_expired.
-    git_commit(&w, "invoices/z.pdf", b"%PDF-1.4 z");
+    git_commit_file(&w, "invoices/z.pdf", b"%PDF-1.4 z");
     let z = id(&action_for(&w, "invoices/z.pdf"));
     ok(&w, &["approve", &z, "--ttl", "1s"]);
     std::thread::sleep(Duration::from_millis(1100));
@@ -280,7 +266,7 @@ fn a_run_killed_mid_way_is_uncertain_and_never_run_again_blindly() {
         d,
         &format!("echo started >> {} && sleep 30", marks.display()),
     );
-    let mut child = cmd(d).args(["actions", "run"]).spawn().unwrap();
+    let mut child = TestEnv::at(d).command(["actions", "run"]).spawn().unwrap();
     wait_for("the command to start", || marks.exists());
     assert_eq!(action_for(d, "in/a")["state"], "running");
     // kill -9: no chance to record anything.
@@ -321,7 +307,12 @@ fn two_processes_running_one_action_run_it_once() {
     let marks = outside.path().join("marks");
     let a = approved_shell_action(d, &format!("echo ran >> {} && sleep 1", marks.display()));
     let children: Vec<_> = (0..2)
-        .map(|_| cmd(d).args(["actions", "run", &a]).spawn().unwrap())
+        .map(|_| {
+            TestEnv::at(d)
+                .command(["actions", "run", &a])
+                .spawn()
+                .unwrap()
+        })
         .collect();
     for mut c in children {
         c.wait().unwrap();
@@ -345,8 +336,8 @@ fn two_processes_approving_and_running_one_action_at_once_run_it_once() {
     let a = pending_shell_action(d, &format!("echo ran >> {} && sleep 1", marks.display()));
     let children: Vec<_> = (0..2)
         .map(|_| {
-            cmd(d)
-                .args(["approve", &a, "--run"])
+            TestEnv::at(d)
+                .command(["approve", &a, "--run"])
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())
                 .spawn()
@@ -415,7 +406,7 @@ fn rules_are_checked_trusted_again_after_a_change_and_commands_fail_clearly() {
     ok(d, &["commit", "-m", "rules"]);
     // Untrusted rules do not fire.
     write(d, "m/1", b"1");
-    let out = cmd(d).args(["commit", "-m", "m1"]).output().unwrap();
+    let out = TestEnv::at(d).run(&["commit", "-m", "m1"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("not trusted"));
     assert!(actions(d).is_empty());
     ok(d, &["rules", "trust"]);
@@ -631,8 +622,8 @@ fn watch_commits_an_edit_fires_rules_and_stops_cleanly_on_sigterm() {
     write(d, "lifeos.rules.toml", rules.as_bytes());
     ok(d, &["commit", "-m", "rules"]);
     let log_path = outside.path().join("watch.log");
-    let mut watcher = cmd(d)
-        .args(["watch", "--quiet-period", "300ms", "--no-ingest"])
+    let mut watcher = TestEnv::at(d)
+        .command(["watch", "--quiet-period", "300ms", "--no-ingest"])
         .stdout(std::fs::File::create(&log_path).unwrap())
         .spawn()
         .unwrap();
@@ -685,8 +676,8 @@ fn changed(d: &Path) -> Vec<String> {
 
 /// Starts `lifeos watch --index-only` in `d`, logging to `log`, and waits until it answers.
 fn start_monitor(d: &Path, log: &Path) -> std::process::Child {
-    let child = cmd(d)
-        .args(["watch", "--index-only"])
+    let child = TestEnv::at(d)
+        .command(["watch", "--index-only"])
         .stdout(std::fs::File::create(log).unwrap())
         .spawn()
         .unwrap();
@@ -804,8 +795,8 @@ fn watch_ingests_what_it_commits_fires_ingest_rules_and_stops_on_sigint() {
     text.push_str("\n[ingest]\nafter_commit = false\n");
     std::fs::write(&cfg, text).unwrap();
     let log_path = outside.path().join("watch.log");
-    let mut watcher = cmd(d)
-        .args(["watch", "--quiet-period", "300ms"])
+    let mut watcher = TestEnv::at(d)
+        .command(["watch", "--quiet-period", "300ms"])
         .stdout(std::fs::File::create(&log_path).unwrap())
         .spawn()
         .unwrap();
@@ -913,11 +904,11 @@ fn rules_in_a_cloned_repository_do_not_run_until_trusted() {
         "[[rule]]\nname = \"anything\"\non = \"commit\"\npaths = [\"**\"]\napproval = \"auto\"\n[rule.run]\nargv = [\"echo ran >> {}\"]\nshell = true\n",
         marks.display()
     );
-    git_commit(&src, "lifeos.rules.toml", rules.as_bytes());
+    git_commit_file(&src, "lifeos.rules.toml", rules.as_bytes());
     ok(tmp.path(), &["git", "clone", src.to_str().unwrap(), "copy"]);
     let copy = tmp.path().join("copy");
     write(&copy, "a.txt", b"a");
-    let out = cmd(&copy).args(["commit", "-m", "a"]).output().unwrap();
+    let out = TestEnv::at(&copy).run(&["commit", "-m", "a"]);
     assert!(out.status.success());
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("not trusted"),
@@ -961,9 +952,9 @@ fn a_hook_fired_twice_runs_a_command_once_with_the_event_on_stdin() {
     );
     std::fs::create_dir(w.join("tools")).unwrap();
     write(&w, "tools/keep", b"");
-    git_commit(&w, "lifeos.rules.toml", rules.as_bytes());
+    git_commit_file(&w, "lifeos.rules.toml", rules.as_bytes());
     ok(&w, &["rules", "trust"]);
-    git_commit(&w, "a.txt", b"a");
+    git_commit_file(&w, "a.txt", b"a");
     let marks = outside.path().join("marks");
     assert_eq!(
         std::fs::read_to_string(&marks).unwrap(),
@@ -1079,10 +1070,7 @@ fn tag_and_branch_actions_set_refs_roll_back_and_never_delete_for_an_event_witho
     );
 
     // An entity event names no commit: the tag rule is skipped, and `keep` survives.
-    let out = cmd(d)
-        .args(["entity", "add", "task", "title=x"])
-        .output()
-        .unwrap();
+    let out = TestEnv::at(d).run(&["entity", "add", "task", "title=x"]);
     assert!(out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("names no commit"), "{err}");
@@ -1131,7 +1119,7 @@ fn rules_changed_by_a_merge_wait_for_trust() {
     assert_eq!(std::fs::read_to_string(&marks).unwrap(), "mine\n");
     ok(d, &["merge", "other"]);
     write(d, "a/2", b"2");
-    let out = cmd(d).args(["commit", "-m", "a2"]).output().unwrap();
+    let out = TestEnv::at(d).run(&["commit", "-m", "a2"]);
     assert!(out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("not trusted"), "{err}");
@@ -1144,8 +1132,7 @@ fn rules_changed_by_a_merge_wait_for_trust() {
 
 /// The state of the action for `path` as `lifeos actions --json` gives it at `now`.
 fn state_at(d: &Path, now: &str, path: &str) -> String {
-    let v: serde_json::Value =
-        serde_json::from_str(&ok_at(d, now, &["actions", "--json"])).unwrap();
+    let v = TestEnv::at(d).now(now).ok_json(&["actions"]);
     v["actions"]
         .as_array()
         .unwrap()
@@ -1225,7 +1212,7 @@ fn an_uncertain_action_said_not_to_have_run_runs_again_when_asked() {
             go.display()
         ),
     );
-    let mut child = cmd(d).args(["actions", "run"]).spawn().unwrap();
+    let mut child = TestEnv::at(d).command(["actions", "run"]).spawn().unwrap();
     wait_for("the command to start", || marks.exists());
     child.kill().unwrap();
     child.wait().unwrap();
@@ -1267,26 +1254,13 @@ fn post_checkout_post_merge_and_post_rewrite_hooks_fire_their_rules() {
     let rules: String = ["post-checkout", "post-merge", "post-rewrite"]
         .map(rule)
         .concat();
-    git_commit(&w, "lifeos.rules.toml", rules.as_bytes());
+    git_commit_file(&w, "lifeos.rules.toml", rules.as_bytes());
     ok(&w, &["rules", "trust"]);
     git(&w, &["checkout", "-q", "-b", "side"]);
-    git_commit(&w, "side.txt", b"side");
+    git_commit_file(&w, "side.txt", b"side");
     git(&w, &["checkout", "-q", "main"]);
     git(&w, &["merge", "-q", "--no-edit", "side"]);
-    git(
-        &w,
-        &[
-            "-c",
-            "user.name=G",
-            "-c",
-            "user.email=g@x",
-            "commit",
-            "-q",
-            "--amend",
-            "-m",
-            "amended",
-        ],
-    );
+    git_commit(&w, &["--amend", "-m", "amended"]);
     let lines: Vec<String> = std::fs::read_to_string(&marks)
         .unwrap()
         .lines()

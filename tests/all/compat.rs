@@ -5,8 +5,7 @@
 //! and view encodings version 1), `repo-actions-v1.tar` at d86ce95 (action records
 //! version 1); see `tests/fixtures/README.md` for how they were made.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
@@ -241,11 +240,7 @@ fn an_encrypted_remote_written_by_an_earlier_version_clones_and_takes_pushes() {
     let url = tmp.path().join("remote");
     let url = url.to_str().unwrap();
     let with = |pass: &str, d: &Path, args: &[&str]| {
-        cmd(d)
-            .env("LIFEOS_PASSPHRASE", pass)
-            .args(args)
-            .output()
-            .unwrap()
+        TestEnv::at(d).with("LIFEOS_PASSPHRASE", pass).run(args)
     };
     let pass = "fixture passphrase";
     let parent = tempfile::tempdir().unwrap();

@@ -1,28 +1,13 @@
 //! Entities through the real binary: record, change, link, show now and in the past,
 //! history, undo, concurrent commands, gc, and the bad inputs.
 
-mod common;
-use common::*;
-
-use std::path::Path;
-
-/// Runs `lifeos` with the words of `line` (split at spaces), which must succeed.
-fn ok_words(d: &Path, line: &str) -> String {
-    ok(d, &line.split(' ').collect::<Vec<_>>())
-}
-
-/// Commits the folder, which must succeed; returns what it said on stderr.
-fn committed_with_warnings(d: &Path, message: &str) -> String {
-    let out = run(d, &["commit", "-m", message]);
-    assert!(out.status.success(), "{out:?}");
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
+use crate::common::*;
 
 #[test]
 fn entities_are_recorded_changed_linked_and_shown_as_they_were() {
     let repo = tempfile::tempdir().unwrap();
     let d = repo.path();
-    ok_at(d, "2026-10-31T10:00:00Z", &["init"]);
+    TestEnv::at(d).now("2026-10-31T10:00:00Z").ok(&["init"]);
     let project = [
         "entity",
         "add",
@@ -31,7 +16,7 @@ fn entities_are_recorded_changed_linked_and_shown_as_they_were() {
         "--id",
         "project:move",
     ];
-    ok_at(d, "2026-11-01T10:00:00Z", &project);
+    TestEnv::at(d).now("2026-11-01T10:00:00Z").ok(&project);
     let task = [
         "entity",
         "add",
@@ -40,10 +25,8 @@ fn entities_are_recorded_changed_linked_and_shown_as_they_were() {
         "due=2026-12-10",
         "estimate=2.5",
         "urgent=true",
-        "--json",
     ];
-    let added: serde_json::Value =
-        serde_json::from_str(&ok_at(d, "2026-11-01T11:00:00Z", &task)).unwrap();
+    let added = TestEnv::at(d).now("2026-11-01T11:00:00Z").ok_json(&task);
     assert_eq!(added["schema"], "lifeos.entity.v1");
     let id = added["id"].as_str().unwrap().to_string();
     assert!(id.starts_with("task:"), "{id}");
@@ -51,21 +34,19 @@ fn entities_are_recorded_changed_linked_and_shown_as_they_were() {
     assert_eq!(added["attrs"]["estimate"], 2.5);
     assert_eq!(added["attrs"]["urgent"], true);
 
-    ok_at(
-        d,
-        "2026-11-02T10:00:00Z",
-        &["entity", "link", &id, "project", "project:move"],
-    );
-    ok_at(
-        d,
-        "2026-11-03T10:00:00Z",
-        &["entity", "set", &id, "status=done"],
-    );
-    ok_at(
-        d,
-        "2026-11-04T10:00:00Z",
-        &["entity", "unset", &id, "estimate"],
-    );
+    TestEnv::at(d).now("2026-11-02T10:00:00Z").ok(&[
+        "entity",
+        "link",
+        &id,
+        "project",
+        "project:move",
+    ]);
+    TestEnv::at(d)
+        .now("2026-11-03T10:00:00Z")
+        .ok(&["entity", "set", &id, "status=done"]);
+    TestEnv::at(d)
+        .now("2026-11-04T10:00:00Z")
+        .ok(&["entity", "unset", &id, "estimate"]);
 
     let shown = json(d, &["entity", "show", &id]);
     assert_eq!(shown["attrs"]["status"], "done");
@@ -204,10 +185,7 @@ fn bad_entity_input_is_refused_and_changes_nothing() {
         d,
         &["entity", "add", "person", "name=Ann", "--id", "person:ann"],
     );
-    let ops = json(d, &["op", "log"])["operations"]
-        .as_array()
-        .unwrap()
-        .len();
+    let ops = op_count(d);
     let cases: [(&[&str], &str); 8] = [
         (
             &["entity", "add", "widget", "name=x"],
@@ -245,14 +223,7 @@ fn bad_entity_input_is_refused_and_changes_nothing() {
     }
     let err = fails(d, &["entity", "set", "person:ann", "no-equals-sign"]);
     assert!(err.contains("is not NAME=VALUE"), "{err}");
-    assert_eq!(
-        json(d, &["op", "log"])["operations"]
-            .as_array()
-            .unwrap()
-            .len(),
-        ops,
-        "a refused change published an operation"
-    );
+    assert_eq!(op_count(d), ops, "a refused change published an operation");
     assert_eq!(json(d, &["fsck"])["ok"], true);
 }
 
@@ -272,8 +243,8 @@ fn concurrent_entity_commands_keep_every_edit() {
     let children: Vec<_> = ids
         .iter()
         .map(|id| {
-            cmd(d)
-                .args(["entity", "set", id, &format!("note=edited {id}")])
+            TestEnv::at(d)
+                .command(["entity", "set", id, &format!("note=edited {id}")])
                 .stdout(std::process::Stdio::null())
                 .spawn()
                 .unwrap()
@@ -339,7 +310,7 @@ fn queries_order_limit_and_keep_text_that_is_not_a_number() {
 fn entity_changes_show_in_diff_and_op_show_and_queries_survive_reindex() {
     let repo = tempfile::tempdir().unwrap();
     let d = repo.path();
-    ok_at(d, "2026-10-31T10:00:00Z", &["init"]);
+    TestEnv::at(d).now("2026-10-31T10:00:00Z").ok(&["init"]);
     let steps: [(&str, &[&str]); 5] = [
         (
             "2026-11-01T10:00:00Z",
@@ -388,7 +359,7 @@ fn entity_changes_show_in_diff_and_op_show_and_queries_survive_reindex() {
         ),
     ];
     for (now, args) in steps {
-        ok_at(d, now, args);
+        TestEnv::at(d).now(now).ok(args);
     }
 
     let diff = json(d, &["diff", "--from-at", "2026-11-02T12:00:00Z"]);
@@ -501,20 +472,16 @@ fn entity_changes_show_in_diff_and_op_show_and_queries_survive_reindex() {
 fn the_same_attribute_set_concurrently_keeps_the_newer_value_and_a_conflict() {
     let repo = tempfile::tempdir().unwrap();
     let d = repo.path();
-    ok_at(d, "2026-11-01T10:00:00Z", &["init"]);
-    ok_at(
-        d,
-        "2026-11-01T11:00:00Z",
-        &[
-            "entity",
-            "add",
-            "task",
-            "title=Pack",
-            "status=open",
-            "--id",
-            "task:pack",
-        ],
-    );
+    TestEnv::at(d).now("2026-11-01T10:00:00Z").ok(&["init"]);
+    TestEnv::at(d).now("2026-11-01T11:00:00Z").ok(&[
+        "entity",
+        "add",
+        "task",
+        "title=Pack",
+        "status=open",
+        "--id",
+        "task:pack",
+    ]);
     let heads = d.join(".lifeos/op_heads");
     let listing = || -> Vec<std::ffi::OsString> {
         let mut v: Vec<_> = std::fs::read_dir(&heads)
@@ -526,21 +493,20 @@ fn the_same_attribute_set_concurrently_keeps_the_newer_value_and_a_conflict() {
     };
     let base = listing();
     assert_eq!(base.len(), 1);
-    ok_at(
-        d,
-        "2026-11-02T10:00:00Z",
-        &["entity", "set", "task:pack", "status=waiting"],
-    );
+    TestEnv::at(d).now("2026-11-02T10:00:00Z").ok(&[
+        "entity",
+        "set",
+        "task:pack",
+        "status=waiting",
+    ]);
     // The other process started from the same head: put it back and set the attribute
     // again, later, as that process would have.
     let first = listing();
     std::fs::remove_file(heads.join(&first[0])).unwrap();
     std::fs::File::create(heads.join(&base[0])).unwrap();
-    ok_at(
-        d,
-        "2026-11-02T12:00:00Z",
-        &["entity", "set", "task:pack", "status=done"],
-    );
+    TestEnv::at(d)
+        .now("2026-11-02T12:00:00Z")
+        .ok(&["entity", "set", "task:pack", "status=done"]);
     std::fs::File::create(heads.join(&first[0])).unwrap();
     assert_eq!(listing().len(), 2, "two concurrent heads");
 
@@ -626,13 +592,7 @@ fields.author = { ref = "person" }
         serde_json::json!([{"rel": "author", "target": "person:frank"}])
     );
 
-    let ops = || {
-        json(d, &["op", "log"])["operations"]
-            .as_array()
-            .unwrap()
-            .len()
-    };
-    let before = ops();
+    let before = op_count(d);
     for (args, says) in [
         (
             "entity add book title=Dune --id book:dune",
@@ -675,7 +635,7 @@ fields.author = { ref = "person" }
         let err = fails(d, &args);
         assert!(err.contains(says), "{args:?}: {err}");
     }
-    assert_eq!(ops(), before, "refused changes record nothing");
+    assert_eq!(op_count(d), before, "refused changes record nothing");
 
     // A reference set again replaces the link; queries follow it.
     ok(d, &["entity", "set", "book:1984", "author=person:ann"]);
@@ -742,7 +702,7 @@ fn committed_vcards_events_and_csv_rows_become_entities_that_follow_the_file() {
         "cal/work.ics",
         b"BEGIN:VCALENDAR\nVERSION:2.0\nBEGIN:VEVENT\nUID:standup\nSUMMARY:Stand-up\nDTSTART:20261210T090000Z\nLOCATION:Room 4\nEND:VEVENT\nEND:VCALENDAR\n",
     );
-    let stderr = committed_with_warnings(d, "address book");
+    let stderr = TestEnv::at(d).ok_stderr(&["commit", "-m", "address book"]);
     assert!(
         stderr.contains("people.vcf:13: not recorded as an entity: no FN"),
         "{stderr}"
@@ -834,7 +794,7 @@ fn committed_vcards_events_and_csv_rows_become_entities_that_follow_the_file() {
         "books/shelf.csv",
         b"isbn,title,pages\n0441013597,Dune,412\n0451524934,1984,many\n",
     );
-    let stderr = committed_with_warnings(d, "books");
+    let stderr = TestEnv::at(d).ok_stderr(&["commit", "-m", "books"]);
     assert!(
         stderr.contains("books/shelf.csv:3: not recorded as an entity")
             && stderr.contains("must be a number"),
@@ -908,7 +868,7 @@ fn an_icalendar_round_keeps_hand_edits_and_reports_what_the_file_replaced() {
         "cal/work.ics",
         calendar(&[standup("Room 5"), review("20261211T110000Z"), retro.clone()]).as_bytes(),
     );
-    let said = committed_with_warnings(d, "calendar moved");
+    let said = TestEnv::at(d).ok_stderr(&["commit", "-m", "calendar moved"]);
     let warnings: Vec<&str> = said.lines().filter(|l| l.starts_with("warning:")).collect();
     assert_eq!(
         warnings,
@@ -969,7 +929,7 @@ fn an_icalendar_round_keeps_hand_edits_and_reports_what_the_file_replaced() {
         "cal/work.ics",
         calendar(&[standup("Room 5"), review("20261211T120000Z"), retro]).as_bytes(),
     );
-    let said = committed_with_warnings(d, "review later");
+    let said = TestEnv::at(d).ok_stderr(&["commit", "-m", "review later"]);
     assert!(!said.contains("warning"), "{said}");
     assert_eq!(
         json(d, &["entity", "show", &s])["attrs"]["priority"],
@@ -995,17 +955,36 @@ fn an_icalendar_round_keeps_hand_edits_and_reports_what_the_file_replaced() {
 fn unlink_and_op_restore_cover_entities() {
     let repo = repo(false);
     let d = repo.path();
-    ok_words(d, "entity add project name=Move --id project:move");
-    ok_words(d, "entity add person name=Ann --id person:ann");
-    ok_words(d, "entity add task title=Pack --id task:pack");
-    ok_words(d, "entity link task:pack project project:move");
-    ok_words(d, "entity link task:pack owner person:ann");
+    ok(
+        d,
+        &[
+            "entity",
+            "add",
+            "project",
+            "name=Move",
+            "--id",
+            "project:move",
+        ],
+    );
+    ok(
+        d,
+        &["entity", "add", "person", "name=Ann", "--id", "person:ann"],
+    );
+    ok(
+        d,
+        &["entity", "add", "task", "title=Pack", "--id", "task:pack"],
+    );
+    ok(
+        d,
+        &["entity", "link", "task:pack", "project", "project:move"],
+    );
+    ok(d, &["entity", "link", "task:pack", "owner", "person:ann"]);
     let linked_op = json(d, &["op", "log", "-n", "1"])["operations"][0]["id"]
         .as_str()
         .unwrap()
         .to_string();
 
-    ok_words(d, "entity unlink task:pack owner person:ann");
+    ok(d, &["entity", "unlink", "task:pack", "owner", "person:ann"]);
     let shown = json(d, &["entity", "show", "task:pack"]);
     assert_eq!(
         shown["links"],
@@ -1026,9 +1005,19 @@ fn unlink_and_op_restore_cover_entities() {
     assert!(err.contains("no link owner"), "{err}");
 
     // More changes, then the whole view back as it was after the second link.
-    ok_words(d, "entity set task:pack status=done");
-    ok_words(d, "entity rm person:ann");
-    ok_words(d, "entity add place name=Attic --id place:attic");
+    ok(d, &["entity", "set", "task:pack", "status=done"]);
+    ok(d, &["entity", "rm", "person:ann"]);
+    ok(
+        d,
+        &[
+            "entity",
+            "add",
+            "place",
+            "name=Attic",
+            "--id",
+            "place:attic",
+        ],
+    );
     ok(d, &["op", "restore", &linked_op[..12]]);
     let shown = json(d, &["entity", "show", "task:pack"]);
     assert!(shown["attrs"].get("status").is_none(), "{shown}");
@@ -1050,7 +1039,7 @@ fn unlink_and_op_restore_cover_entities() {
         3,
         "{restored}"
     );
-    ok_words(d, "undo");
+    ok(d, &["undo"]);
     assert_eq!(
         json(d, &["entity", "show", "task:pack"])["attrs"]["status"],
         "done"
@@ -1087,7 +1076,7 @@ fn a_committed_json_lines_file_becomes_entities_line_by_line() {
         )
         .as_bytes(),
     );
-    let said = committed_with_warnings(d, "visits");
+    let said = TestEnv::at(d).ok_stderr(&["commit", "-m", "visits"]);
     for (line, why) in [
         (
             3,

@@ -5,12 +5,10 @@
 //! wheel, checked against the reference sha256, or the reference file itself where the
 //! checkout has one beside it; the converter test checks the conversion's sha256).
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use common::*;
+use crate::common::*;
 
 fn reference_model() -> String {
     test_model().to_str().unwrap().to_string()
@@ -103,16 +101,24 @@ fn encode(wav: &Path, out: &Path) {
     tool("ffmpeg", &args);
 }
 
-/// A model directory holding the reference model, shared by the tests of this binary.
+/// A model directory holding the reference model, shared by the tests of this binary and
+/// removed when it exits.
 fn models() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
+    // A static is never dropped, so the folder goes when the process exits.
+    extern "C" fn remove_models() {
+        if let Some(dir) = DIR.get() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
     DIR.get_or_init(|| {
         let dir = std::env::temp_dir().join(format!("lifeos-test-models-{}", std::process::id()));
-        ok_with(
-            Path::new("."),
-            &dir,
-            &["model", "import", &reference_model()],
-        );
+        // SAFETY: atexit only keeps the function, which runs after the tests and only
+        // removes this folder.
+        unsafe { libc::atexit(remove_models) };
+        TestEnv::at(Path::new("."))
+            .with("LIFEOS_MODELS", &dir)
+            .ok(&["model", "import", &reference_model()]);
         dir
     })
 }
@@ -126,32 +132,9 @@ fn append_config(dir: &Path, text: &str) {
     std::fs::write(p, cfg).unwrap();
 }
 
-/// `lifeos args...` in `dir` with the models in `models`.
-fn run_with(dir: &Path, models: &Path, args: &[&str]) -> std::process::Output {
-    cmd(dir)
-        .env("LIFEOS_MODELS", models)
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-/// The same, which must succeed; its stdout.
-fn ok_with(dir: &Path, models: &Path, args: &[&str]) -> String {
-    succeeded(run_with(dir, models, args), args)
-}
-
-fn with_model(dir: &Path, args: &[&str]) -> std::process::Output {
-    run_with(dir, models(), args)
-}
-
-fn ok_m(dir: &Path, args: &[&str]) -> String {
-    ok_with(dir, models(), args)
-}
-
-fn json_m(dir: &Path, args: &[&str]) -> serde_json::Value {
-    let mut a = args.to_vec();
-    a.push("--json");
-    serde_json::from_str(&ok_m(dir, &a)).unwrap()
+/// An environment in `dir` with the model directory of these tests ([`models`]).
+fn with_models(dir: &Path) -> TestEnv {
+    TestEnv::at(dir).with("LIFEOS_MODELS", models())
 }
 
 const PHRASES: &[(f64, &str)] = &[
@@ -163,7 +146,7 @@ const PHRASES: &[(f64, &str)] = &[
 fn hits(dir: &Path, args: &[&str]) -> Vec<(String, f64, f64)> {
     let mut a = vec!["search"];
     a.extend(args);
-    json_m(dir, &a)["hits"]
+    with_models(dir).ok_json(&a)["hits"]
         .as_array()
         .unwrap()
         .iter()
@@ -188,7 +171,7 @@ fn a_spoken_phrase_is_found_in_every_format_within_a_second_of_where_it_was_said
         encode(&wav, &d.path().join(format!("talk.{ext}")));
     }
     ok(d.path(), &["commit", "-m", "recordings"]);
-    let r = json_m(d.path(), &["ingest"]);
+    let r = with_models(d.path()).ok_json(&["ingest"]);
     assert_eq!(r["speech"]["state"], "ready", "{r}");
     assert_eq!(r["failed"], serde_json::json!([]), "{r}");
     let (start, end) = times[1];
@@ -229,7 +212,7 @@ fn a_spoken_phrase_is_found_in_every_format_within_a_second_of_where_it_was_said
         video.iter().map(|h| h.0.as_str()).collect::<Vec<_>>(),
         ["talk.mp4"]
     );
-    let text = ok_m(d.path(), &["search", "tomato plants", "--type", "video"]);
+    let text = with_models(d.path()).ok(&["search", "tomato plants", "--type", "video"]);
     assert!(
         text.starts_with("talk.mp4  @") && text.contains("–00:"),
         "{text}"
@@ -248,13 +231,13 @@ fn the_same_recording_under_five_names_and_in_fifty_commits_is_transcribed_once(
         write(d.path(), "notes.txt", format!("note {i}\n").as_bytes());
         ok(d.path(), &["commit", "-m", &format!("c{i}")]);
     }
-    let r = json_m(d.path(), &["ingest"]);
+    let r = with_models(d.path()).ok_json(&["ingest"]);
     let secs = r["audio_seconds"].as_f64().unwrap();
     let one = wav_seconds(&wav);
     assert!(secs >= one && secs < one + 5.0, "transcribed {secs} s: {r}");
     let found = hits(d.path(), &["tomato"]);
     assert_eq!(found.len(), 5, "{found:?}");
-    let again = json_m(d.path(), &["ingest"]);
+    let again = with_models(d.path()).ok_json(&["ingest"]);
     assert_eq!(again["audio_seconds"].as_f64(), Some(0.0), "{again}");
 }
 
@@ -274,14 +257,14 @@ fn the_transcript_diff_names_the_changed_time_range() {
     std::fs::copy(&v2, d.path().join("standup.wav")).unwrap();
     ok(d.path(), &["commit", "-m", "two"]);
     // Before ingest, the diff says the transcripts were not compared.
-    let before = with_model(d.path(), &["diff", "standup.wav", "-r", "@-", "-r", "@"]);
+    let before = with_models(d.path()).run(&["diff", "standup.wav", "-r", "@-", "-r", "@"]);
     assert!(
         String::from_utf8_lossy(&before.stdout).contains("not been transcribed"),
         "{}",
         String::from_utf8_lossy(&before.stdout)
     );
-    ok_m(d.path(), &["ingest"]);
-    let v = json_m(d.path(), &["diff", "standup.wav", "-r", "@-", "-r", "@"]);
+    with_models(d.path()).ok(&["ingest"]);
+    let v = with_models(d.path()).ok_json(&["diff", "standup.wav", "-r", "@-", "-r", "@"]);
     let changes: Vec<&serde_json::Value> = v["files"][0]["changes"]
         .as_array()
         .unwrap()
@@ -305,7 +288,7 @@ fn the_transcript_diff_names_the_changed_time_range() {
         changes[0]["old"].as_str().unwrap().contains("tomato"),
         "{v}"
     );
-    let text = ok_m(d.path(), &["diff", "standup.wav", "-r", "@-", "-r", "@"]);
+    let text = with_models(d.path()).ok(&["diff", "standup.wav", "-r", "@-", "-r", "@"]);
     assert!(text.contains("transcript: 1 change"), "{text}");
 }
 
@@ -339,7 +322,8 @@ fn wheel() -> PathBuf {
 fn the_converter_builds_the_reference_model_from_the_wheel_and_it_transcribes_the_same() {
     let d = repo(false);
     let models = tempfile::tempdir().unwrap();
-    let m = |args: &[&str]| ok_with(d.path(), models.path(), args);
+    let with_converted = TestEnv::at(d.path()).with("LIFEOS_MODELS", models.path());
+    let m = |args: &[&str]| with_converted.ok(args);
     let whl = wheel();
     let v: serde_json::Value = serde_json::from_str(&m(&[
         "model",
@@ -422,14 +406,16 @@ fn the_converter_builds_the_reference_model_from_the_wheel_and_it_transcribes_th
         std::fs::copy(&wav, r.path().join(format!("clip{i}.wav"))).unwrap();
         ok(r.path(), &["commit", "-m", "clip"]);
         append_config(r.path(), &format!("[speech]\nmodel = \"{model}\"\n"));
-        let v: serde_json::Value =
-            serde_json::from_str(&ok_with(r.path(), models.path(), &["ingest", "--json"])).unwrap();
+        let v: serde_json::Value = serde_json::from_str(
+            &TestEnv::at(r.path())
+                .with("LIFEOS_MODELS", models.path())
+                .ok(&["ingest", "--json"]),
+        )
+        .unwrap();
         assert_eq!(v["speech"]["model"], *model, "{v}");
         let s: serde_json::Value = serde_json::from_slice(
-            &cmd(r.path())
-                .args(["search", "the", "--limit", "50", "--json"])
-                .output()
-                .unwrap()
+            &TestEnv::at(r.path())
+                .run(&["search", "the", "--limit", "50", "--json"])
                 .stdout,
         )
         .unwrap();
@@ -456,12 +442,9 @@ fn opus_without_ffmpeg_is_a_recorded_failure_and_with_ffmpeg_is_transcribed() {
     encode(&wav, &d.path().join("voice.webm"));
     ok(d.path(), &["commit", "-m", "opus"]);
     let args = ["ingest", "--json"];
-    let out = cmd(d.path())
-        .env("LIFEOS_MODELS", models())
-        .env("LIFEOS_FFMPEG", "/nonexistent/ffmpeg")
-        .args(args)
-        .output()
-        .unwrap();
+    let out = with_models(d.path())
+        .with("LIFEOS_FFMPEG", "/nonexistent/ffmpeg")
+        .run(&args);
     let v: serde_json::Value = serde_json::from_str(&succeeded(out, &args)).unwrap();
     let failed = v["failed"].as_array().unwrap();
     assert_eq!(failed.len(), 2, "{v}");
@@ -471,7 +454,7 @@ fn opus_without_ffmpeg_is_a_recorded_failure_and_with_ffmpeg_is_transcribed() {
             "{v}"
         );
     }
-    let v = json_m(d.path(), &["ingest", "--retry-failed"]);
+    let v = with_models(d.path()).ok_json(&["ingest", "--retry-failed"]);
     assert_eq!(v["failed"], serde_json::json!([]), "{v}");
     let found = hits(d.path(), &["tomato"]);
     assert_eq!(found.len(), 2, "{found:?}");
@@ -500,7 +483,7 @@ fn truncated_and_corrupt_media_are_recorded_failures_and_the_rest_is_indexed() {
     };
     write(d.path(), "late.aac", &late(0));
     ok(d.path(), &["commit", "-m", "bad media"]);
-    let v = json_m(d.path(), &["ingest"]);
+    let v = with_models(d.path()).ok_json(&["ingest"]);
     let mut failed: Vec<String> = v["failed"]
         .as_array()
         .unwrap()
@@ -545,7 +528,9 @@ fn without_a_model_recordings_are_found_by_name_and_metadata_and_ingest_says_how
     std::fs::copy(&wav, d.path().join("call2.wav")).unwrap();
     ok(d.path(), &["commit", "-m", "call"]);
     let empty = tempfile::tempdir().unwrap();
-    let out = run_with(d.path(), empty.path(), &["ingest"]);
+    let out = TestEnv::at(d.path())
+        .with("LIFEOS_MODELS", empty.path())
+        .run(&["ingest"]);
     assert!(out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.matches("lifeos model import").count(), 1, "{err}");
@@ -556,7 +541,7 @@ fn without_a_model_recordings_are_found_by_name_and_metadata_and_ingest_says_how
     let s = json(d.path(), &["search", "call", "--type", "audio"]);
     assert!(s["hits"].as_array().unwrap().len() >= 2, "{s}");
     // Once a model is installed, the recording is transcribed.
-    ok_m(d.path(), &["ingest"]);
+    with_models(d.path()).ok(&["ingest"]);
     assert_eq!(hits(d.path(), &["tomato"]).len(), 2);
 }
 
@@ -574,7 +559,7 @@ fn long_recordings_are_transcribed_in_windows_with_continuous_timestamps() {
     ok(d.path(), &["commit", "-m", "long"]);
     // Windows of 10 s: the phrases fall in different windows.
     append_config(d.path(), "[speech]\nwindow_secs = 10\n");
-    ok_m(d.path(), &["ingest"]);
+    with_models(d.path()).ok(&["ingest"]);
     for (query, (start, _)) in ["budget meeting", "please remember", "train to London"]
         .iter()
         .zip(&times)
@@ -597,23 +582,16 @@ fn a_killed_ingest_resumes_after_the_recordings_it_finished() {
     std::fs::copy(&short, d.path().join("a.wav")).unwrap();
     std::fs::copy(&long, d.path().join("b.wav")).unwrap();
     ok(d.path(), &["commit", "-m", "two recordings"]);
-    let ops = |d: &Path| {
-        json(d, &["op", "log"])["operations"]
-            .as_array()
-            .unwrap()
-            .len()
-    };
-    let before = ops(d.path());
-    let mut child = cmd(d.path())
-        .env("LIFEOS_MODELS", models())
-        .arg("ingest")
+    let before = op_count(d.path());
+    let mut child = with_models(d.path())
+        .command(["ingest"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
     // Kill it once the first recording is published, while the second is transcribed.
     let t = std::time::Instant::now();
-    while ops(d.path()) == before {
+    while op_count(d.path()) == before {
         assert!(t.elapsed().as_secs() < 120, "ingest published nothing");
         assert!(
             child.try_wait().unwrap().is_none(),
@@ -629,7 +607,7 @@ fn a_killed_ingest_resumes_after_the_recordings_it_finished() {
     child.wait().unwrap();
     let f = json(d.path(), &["fsck"]);
     assert_eq!(f["ok"], true, "{f}");
-    let v = json_m(d.path(), &["ingest"]);
+    let v = with_models(d.path()).ok_json(&["ingest"]);
     assert_eq!(v["already"], 1, "the finished recording is not redone: {v}");
     assert_eq!(v["extracted"], 1, "{v}");
     let secs = v["audio_seconds"].as_f64().unwrap();
@@ -654,17 +632,19 @@ fn a_damaged_model_is_refused_and_recordings_get_their_metadata() {
     std::fs::copy(&wav, d.path().join("memo.wav")).unwrap();
     ok(d.path(), &["commit", "-m", "memo"]);
     let models = tempfile::tempdir().unwrap();
-    ok_with(
-        d.path(),
-        models.path(),
-        &["model", "import", &reference_model()],
-    );
+    TestEnv::at(d.path())
+        .with("LIFEOS_MODELS", models.path())
+        .ok(&["model", "import", &reference_model()]);
     let file = models.path().join("whisper-tiny.en.bin");
     let mut bytes = std::fs::read(&file).unwrap();
     bytes[1000] ^= 0xff;
     std::fs::write(&file, bytes).unwrap();
-    let v: serde_json::Value =
-        serde_json::from_str(&ok_with(d.path(), models.path(), &["ingest", "--json"])).unwrap();
+    let v: serde_json::Value = serde_json::from_str(
+        &TestEnv::at(d.path())
+            .with("LIFEOS_MODELS", models.path())
+            .ok(&["ingest", "--json"]),
+    )
+    .unwrap();
     assert_eq!(v["speech"]["state"], "broken", "{v}");
     assert!(
         v["speech"]["reason"]
@@ -726,7 +706,7 @@ fn people_and_places_are_found_where_a_transcript_and_a_pdf_mention_them() {
         ],
     );
     ok(dir, &["commit", "-m", "call and notes"]);
-    let r = json_m(dir, &["ingest"]);
+    let r = with_models(dir).ok_json(&["ingest"]);
     assert_eq!(r["failed"], serde_json::json!([]), "{r}");
     ok(
         dir,
@@ -741,13 +721,13 @@ fn people_and_places_are_found_where_a_transcript_and_a_pdf_mention_them() {
     );
 
     let mentions = |id: &str| -> Vec<(String, serde_json::Value)> {
-        let mut v: Vec<(String, serde_json::Value)> = json_m(dir, &["search", "--mentions", id])
-            ["hits"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|h| (h["path"].as_str().unwrap().to_string(), h["anchor"].clone()))
-            .collect();
+        let mut v: Vec<(String, serde_json::Value)> =
+            with_models(dir).ok_json(&["search", "--mentions", id])["hits"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|h| (h["path"].as_str().unwrap().to_string(), h["anchor"].clone()))
+                .collect();
         v.sort_by(|a, b| a.0.cmp(&b.0));
         v
     };
@@ -771,11 +751,11 @@ fn people_and_places_are_found_where_a_transcript_and_a_pdf_mention_them() {
     assert_eq!(london[0].0, "call.wav");
 
     // With words, only the mentioning passages that also hold them.
-    let friday = json_m(dir, &["search", "friday", "--mentions", "person:michael"]);
+    let friday = with_models(dir).ok_json(&["search", "friday", "--mentions", "person:michael"]);
     assert_eq!(friday["hits"].as_array().unwrap().len(), 1, "{friday}");
-    let shown = json_m(dir, &["entity", "show", "person:michael", "--mentions"]);
+    let shown = with_models(dir).ok_json(&["entity", "show", "person:michael", "--mentions"]);
     assert_eq!(shown["mentions"].as_array().unwrap().len(), 2, "{shown}");
-    let text = ok_m(dir, &["entity", "show", "person:michael", "--mentions"]);
+    let text = with_models(dir).ok(&["entity", "show", "person:michael", "--mentions"]);
     assert!(
         text.contains("mentioned in 2 passages")
             && text.contains("notes.pdf")
@@ -795,7 +775,9 @@ fn people_and_places_are_found_where_a_transcript_and_a_pdf_mention_them() {
     assert_eq!(mentions("person:michael").len(), 2);
     assert_eq!(mentions("place:london").len(), 2);
     let err = String::from_utf8_lossy(
-        &with_model(dir, &["search", "--mentions", "person:nobody"]).stderr,
+        &with_models(dir)
+            .run(&["search", "--mentions", "person:nobody"])
+            .stderr,
     )
     .into_owned();
     assert!(err.contains("there is no entity person:nobody"), "{err}");
@@ -835,17 +817,17 @@ fn extract_show_gives_the_transcript_and_subtitles_that_read_back_exactly() {
     let (wav, times) = speech_wav(fixtures.path(), "talk", PHRASES);
     encode(&wav, &d.path().join("talk.mp4"));
     ok(d.path(), &["commit", "-m", "talk"]);
-    json_m(d.path(), &["ingest"]);
+    with_models(d.path()).ok_json(&["ingest"]);
 
     // The transcript, each segment after its time range, and the model that made it.
-    let text = ok_m(d.path(), &["extract", "show", "talk.mp4"]);
+    let text = with_models(d.path()).ok(&["extract", "show", "talk.mp4"]);
     assert!(text.contains("speech 1, model whisper-tiny.en"), "{text}");
     let line = text
         .lines()
         .find(|l| l.contains("tomato plants"))
         .unwrap_or_else(|| panic!("{text}"));
     assert!(line.starts_with("00:0") && line.contains("–00:0"), "{line}");
-    let shown = json_m(d.path(), &["extract", "show", "talk.mp4"]);
+    let shown = with_models(d.path()).ok_json(&["extract", "show", "talk.mp4"]);
     let segs: Vec<&serde_json::Value> = shown["extracts"][0]["segments"]
         .as_array()
         .unwrap()
@@ -861,14 +843,8 @@ fn extract_show_gives_the_transcript_and_subtitles_that_read_back_exactly() {
 
     // SubRip and WebVTT: every cue's times are a segment's to the millisecond (the
     // segments are short enough for one cue each), its text the segment's words.
-    let srt = ok_m(
-        d.path(),
-        &["extract", "show", "talk.mp4", "--format", "srt"],
-    );
-    let vtt = ok_m(
-        d.path(),
-        &["extract", "show", "talk.mp4", "--format", "vtt"],
-    );
+    let srt = with_models(d.path()).ok(&["extract", "show", "talk.mp4", "--format", "srt"]);
+    let vtt = with_models(d.path()).ok(&["extract", "show", "talk.mp4", "--format", "vtt"]);
     assert!(srt.starts_with("1\n00:00:"), "{srt}");
     assert!(vtt.starts_with("WEBVTT\n\n00:00:"), "{vtt}");
     let expected = timed(segs.iter().copied());
@@ -930,11 +906,9 @@ fn extract_show_gives_the_transcript_and_subtitles_that_read_back_exactly() {
 
     // Nothing transcribed: a clear error, not empty subtitles.
     let none = String::from_utf8_lossy(
-        &with_model(
-            d.path(),
-            &["extract", "show", "talk.srt", "--format", "srt"],
-        )
-        .stderr,
+        &with_models(d.path())
+            .run(&["extract", "show", "talk.srt", "--format", "srt"])
+            .stderr,
     )
     .into_owned();
     assert!(
@@ -947,23 +921,19 @@ fn extract_show_gives_the_transcript_and_subtitles_that_read_back_exactly() {
 fn a_second_model_transcribes_again_and_both_transcripts_are_kept() {
     let d = repo(false);
     let models = tempfile::tempdir().unwrap();
-    let m = models.path();
-    ok_with(d.path(), m, &["model", "import", &reference_model()]);
+    let m = TestEnv::at(d.path()).with("LIFEOS_MODELS", models.path());
+    m.ok(&["model", "import", &reference_model()]);
     // The second model is the same weights under another name: what is checked is that
     // its transcripts are made and kept apart, not how they differ.
-    ok_with(
-        d.path(),
-        m,
-        &["model", "import", &reference_model(), "--name", "second"],
-    );
+    m.ok(&["model", "import", &reference_model(), "--name", "second"]);
     let fixtures = tempfile::tempdir().unwrap();
     let (wav, _) = speech_wav(fixtures.path(), "talk", PHRASES);
     let (other, _) = speech_wav(fixtures.path(), "other", &[(0.5, PHRASES[1].1)]);
     std::fs::copy(&wav, d.path().join("talk.wav")).unwrap();
     std::fs::copy(&other, d.path().join("other.wav")).unwrap();
     ok(d.path(), &["commit", "-m", "talk"]);
-    ok_with(d.path(), m, &["ingest"]);
-    let nope = run_with(d.path(), m, &["ingest", "--model", "nope", "talk.wav"]);
+    m.ok(&["ingest"]);
+    let nope = m.run(&["ingest", "--model", "nope", "talk.wav"]);
     assert_eq!(nope.status.code(), Some(1));
     assert!(
         String::from_utf8_lossy(&nope.stderr)
@@ -972,15 +942,9 @@ fn a_second_model_transcribes_again_and_both_transcripts_are_kept() {
         String::from_utf8_lossy(&nope.stderr)
     );
 
-    let r: serde_json::Value = serde_json::from_str(&ok_with(
-        d.path(),
-        m,
-        &["ingest", "--model", "second", "talk.wav", "--json"],
-    ))
-    .unwrap();
+    let r = m.ok_json(&["ingest", "--model", "second", "talk.wav"]);
     assert_eq!(r["extracted"], 1, "only the file asked for: {r}");
-    let list: serde_json::Value =
-        serde_json::from_str(&ok_with(d.path(), m, &["extract", "list", "--json"])).unwrap();
+    let list = m.ok_json(&["extract", "list"]);
     let of = |path: &str| -> Vec<String> {
         list["files"]
             .as_array()
@@ -1006,8 +970,7 @@ fn a_second_model_transcribes_again_and_both_transcripts_are_kept() {
     let show = |args: &[&str]| -> serde_json::Value {
         let mut a = vec!["extract", "show"];
         a.extend_from_slice(args);
-        a.push("--json");
-        serde_json::from_str(&ok_with(d.path(), m, &a)).unwrap()
+        m.ok_json(&a)
     };
     let both = show(&["talk.wav"]);
     let models_of = |v: &serde_json::Value| -> Vec<String> {
@@ -1023,27 +986,19 @@ fn a_second_model_transcribes_again_and_both_transcripts_are_kept() {
         models_of(&show(&["talk.wav", "--model", "second"])),
         ["second"]
     );
-    let srt = ok_with(
-        d.path(),
-        m,
-        &[
-            "extract", "show", "talk.wav", "--format", "srt", "--model", "second",
-        ],
-    );
+    let srt = m.ok(&[
+        "extract", "show", "talk.wav", "--format", "srt", "--model", "second",
+    ]);
     assert!(srt.contains("tomato"), "{srt}");
-    let other = run_with(
-        d.path(),
-        m,
-        &[
-            "extract",
-            "show",
-            "other.wav",
-            "--format",
-            "srt",
-            "--model",
-            "second",
-        ],
-    );
+    let other = m.run(&[
+        "extract",
+        "show",
+        "other.wav",
+        "--format",
+        "srt",
+        "--model",
+        "second",
+    ]);
     let err = String::from_utf8_lossy(&other.stderr);
     assert!(
         err.contains("no transcript by second; transcripts by: whisper-tiny.en"),
@@ -1052,9 +1007,9 @@ fn a_second_model_transcribes_again_and_both_transcripts_are_kept() {
 
     // Search reads the default model's transcripts unless asked for another's.
     let found = |args: &[&str]| -> Vec<String> {
-        let mut a = vec!["search", "tomato plants", "--json"];
+        let mut a = vec!["search", "tomato plants"];
         a.extend_from_slice(args);
-        let v: serde_json::Value = serde_json::from_str(&ok_with(d.path(), m, &a)).unwrap();
+        let v = m.ok_json(&a);
         v["hits"]
             .as_array()
             .unwrap()

@@ -1,8 +1,7 @@
 //! History as the operation log: log, show, status, branches, tags, describe, undo, op
 //! restore, checkout, merge, time travel with --at, reindex, and concurrent writers.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::path::Path;
 
@@ -289,20 +288,23 @@ fn checkout_and_restore_refuse_to_clobber_and_force_keeps_a_copy() {
 fn time_travel_with_at() {
     let repo = tempfile::tempdir().unwrap();
     let d = repo.path();
-    ok_at(d, "2026-10-01T09:00:00Z", &["init"]);
+    TestEnv::at(d).now("2026-10-01T09:00:00Z").ok(&["init"]);
     write(d, "notes/plan.md", b"launch in november\n");
     write(d, "photos/a.jpg", b"jpeg 1");
-    ok_at(d, "2026-10-01T10:00:00Z", &["commit", "-m", "plan"]);
+    TestEnv::at(d)
+        .now("2026-10-01T10:00:00Z")
+        .ok(&["commit", "-m", "plan"]);
     write(d, "notes/plan.md", b"launch in december\n");
     std::fs::remove_file(d.join("photos/a.jpg")).unwrap();
-    ok_at(d, "2026-11-02T10:00:00Z", &["commit", "-m", "delay"]);
-    ok_at(d, "2026-11-03T10:00:00Z", &["branch", "create", "later"]);
+    TestEnv::at(d)
+        .now("2026-11-02T10:00:00Z")
+        .ok(&["commit", "-m", "delay"]);
+    TestEnv::at(d)
+        .now("2026-11-03T10:00:00Z")
+        .ok(&["branch", "create", "later"]);
     let now = "2026-11-04T12:00:00Z";
-    let out = at_time(
-        d,
-        now,
-        &["cat", "notes/plan.md", "--at", "2026-11-01 14:00"],
-    );
+    let later = TestEnv::at(d).now(now);
+    let out = later.run(&["cat", "notes/plan.md", "--at", "2026-11-01 14:00"]);
     assert_eq!(out.stdout, b"launch in november\n");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -310,21 +312,23 @@ fn time_travel_with_at() {
         "says which operation was used: {err}"
     );
     assert_eq!(
-        at_time(d, now, &["cat", "notes/plan.md", "--at", "yesterday"]).stdout,
+        later
+            .run(&["cat", "notes/plan.md", "--at", "yesterday"])
+            .stdout,
         b"launch in december\n"
     );
     assert_eq!(
-        at_time(d, now, &["cat", "notes/plan.md", "--at", "3 days ago"]).stdout,
+        later
+            .run(&["cat", "notes/plan.md", "--at", "3 days ago"])
+            .stdout,
         b"launch in november\n"
     );
-    let ls = String::from_utf8(at_time(d, now, &["ls", "--at", "2026-10-15", "photos/"]).stdout)
-        .unwrap();
+    let ls = String::from_utf8(later.run(&["ls", "--at", "2026-10-15", "photos/"]).stdout).unwrap();
     assert!(ls.contains("photos/a.jpg"), "{ls}");
-    let log = String::from_utf8(at_time(d, now, &["log", "--at", "2 days ago"]).stdout).unwrap();
+    let log = String::from_utf8(later.run(&["log", "--at", "2 days ago"]).stdout).unwrap();
     assert!(log.contains("delay") && log.contains("plan"), "{log}");
     let branches =
-        String::from_utf8(at_time(d, now, &["branch", "list", "--at", "2 days ago"]).stdout)
-            .unwrap();
+        String::from_utf8(later.run(&["branch", "list", "--at", "2 days ago"]).stdout).unwrap();
     assert!(!branches.contains("later"), "{branches}");
     // An operation id works as WHEN.
     let ops = json(d, &["op", "log"]);
@@ -338,16 +342,18 @@ fn time_travel_with_at() {
         .unwrap()
         .to_string();
     assert_eq!(
-        at_time(d, now, &["cat", "notes/plan.md", "--at", &plan_op[..10]]).stdout,
+        later
+            .run(&["cat", "notes/plan.md", "--at", &plan_op[..10]])
+            .stdout,
         b"launch in november\n"
     );
     // Before the first operation, or in the future: a clear error.
-    let err = String::from_utf8(at_time(d, now, &["log", "--at", "2026-09-01"]).stderr).unwrap();
+    let err = String::from_utf8(later.run(&["log", "--at", "2026-09-01"]).stderr).unwrap();
     assert!(err.contains("before the repository existed"), "{err}");
-    let err = String::from_utf8(at_time(d, now, &["log", "--at", "2027-01-01"]).stderr).unwrap();
+    let err = String::from_utf8(later.run(&["log", "--at", "2027-01-01"]).stderr).unwrap();
     assert!(err.contains("in the future"), "{err}");
     // restore PATH --at brings the old version back into the folder as a new commit.
-    ok_at(d, now, &["restore", "notes/plan.md", "--at", "last monday"]);
+    later.ok(&["restore", "notes/plan.md", "--at", "last monday"]);
     // 2026-11-04 is a Wednesday: last monday is 2026-11-02 00:00, before "delay".
     assert_eq!(
         std::fs::read(d.join("notes/plan.md")).unwrap(),
@@ -371,14 +377,12 @@ fn time_travel_with_at() {
 fn reindex_after_deleting_the_catalog_gives_the_same_answers() {
     let repo = tempfile::tempdir().unwrap();
     let d = repo.path();
-    ok_at(d, "2026-10-01T09:00:00Z", &["init"]);
+    TestEnv::at(d).now("2026-10-01T09:00:00Z").ok(&["init"]);
     for day in 1..=9 {
         write(d, "diary.md", format!("day {day}\n").as_bytes());
-        ok_at(
-            d,
-            &format!("2026-10-0{day}T12:00:00Z"),
-            &["commit", "-m", &format!("day {day}")],
-        );
+        TestEnv::at(d)
+            .now(&format!("2026-10-0{day}T12:00:00Z"))
+            .ok(&["commit", "-m", &format!("day {day}")]);
     }
     let now = "2026-10-20T00:00:00Z";
     let questions: Vec<Vec<&str>> = vec![
@@ -390,7 +394,7 @@ fn reindex_after_deleting_the_catalog_gives_the_same_answers() {
     let answers = |d: &Path| -> Vec<Vec<u8>> {
         questions
             .iter()
-            .map(|q| at_time(d, now, q).stdout)
+            .map(|q| TestEnv::at(d).now(now).run(q).stdout)
             .collect()
     };
     let before = answers(d);
@@ -514,33 +518,25 @@ fn merge_takes_one_sided_changes_merges_text_and_records_conflicts() {
 fn revsets_select_commits() {
     let repo = tempfile::tempdir().unwrap();
     let d = repo.path();
-    ok_at(d, "2026-10-01T09:00:00Z", &["init"]);
+    TestEnv::at(d).now("2026-10-01T09:00:00Z").ok(&["init"]);
     write(d, "photos/a.jpg", b"a");
-    cmd(d)
-        .env("LIFEOS_NOW", "2026-10-02T09:00:00Z")
-        .env("LIFEOS_AUTHOR_NAME", "Ann")
-        .args(["commit", "-m", "add photo"])
-        .output()
-        .unwrap();
+    TestEnv::at(d)
+        .now("2026-10-02T09:00:00Z")
+        .with("LIFEOS_AUTHOR_NAME", "Ann")
+        .run(&["commit", "-m", "add photo"]);
     write(d, "notes/x.md", b"x");
-    cmd(d)
-        .env("LIFEOS_NOW", "2026-10-05T09:00:00Z")
-        .env("LIFEOS_AUTHOR_NAME", "Bob")
-        .args(["commit", "-m", "budget note"])
-        .output()
-        .unwrap();
-    ok_at(
-        d,
-        "2026-10-06T09:00:00Z",
-        &["branch", "create", "old", "-r", "@-"],
-    );
+    TestEnv::at(d)
+        .now("2026-10-05T09:00:00Z")
+        .with("LIFEOS_AUTHOR_NAME", "Bob")
+        .run(&["commit", "-m", "budget note"]);
+    TestEnv::at(d)
+        .now("2026-10-06T09:00:00Z")
+        .ok(&["branch", "create", "old", "-r", "@-"]);
     write(d, "photos/b.jpg", b"b");
-    cmd(d)
-        .env("LIFEOS_NOW", "2026-10-09T09:00:00Z")
-        .env("LIFEOS_AUTHOR_NAME", "Ann")
-        .args(["commit", "-m", "second photo"])
-        .output()
-        .unwrap();
+    TestEnv::at(d)
+        .now("2026-10-09T09:00:00Z")
+        .with("LIFEOS_AUTHOR_NAME", "Ann")
+        .run(&["commit", "-m", "second photo"]);
     assert_eq!(
         log_messages(d, &["-r", "author(ann)"]),
         ["second photo", "add photo"]
@@ -580,10 +576,12 @@ fn two_concurrent_writers_lose_no_operation() {
     let writer = |name: &'static str, dir: std::path::PathBuf| {
         std::thread::spawn(move || {
             for i in 0..100 {
-                let out = cmd(&dir)
-                    .args(["commit", "--allow-empty", "-m", &format!("{name} {i}")])
-                    .output()
-                    .unwrap();
+                let out = TestEnv::at(&dir).run(&[
+                    "commit",
+                    "--allow-empty",
+                    "-m",
+                    &format!("{name} {i}"),
+                ]);
                 assert!(
                     out.status.success(),
                     "{name} {i}: {}",
@@ -640,8 +638,8 @@ fn kill_during_history_operations_keeps_the_op_log_consistent() {
             2 => vec!["describe".into(), "-m".into(), format!("message {round}")],
             _ => vec!["undo".into()],
         };
-        let mut child = cmd(d)
-            .args(&args)
+        let mut child = TestEnv::at(d)
+            .command(&args)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -785,10 +783,16 @@ fn a_branch_is_renamed_in_one_operation_and_the_folder_follows() {
         .map(|e| e["type"].as_str().unwrap())
         .collect();
     assert_eq!(types, ["branch.moved", "branch.moved"], "{rename}");
-    let e = fails(d, &["branch", "rename", "trunk", "side"]);
-    assert!(e.contains("already exists"), "{e}");
-    let e = fails(d, &["branch", "rename", "nope", "x"]);
-    assert!(e.contains("no branch named \"nope\""), "{e}");
+    for (args, says) in [
+        (["branch", "rename", "trunk", "side"], "already exists"),
+        (
+            ["branch", "rename", "nope", "x"],
+            "no branch named \"nope\"",
+        ),
+    ] {
+        let e = fails(d, &args);
+        assert!(e.contains(says), "{args:?}: {e}");
+    }
     // The operation before the rename still names the old branch.
     let before_rename = json(d, &["op", "log", "-n", "3"])["operations"][2]["id"]
         .as_str()
@@ -911,11 +915,9 @@ fn commit_messages_from_an_editor_partial_commits_and_amend() {
     )
     .unwrap();
     std::fs::set_permissions(&editor, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let out = cmd(d)
-        .args(["commit", "a.txt"])
-        .env("LIFEOS_EDITOR", &editor)
-        .output()
-        .unwrap();
+    let out = TestEnv::at(d)
+        .with("LIFEOS_EDITOR", &editor)
+        .run(&["commit", "a.txt"]);
     assert!(
         out.status.success(),
         "{}",
@@ -942,11 +944,9 @@ fn commit_messages_from_an_editor_partial_commits_and_amend() {
     assert!(e.contains("nothing/here"), "{e}");
 
     // An empty message records nothing.
-    let out = cmd(d)
-        .args(["commit"])
-        .env("LIFEOS_EDITOR", "true")
-        .output()
-        .unwrap();
+    let out = TestEnv::at(d)
+        .with("LIFEOS_EDITOR", "true")
+        .run(&["commit"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("nothing was recorded"));
     assert_eq!(log_messages(d, &[]).len(), 2);
@@ -980,14 +980,18 @@ fn revsets_difference_descendants_heads_roots_and_latest() {
     // One minute apart, so that `latest` has an order to find.
     for (i, m) in ["base", "a1", "a2"].into_iter().enumerate() {
         write(d, "f.txt", m.as_bytes());
-        ok_at(d, &format!("2026-11-01T10:0{i}:00Z"), &["commit", "-m", m]);
+        TestEnv::at(d)
+            .now(&format!("2026-11-01T10:0{i}:00Z"))
+            .ok(&["commit", "-m", m]);
         if m == "base" {
             ok(d, &["branch", "create", "side"]);
         }
     }
     ok(d, &["checkout", "side"]);
     write(d, "g.txt", b"s1");
-    ok_at(d, "2026-11-01T10:05:00Z", &["commit", "-m", "s1"]);
+    TestEnv::at(d)
+        .now("2026-11-01T10:05:00Z")
+        .ok(&["commit", "-m", "s1"]);
     let set = |r: &str| -> Vec<String> {
         let mut m = log_messages(d, &["-r", r]);
         m.sort();
@@ -1017,7 +1021,7 @@ fn log_graph_draws_branches_and_merges() {
     let d = repo.path();
     let commit = |when: &str, m: &str| {
         write(d, "f.txt", m.as_bytes());
-        ok_at(d, when, &["commit", "-m", m]);
+        TestEnv::at(d).now(when).ok(&["commit", "-m", m]);
     };
     commit("2026-11-01T10:00:00Z", "base");
     ok(d, &["branch", "create", "side"]);
@@ -1025,9 +1029,13 @@ fn log_graph_draws_branches_and_merges() {
     commit("2026-11-01T10:02:00Z", "a2");
     ok(d, &["checkout", "side"]);
     write(d, "g.txt", b"s");
-    ok_at(d, "2026-11-01T10:03:00Z", &["commit", "-m", "s1"]);
+    TestEnv::at(d)
+        .now("2026-11-01T10:03:00Z")
+        .ok(&["commit", "-m", "s1"]);
     ok(d, &["checkout", "main"]);
-    ok_at(d, "2026-11-01T10:04:00Z", &["merge", "side"]);
+    TestEnv::at(d)
+        .now("2026-11-01T10:04:00Z")
+        .ok(&["merge", "side"]);
     commit("2026-11-01T10:05:00Z", "after");
     let out = ok(d, &["log", "--graph", "--color", "never"]);
     // The graph part of each line: what comes before the change id or the message.
@@ -1140,11 +1148,9 @@ fn quiet_verbose_and_the_pager() {
         "{plain}"
     );
     // Not on a terminal: never paged.
-    let piped = cmd(d)
-        .args(["log"])
-        .env("LIFEOS_PAGER", "sed 's/^/paged: /'")
-        .output()
-        .unwrap();
+    let piped = TestEnv::at(d)
+        .with("LIFEOS_PAGER", "sed 's/^/paged: /'")
+        .run(&["log"]);
     assert!(!String::from_utf8_lossy(&piped.stdout).contains("paged:"));
 }
 
@@ -1155,16 +1161,12 @@ fn config_sets_gets_and_lists_settings_that_take_effect() {
     let repo = repo(false);
     let d = repo.path();
     let home = tempfile::tempdir().unwrap();
-    let lifeos = |args: &[&str]| {
-        cmd(d)
-            .args(args)
-            .env("XDG_CONFIG_HOME", home.path())
-            .env_remove("LIFEOS_AUTHOR_NAME")
-            .env_remove("LIFEOS_AUTHOR_EMAIL")
-            .env_remove("LIFEOS_EDITOR")
-            .output()
-            .unwrap()
-    };
+    let user = TestEnv::at(d)
+        .with("XDG_CONFIG_HOME", home.path())
+        .without("LIFEOS_AUTHOR_NAME")
+        .without("LIFEOS_AUTHOR_EMAIL")
+        .without("LIFEOS_EDITOR");
+    let lifeos = |args: &[&str]| user.run(args);
     let out = |args: &[&str]| {
         let o = lifeos(args);
         assert!(

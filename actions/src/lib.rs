@@ -126,14 +126,14 @@ pub enum ActionsError {
 pub type Result<T> = std::result::Result<T, ActionsError>;
 
 /// The current view read under the actions lock, and what publishing after it needs.
-struct Held<'s> {
+struct UnderLock<'s> {
     lock: records::ActionsLock,
     tx: lifeos_store::Transaction<'s>,
     parents: Vec<Id>,
     view: lifeos_vcs::View,
 }
 
-impl Held<'_> {
+impl UnderLock<'_> {
     /// Publishes `records` (and `files`, their output) in one operation, then releases
     /// the lock; returns the records' ids.
     fn publish(
@@ -203,11 +203,11 @@ impl<'r> Actions<'r> {
     }
 
     /// Takes the actions lock and reads the current view.
-    fn hold(&self) -> Result<Held<'r>> {
+    fn hold(&self) -> Result<UnderLock<'r>> {
         let lock = records::lock(self.repo)?;
         let mut tx = self.repo.store().transaction()?;
         let (parents, view) = records::locked_head(self.repo, &lock, &mut tx)?;
-        Ok(Held {
+        Ok(UnderLock {
             lock,
             tx,
             parents,
@@ -217,7 +217,7 @@ impl<'r> Actions<'r> {
 
     /// Takes the actions lock and reads action `id`: its newest record and what its
     /// records say.
-    fn hold_action(&self, id: &str) -> Result<(Held<'r>, Id, Action)> {
+    fn hold_action(&self, id: &str) -> Result<(UnderLock<'r>, Id, Action)> {
         let held = self.hold()?;
         let newest = records::newest(&held.tx, &held.view, id)?
             .ok_or_else(|| ActionsError::NotFound(format!("no action {id}")))?;

@@ -1,6 +1,5 @@
 //! The verbs.
 
-use std::ffi::OsStr;
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -65,81 +64,41 @@ pub(crate) fn say_finished_move(wc: &WorkingCopyLock, style: Style) {
     }
 }
 
-/// The bytes of a path given on the command line.
-pub(crate) fn arg_bytes(p: &OsStr) -> &[u8] {
-    p.as_bytes()
-}
-
 /// Runs one command; returns the exit code. In a folder colocated with git, what git
 /// changed is imported first, and what the command changed is exported after.
 pub fn run(cli: Cli, style: Style) -> CliResult<u8> {
     let here = cwd(&cli.dir)?;
-    let creates = matches!(
-        &cli.command,
-        Command::Init { .. }
-            | Command::Clone { .. }
-            | Command::Completions { .. }
-            | Command::Man { .. }
-            | Command::Model(_)
-            | Command::Git(crate::git::GitCmd::Clone { .. })
-    );
-    if !creates {
+    let policy = cli.command.policy();
+    if !policy.creates {
         crate::git::settle_store(&here)?;
     }
-    let colocated = match &cli.command {
-        // Hooks run inside git commands (reference-transaction while git holds its ref
-        // locks): they import only, by themselves.
-        Command::Init { .. }
-        | Command::Config(_)
-        | Command::Completions { .. }
-        | Command::Man { .. }
-        | Command::Clone { .. }
-        | Command::Model(_)
-        | Command::Git(
-            crate::git::GitCmd::Hook { .. }
-            | crate::git::GitCmd::FilterProcess
-            | crate::git::GitCmd::Clone { .. },
-        ) => None,
-        _ => Repo::discover(&here)
+    let colocated = if policy.syncs_git {
+        Repo::discover(&here)
             .ok()
-            .filter(lifeos_git::colocate::is_colocated),
+            .filter(lifeos_git::colocate::is_colocated)
+    } else {
+        None
     };
     if let Some(repo) = &colocated {
         crate::git::sync_in(repo)?;
     }
-    // Commands that record operations fire the rules for the branches, tags, entities
-    // and extracts they changed (commits fire their own, as git's hooks do).
-    let fires = matches!(
-        &cli.command,
-        Command::Commit { .. }
-            | Command::Restore { .. }
-            | Command::Checkout { .. }
-            | Command::Branch(_)
-            | Command::Tag(_)
-            | Command::Describe { .. }
-            | Command::Merge { .. }
-            | Command::Entity(_)
-            | Command::Undo { .. }
-            | Command::Redo { .. }
-            | Command::Op(_)
-            | Command::Ingest { .. }
-            | Command::Git(crate::git::GitCmd::Import { .. })
-    );
     let start = lifeos_vcs::repo::now_ms();
     let timer = std::time::Instant::now();
     let dir = here.clone();
     let verbose = cli.verbose;
     // JSON is always an answer; -q mutes only reports of what was done.
     let json = std::env::args_os().any(|a| a == "--json");
-    let redirected = if cli.quiet && !json && !crate::pager::answers(&cli.command) {
+    let redirected = if cli.quiet && !json && !policy.answers {
         crate::pager::Redirected::mute()
-    } else if !cli.no_pager && !json && crate::pager::pages(&cli.command) {
+    } else if !cli.no_pager && !json && policy.pages {
         crate::pager::Redirected::pager(&here)
     } else {
         None
     };
     let code = dispatch(cli, here, style);
-    if fires && code.is_ok() {
+    // Commands that record operations fire the rules for the branches, tags, entities
+    // and extracts they changed (commits fire their own, as git's hooks do).
+    if policy.fires_rules && code.is_ok() {
         if let Ok(repo) = Repo::discover(&dir) {
             crate::actions::fire_since(&repo, start, style);
         }
@@ -183,7 +142,7 @@ fn dispatch(cli: Cli, here: PathBuf, style: Style) -> CliResult<u8> {
             let repo = open(&here)?;
             let paths = paths
                 .iter()
-                .map(|p| lifeos_vcs::path::clean(arg_bytes(p)).map_err(CliError::from))
+                .map(|p| lifeos_vcs::path::clean(p.as_bytes()).map_err(CliError::from))
                 .collect::<CliResult<Vec<_>>>()?;
             let message = match message {
                 Some(m) => m,
@@ -212,7 +171,7 @@ fn dispatch(cli: Cli, here: PathBuf, style: Style) -> CliResult<u8> {
             json,
         } => ls(
             &open(&here)?,
-            path.as_deref().map(arg_bytes),
+            path.as_deref().map(OsStrExt::as_bytes),
             &revision,
             &at,
             json,
@@ -221,7 +180,7 @@ fn dispatch(cli: Cli, here: PathBuf, style: Style) -> CliResult<u8> {
             path,
             rev: crate::RevAt { revision, at },
             json,
-        } => cat(&open(&here)?, arg_bytes(&path), &revision, &at, json),
+        } => cat(&open(&here)?, path.as_bytes(), &revision, &at, json),
         Command::Restore {
             path,
             to,
@@ -233,7 +192,7 @@ fn dispatch(cli: Cli, here: PathBuf, style: Style) -> CliResult<u8> {
             let repo = open(&here)?;
             match (path, to) {
                 (None, Some(to)) => restore(&repo, &here.join(to), &revision, &at, json),
-                (Some(p), None) => history::restore_path(&repo, arg_bytes(&p), &revision, &at, force, json, style),
+                (Some(p), None) => history::restore_path(&repo, p.as_bytes(), &revision, &at, force, json, style),
                 (Some(_), Some(_)) => Err(CliError::new("give either PATH or --to DIR, not both")),
                 (None, None) => Err(CliError::new("nothing to restore")
                     .hint("name a PATH to bring back into the folder, or --to DIR to materialise a whole revision")),
@@ -250,7 +209,7 @@ fn dispatch(cli: Cli, here: PathBuf, style: Style) -> CliResult<u8> {
         } => history::log(
             &open(&here)?,
             &history::LogArgs {
-                path: path.as_deref().map(arg_bytes),
+                path: path.as_deref().map(OsStrExt::as_bytes),
                 revset: if all {
                     Some("all()")
                 } else {
@@ -278,7 +237,7 @@ fn dispatch(cli: Cli, here: PathBuf, style: Style) -> CliResult<u8> {
         } => crate::diff::run(
             &open(&here)?,
             crate::diff::DiffArgs {
-                paths: paths.iter().map(|p| BString::from(arg_bytes(p))).collect(),
+                paths: paths.iter().map(|p| BString::from(p.as_bytes())).collect(),
                 revisions,
                 from,
                 to,
@@ -345,7 +304,7 @@ fn dispatch(cli: Cli, here: PathBuf, style: Style) -> CliResult<u8> {
             json,
         } => {
             let only = lifeos_ingest::run::Selection {
-                paths: paths.iter().map(|p| arg_bytes(p).to_vec()).collect(),
+                paths: paths.iter().map(|p| p.as_bytes().to_vec()).collect(),
                 model,
             };
             crate::knowledge::ingest(&open(&here)?, retry_failed, &only, json)
@@ -412,9 +371,9 @@ fn dispatch(cli: Cli, here: PathBuf, style: Style) -> CliResult<u8> {
     }
 }
 
-struct BarProgress(indicatif::ProgressBar);
+struct SnapshotBar(indicatif::ProgressBar);
 
-impl SnapshotProgress for BarProgress {
+impl SnapshotProgress for SnapshotBar {
     fn scanned(&self, _files: u64, _bytes: u64, _to_read: u64, bytes_to_read: u64) {
         self.0.set_length(bytes_to_read);
     }
@@ -425,7 +384,7 @@ impl SnapshotProgress for BarProgress {
 
 fn commit(repo: &Repo, asked: CommitOptions<'_>, json: bool, style: Style) -> CliResult<u8> {
     let amend = asked.amend;
-    let pb = BarProgress(bar(0, "reading"));
+    let pb = SnapshotBar(bar(0, "reading"));
     let out = record_folder(repo, asked, &pb, style);
     pb.0.finish_and_clear();
     let out = out?;

@@ -21,7 +21,7 @@ use lifeos_catalog::CatalogExt;
 use lifeos_entities::EntitiesExt;
 
 /// One side of the comparison.
-enum End {
+enum Compared {
     Commit(Id),
     Folder,
     /// A moment before the first commit: no files.
@@ -48,11 +48,11 @@ fn under(paths: &[BString], p: &[u8]) -> bool {
     paths.is_empty() || paths.iter().any(|q| is_under(p, q))
 }
 
-fn end_json(e: &End) -> serde_json::Value {
+fn end_json(e: &Compared) -> serde_json::Value {
     match e {
-        End::Commit(c) => json!({"commit": c.to_hex()}),
-        End::Folder => json!({"working_folder": true}),
-        End::NoCommit => json!({"no_commit": true}),
+        Compared::Commit(c) => json!({"commit": c.to_hex()}),
+        Compared::Folder => json!({"working_folder": true}),
+        Compared::NoCommit => json!({"no_commit": true}),
     }
 }
 
@@ -107,13 +107,15 @@ fn print_change(out: &mut impl Write, style: Style, c: &lifeos_diff::Located) {
 /// Runs `lifeos diff`.
 pub fn run(repo: &Repo, args: DiffArgs, style: Style) -> CliResult<u8> {
     let view = view_at(repo, &args.at)?;
-    let resolve =
-        |rev: &str| -> CliResult<End> { Ok(End::Commit(resolve_in(repo, &view, rev)?.0)) };
+    let resolve = |rev: &str| -> CliResult<Compared> {
+        Ok(Compared::Commit(resolve_in(repo, &view, rev)?.0))
+    };
     // A side given as a moment: its `@` (if any) and its view, whose entities are compared.
-    let at_side = |when: &str| -> CliResult<(End, Option<lifeos_vcs::View>)> {
+    let at_side = |when: &str| -> CliResult<(Compared, Option<lifeos_vcs::View>)> {
         let view = repo.op_at(when)?.state.view;
         Ok((
-            view.at_commit().map_or(End::NoCommit, End::Commit),
+            view.at_commit()
+                .map_or(Compared::NoCommit, Compared::Commit),
             Some(view),
         ))
     };
@@ -128,7 +130,7 @@ pub fn run(repo: &Repo, args: DiffArgs, style: Style) -> CliResult<u8> {
     let (to, to_view) = match (&args.to, args.revisions.get(1), &args.to_at) {
         (Some(r), _, _) | (None, Some(r), _) => (resolve(r)?, None),
         (None, None, Some(w)) => at_side(w)?,
-        (None, None, None) => (End::Folder, None),
+        (None, None, None) => (Compared::Folder, None),
     };
     let paths: Vec<BString> = args
         .paths
@@ -139,18 +141,20 @@ pub fn run(repo: &Repo, args: DiffArgs, style: Style) -> CliResult<u8> {
     // the current view), and with no paths asked for, the entities that changed too.
     let new_view = match (&to_view, &to) {
         (Some(_), _) => to_view,
-        (None, End::Folder) if from_view.is_some() && paths.is_empty() => Some(repo.head()?.view),
+        (None, Compared::Folder) if from_view.is_some() && paths.is_empty() => {
+            Some(repo.head()?.view)
+        }
         _ => None,
     };
     let entities = match (&from_view, &new_view, paths.is_empty()) {
         (Some(old), Some(new), true) => repo.diff_entities(old, new)?,
         _ => Vec::new(),
     };
-    let flat = |e: &End, other: &FlatTree| -> CliResult<FlatTree> {
+    let flat = |e: &Compared, other: &FlatTree| -> CliResult<FlatTree> {
         Ok(match e {
-            End::Commit(c) => repo.flatten(&repo.commit(c)?.tree)?,
-            End::NoCommit => FlatTree::new(),
-            End::Folder => {
+            Compared::Commit(c) => repo.flatten(&repo.commit(c)?.tree)?,
+            Compared::NoCommit => FlatTree::new(),
+            Compared::Folder => {
                 // A file that cannot be read is unknown, not deleted: compare it as the
                 // other side has it, and say so.
                 // The folder's submodules are the gitlinks of the commit it is on.
@@ -177,7 +181,7 @@ pub fn run(repo: &Repo, args: DiffArgs, style: Style) -> CliResult<u8> {
         .filter(|c| under(&paths, &c.path))
         .collect();
     let store = repo.store_arc();
-    let pairs = pair_renames(&store, changes, matches!(to, End::Commit(_)));
+    let pairs = pair_renames(&store, changes, matches!(to, Compared::Commit(_)));
     if args.name_only && !args.json {
         for p in &pairs {
             println!("{}", display(&p.path));
@@ -214,7 +218,7 @@ pub fn run(repo: &Repo, args: DiffArgs, style: Style) -> CliResult<u8> {
             .old
             .as_ref()
             .map(|e| StoreLoader::new(store.clone(), e.id, old_path.clone()));
-        let new_store = matches!(to, End::Commit(_));
+        let new_store = matches!(to, Compared::Commit(_));
         let new_store_loader = p
             .new
             .as_ref()

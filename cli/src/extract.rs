@@ -1,5 +1,7 @@
 //! `lifeos extract show` and `lifeos extract list`: what ingest extracted, read back.
 
+use std::os::unix::ffi::OsStrExt;
+
 use lifeos_catalog::anchor_json;
 use lifeos_ingest::extracts::{self, FileExtract, State, SubtitleFormat};
 use lifeos_ingest::search::cite;
@@ -7,7 +9,7 @@ use lifeos_vcs::path::display;
 use lifeos_vcs::Repo;
 use serde_json::json;
 
-use crate::commands::{arg_bytes, file_at, resolve, FileAt};
+use crate::commands::{file_at, resolve, FileAt};
 use crate::error::{CliError, CliResult};
 use crate::output::{local_time, print_json, Style};
 use crate::{ExtractCmd, ExtractFormat, RevAt};
@@ -27,7 +29,7 @@ pub fn run(repo: &Repo, cmd: ExtractCmd, style: Style) -> CliResult<u8> {
                 commit,
                 path: clean,
                 entry,
-            } = file_at(repo, arg_bytes(&path), &revision, &at, |p| {
+            } = file_at(repo, path.as_bytes(), &revision, &at, |p| {
                 format!("`lifeos extract list {p}` lists its files")
             })?;
             let shown = display(&clean).into_owned();
@@ -99,7 +101,7 @@ pub fn run(repo: &Repo, cmd: ExtractCmd, style: Style) -> CliResult<u8> {
             json,
         } => {
             let (commit, c) = resolve(repo, &revision, &at)?;
-            let paths: Vec<Vec<u8>> = paths.iter().map(|p| arg_bytes(p).to_vec()).collect();
+            let paths: Vec<Vec<u8>> = paths.iter().map(|p| p.as_bytes().to_vec()).collect();
             let files = extracts::files_at(repo, Some(&c.tree), &paths, &revision)?;
             let listed = extracts::list(repo, &files)?;
             if json {

@@ -18,6 +18,7 @@ mod history;
 mod knowledge;
 mod output;
 mod pager;
+mod policy;
 mod remote;
 mod signals;
 mod watch;

@@ -1,59 +1,10 @@
 //! How a command's stdout reaches the person: through a pager for long output on a
-//! terminal (`log`, `show`, `diff`, `op log`, `op show`), and muted by `-q` for commands
-//! whose stdout only says what was done.
+//! terminal, and muted by `-q` for commands whose stdout only says what was done (which
+//! commands are which is their [`crate::policy::Policy`]).
 
 use std::io::{IsTerminal, Write};
 use std::os::fd::AsRawFd;
 use std::process::{Child, Command as Process, Stdio};
-
-use crate::entity::EntityCmd;
-use crate::{BranchCmd, Command, ModelCmd, OpCmd, TagCmd};
-
-/// Whether `cmd`'s output can be long enough to page.
-pub fn pages(cmd: &Command) -> bool {
-    matches!(
-        cmd,
-        Command::Log { .. }
-            | Command::Show { .. }
-            | Command::Diff { .. }
-            | Command::Op(OpCmd::Log { .. } | OpCmd::Show { .. })
-            | Command::Extract(crate::ExtractCmd::Show {
-                format: crate::ExtractFormat::Text,
-                ..
-            })
-    )
-}
-
-/// Whether `cmd`'s stdout is what was asked for (a read), rather than a report of what
-/// it did, which `-q` mutes.
-pub fn answers(cmd: &Command) -> bool {
-    match cmd {
-        Command::Log { .. }
-        | Command::Show { .. }
-        | Command::Status { .. }
-        | Command::Diff { .. }
-        | Command::Cat { .. }
-        | Command::Ls { .. }
-        | Command::Search { .. }
-        | Command::Extract(_)
-        | Command::Query { .. }
-        | Command::Actions(_)
-        | Command::Receipts { .. }
-        | Command::Receipt(_)
-        | Command::Rules(_)
-        | Command::Stats { .. }
-        | Command::Fsck { .. }
-        | Command::Completions { .. }
-        | Command::Man { dir: None } => true,
-        Command::Op(o) => !matches!(o, OpCmd::Restore { .. }),
-        Command::Branch(b) => matches!(b, BranchCmd::List { .. }),
-        Command::Tag(t) => matches!(t, TagCmd::List { .. }),
-        Command::Model(m) => matches!(m, ModelCmd::List { .. }),
-        Command::Entity(e) => matches!(e, EntityCmd::Show { .. } | EntityCmd::History { .. }),
-        Command::Remote(r) => matches!(r, crate::remote::RemoteCmd::List { .. }),
-        _ => false,
-    }
-}
 
 /// Where stdout went instead of the terminal or the pipe it was; put back on drop.
 pub struct Redirected {

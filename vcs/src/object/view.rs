@@ -183,7 +183,7 @@ impl View {
 
     /// Whether `self` and `other` differ at most in what operations only record (the
     /// action root, a ledger that undo and restore keep).
-    pub fn same_but_records(&self, other: &View) -> bool {
+    pub fn same_apart_from_action_records(&self, other: &View) -> bool {
         View {
             actions: None,
             ..self.clone()

@@ -343,6 +343,8 @@ impl S3Server {
         let log = std::fs::File::create(self.data.path().join("weed.log")).unwrap();
         let store = self.data.path().join("store");
         std::fs::create_dir_all(&store).unwrap();
+        // A restart finds volumes on disk: it is up only once the master knows them again.
+        let had_volumes = holds_volume(&store);
         let child = Command::new(&self.weed)
             .arg("mini")
             .arg(format!("-dir={}", store.display()))
@@ -379,7 +381,9 @@ impl S3Server {
                 .all(|i| std::net::TcpStream::connect(("127.0.0.1", self.port + i)).is_ok())
                 && std::fs::read_to_string(self.data.path().join("weed.log"))
                     .is_ok_and(|l| l.contains("Press Ctrl+C"));
-            if up {
+            // And the master knows a volume server with its volumes: until then a read
+            // of an object already stored answers 500 (seen under load after a restart).
+            if up && (!had_volumes || self.master_knows_volumes()) {
                 return;
             }
             assert!(
@@ -389,6 +393,41 @@ impl S3Server {
             );
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
+    }
+}
+
+/// Whether a SeaweedFS data folder holds a volume file (`*.dat`), at any depth.
+fn holds_volume(dir: &Path) -> bool {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|e| {
+            let p = e.path();
+            p.extension().is_some_and(|x| x == "dat") || (p.is_dir() && holds_volume(&p))
+        })
+}
+
+impl S3Server {
+    /// Whether the master's topology lists a volume server holding volumes (read from
+    /// its `/dir/status` page).
+    fn master_knows_volumes(&self) -> bool {
+        use std::io::{Read, Write};
+        let Ok(mut c) = std::net::TcpStream::connect(("127.0.0.1", self.port + 1)) else {
+            return false;
+        };
+        let _ = c.set_read_timeout(Some(std::time::Duration::from_secs(2)));
+        if c.write_all(b"GET /dir/status HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+            .is_err()
+        {
+            return false;
+        }
+        let mut body = String::new();
+        let _ = c.read_to_string(&mut body);
+        let body: String = body.split_whitespace().collect();
+        body.split("\"Volumes\":")
+            .skip(1)
+            .any(|rest| rest.starts_with(|ch: char| ch.is_ascii_digit() && ch != '0'))
     }
 }
 

@@ -11,12 +11,12 @@
 mod approve;
 pub mod exec;
 mod fire;
-pub mod index;
 pub mod pins;
 mod receipts;
 pub mod records;
 mod rollback;
 pub mod rules;
+pub mod rules_index;
 mod run;
 pub mod schedule;
 pub mod state;

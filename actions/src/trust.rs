@@ -35,23 +35,23 @@ impl<'r> Actions<'r> {
     /// the rules file `id` is not trusted, `Err(None)` when there is none.
     pub(crate) fn trusted_index(
         &self,
-    ) -> Result<std::result::Result<(Id, index::RulesIndex), Option<Id>>> {
+    ) -> Result<std::result::Result<(Id, rules_index::RulesIndex), Option<Id>>> {
         let Some(id) = self.rules_id_at_head()? else {
             return Ok(Err(None));
         };
         if self.trusted()? != Some(id) {
             return Ok(Err(Some(id)));
         }
-        let path = self.repo.dot_dir().join(index::INDEX_FILE);
+        let path = self.repo.dot_dir().join(rules_index::INDEX_FILE);
         if let Some(ix) = std::fs::read_to_string(&path)
             .ok()
-            .and_then(|t| index::RulesIndex::decode(&t))
+            .and_then(|t| rules_index::RulesIndex::decode(&t))
             .filter(|ix| ix.rules_file == id)
         {
             return Ok(Ok((id, ix)));
         }
         let rules = Rules::parse(&self.rules_text(&id)?).map_err(ActionsError::Rules)?;
-        let ix = index::RulesIndex::of(&rules, id);
+        let ix = rules_index::RulesIndex::of(&rules, id);
         // Derived data: a failure to keep it only costs reading the rules next time.
         let _ = lifeos_store::fsutil::write_atomic(&path, ix.encode().as_bytes());
         Ok(Ok((id, ix)))

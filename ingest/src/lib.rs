@@ -5,7 +5,7 @@
 
 #![warn(missing_docs)]
 
-pub mod extract;
+pub mod extractor;
 pub mod extracts;
 pub mod file_index;
 pub mod query;

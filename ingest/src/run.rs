@@ -14,7 +14,7 @@ use lifeos_vcs::repo::now_ms;
 use lifeos_vcs::Repo;
 use serde::Deserialize;
 
-use crate::extract::{choose, tesseract_available, Extractor};
+use crate::extractor::{choose, tesseract_available, Extractor};
 use crate::redact::Redactor;
 use crate::speech::{Engine, SpeechConfig, SpeechStatus};
 use crate::{IngestError, Result};

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use lifeos_speech::audio::{self, AudioInfo, Source};
 use lifeos_vcs::object::{Anchor, Segment};
 
-use crate::extract::{Extractor, Opener};
+use crate::extractor::{Extractor, Opener};
 
 /// Extensions of recordings and videos.
 pub const MEDIA_EXTS: &[&str] = &[

@@ -10,6 +10,7 @@
 #![warn(missing_docs)]
 
 pub mod commit;
+pub mod watch;
 
 use std::path::Path;
 use std::sync::Arc;

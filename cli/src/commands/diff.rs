@@ -1,24 +1,100 @@
-//! `lifeos diff`: what changed between two revisions, or between a revision and the
-//! working folder, file by file, in the terms of each file's kind.
+//! `lifeos diff`: what changed, file by file, in the terms of each file's kind.
 
-use std::io::Write;
-use std::path::PathBuf;
-
+use crate::context::{resolve_in, view_at, Context};
+use crate::error::{CliError, CliResult};
+use crate::output::{print_json, Style};
+use crate::verb::{Policy, Verb};
+use crate::AtArg;
+use lifeos_catalog::CatalogExt;
 use lifeos_diff::loaders::{FsLoader, StoreLoader};
 use lifeos_diff::{Anchor, FileDiff, Loader, Options, Registry, Side};
+use lifeos_entities::EntitiesExt;
 use lifeos_store::Id;
 use lifeos_vcs::path::{display, is_under, BString};
 use lifeos_vcs::renames::{pair_renames, FileStatus};
 use lifeos_vcs::treediff::{diff_flat, FlatTree};
 use lifeos_vcs::{EntryKind, Repo, TreeEntry};
 use serde_json::json;
+use std::ffi::OsString;
+use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
 
-use crate::commands::{resolve_in, view_at};
-use crate::error::{CliError, CliResult};
-use crate::output::{print_json, Style};
-use crate::AtArg;
-use lifeos_catalog::CatalogExt;
-use lifeos_entities::EntitiesExt;
+/// Arguments of `lifeos diff`.
+#[derive(Debug, clap::Args)]
+pub struct DiffArgs {
+    /// Only these paths (files or folders).
+    pub paths: Vec<OsString>,
+    /// Revisions: one (against the folder) or two (from, to).
+    #[arg(short, long = "revision")]
+    pub revisions: Vec<String>,
+    /// The old side (a revision).
+    #[arg(long, conflicts_with = "revisions")]
+    pub from: Option<String>,
+    /// The new side (a revision).
+    #[arg(long, conflicts_with = "revisions")]
+    pub to: Option<String>,
+    /// The old side is `@` as of WHEN.
+    #[arg(long, value_name = "WHEN")]
+    pub from_at: Option<String>,
+    /// The new side is `@` as of WHEN.
+    #[arg(long, value_name = "WHEN")]
+    pub to_at: Option<String>,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub at: AtArg,
+    /// One line per file.
+    #[arg(long)]
+    pub stat: bool,
+    /// Only the changed paths.
+    #[arg(long)]
+    pub name_only: bool,
+    /// Write a PNG highlighting what changed in an image.
+    #[arg(long, value_name = "PNG")]
+    pub visual: Option<PathBuf>,
+    /// Print JSON (schema lifeos.diff.v1).
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl Verb for DiffArgs {
+    fn policy(&self) -> Policy {
+        Policy::PAGED
+    }
+
+    fn run(self, ctx: &Context) -> CliResult<u8> {
+        let DiffArgs {
+            paths,
+            revisions,
+            from,
+            to,
+            from_at,
+            to_at,
+            at,
+            stat,
+            name_only,
+            visual,
+            json,
+        } = self;
+        diff(
+            ctx.repo()?,
+            DiffRequest {
+                paths: paths.iter().map(|p| BString::from(p.as_bytes())).collect(),
+                revisions,
+                from,
+                to,
+                at,
+                from_at,
+                to_at,
+                stat,
+                name_only,
+                json,
+                visual,
+            },
+            ctx.style(),
+        )
+    }
+}
 
 /// One side of the comparison.
 enum Compared {
@@ -28,19 +104,19 @@ enum Compared {
     NoCommit,
 }
 
-/// Arguments of `lifeos diff`.
-pub struct DiffArgs {
-    pub paths: Vec<BString>,
-    pub revisions: Vec<String>,
-    pub from: Option<String>,
-    pub to: Option<String>,
-    pub at: AtArg,
-    pub from_at: Option<String>,
-    pub to_at: Option<String>,
-    pub stat: bool,
-    pub name_only: bool,
-    pub json: bool,
-    pub visual: Option<PathBuf>,
+/// What `lifeos diff` was asked for, paths cleaned.
+struct DiffRequest {
+    paths: Vec<BString>,
+    revisions: Vec<String>,
+    from: Option<String>,
+    to: Option<String>,
+    at: AtArg,
+    from_at: Option<String>,
+    to_at: Option<String>,
+    stat: bool,
+    name_only: bool,
+    json: bool,
+    visual: Option<PathBuf>,
 }
 
 fn under(paths: &[BString], p: &[u8]) -> bool {
@@ -105,7 +181,7 @@ fn print_change(out: &mut impl Write, style: Style, c: &lifeos_diff::Located) {
 }
 
 /// Runs `lifeos diff`.
-pub fn run(repo: &Repo, args: DiffArgs, style: Style) -> CliResult<u8> {
+fn diff(repo: &Repo, args: DiffRequest, style: Style) -> CliResult<u8> {
     let view = view_at(repo, &args.at)?;
     let resolve = |rev: &str| -> CliResult<Compared> {
         Ok(Compared::Commit(resolve_in(repo, &view, rev)?.0))
@@ -337,7 +413,7 @@ pub fn run(repo: &Repo, args: DiffArgs, style: Style) -> CliResult<u8> {
                     "changes": d.changes,
                     "notes": d.notes,
                 })).collect::<Vec<_>>(),
-                "entities": entities.iter().map(crate::entity::entity_diff_json).collect::<Vec<_>>(),
+                "entities": entities.iter().map(crate::entity_util::entity_diff_json).collect::<Vec<_>>(),
             }),
         );
         return Ok(0);
@@ -380,7 +456,7 @@ pub fn run(repo: &Repo, args: DiffArgs, style: Style) -> CliResult<u8> {
             );
         }
     } else {
-        crate::entity::print_entity_diffs(&mut out, &entities, style);
+        crate::entity_util::print_entity_diffs(&mut out, &entities, style);
     }
     if files.is_empty() && entities.is_empty() && !args.stat {
         let _ = writeln!(out, "no changes");

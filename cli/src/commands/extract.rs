@@ -1,22 +1,89 @@
-//! `lifeos extract show` and `lifeos extract list`: what ingest extracted, read back.
+//! `lifeos extract`: read what ingest extracted, with where each passage is; subtitles out; each file's extract state.
 
-use std::os::unix::ffi::OsStrExt;
-
+use crate::context::{file_at, resolve, Context, FileAt};
+use crate::error::{CliError, CliResult};
+use crate::output::{local_time, print_json, Style};
+use crate::verb::{Policy, Verb};
+use crate::RevAt;
+use clap::Subcommand;
 use lifeos_catalog::anchor_json;
+use lifeos_catalog::CatalogExt;
 use lifeos_ingest::extracts::{self, FileExtract, State, SubtitleFormat};
 use lifeos_ingest::search::cite;
 use lifeos_vcs::path::display;
 use lifeos_vcs::Repo;
 use serde_json::json;
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
 
-use crate::commands::{file_at, resolve, FileAt};
-use crate::error::{CliError, CliResult};
-use crate::output::{local_time, print_json, Style};
-use crate::{ExtractCmd, ExtractFormat, RevAt};
-use lifeos_catalog::CatalogExt;
+/// How `extract show` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExtractFormat {
+    /// Each passage with its place: lines, page, time range, image region.
+    Text,
+    /// SubRip subtitles from the transcript.
+    Srt,
+    /// WebVTT subtitles from the transcript.
+    Vtt,
+}
+
+/// `lifeos extract ...`
+#[derive(Debug, Subcommand)]
+pub enum ExtractCmd {
+    /// What was extracted from a file version: each passage with its place (a transcript's
+    /// time ranges, a document's lines or pages, an image's OCR regions and EXIF), which
+    /// extractor and model made it and when, or why extraction failed.
+    Show {
+        /// The file's path in the repository.
+        path: OsString,
+        #[command(flatten)]
+        #[allow(missing_docs)]
+        rev: RevAt,
+        /// Text, or the transcript as subtitles (srt, vtt).
+        #[arg(long, value_enum, default_value_t = ExtractFormat::Text)]
+        format: ExtractFormat,
+        /// The transcript this model made (default: the default model's).
+        #[arg(long, value_name = "NAME")]
+        model: Option<String>,
+        /// Print JSON (schema lifeos.extract.v1).
+        #[arg(long, conflicts_with = "format")]
+        json: bool,
+    },
+    /// Each file's extract state: done, pending, failed (with the reason), no extractor,
+    /// excluded.
+    List {
+        /// Only these files or folders (default: every file).
+        paths: Vec<OsString>,
+        #[command(flatten)]
+        #[allow(missing_docs)]
+        rev: RevAt,
+        /// Print JSON (schema lifeos.extract_list.v1).
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+impl Verb for ExtractCmd {
+    fn policy(&self) -> Policy {
+        Policy {
+            pages: matches!(
+                self,
+                ExtractCmd::Show {
+                    format: ExtractFormat::Text,
+                    ..
+                }
+            ),
+            ..Policy::READ
+        }
+    }
+
+    fn run(self, ctx: &Context) -> CliResult<u8> {
+        run(ctx.repo()?, self, ctx.style())
+    }
+}
 
 /// Runs `lifeos extract ...`.
-pub fn run(repo: &Repo, cmd: ExtractCmd, style: Style) -> CliResult<u8> {
+fn run(repo: &Repo, cmd: ExtractCmd, style: Style) -> CliResult<u8> {
     match cmd {
         ExtractCmd::Show {
             path,
@@ -52,7 +119,7 @@ pub fn run(repo: &Repo, cmd: ExtractCmd, style: Style) -> CliResult<u8> {
                     } else {
                         SubtitleFormat::Vtt
                     };
-                    crate::docs::write_stdout(extracts::subtitles(segments, f).as_bytes())?;
+                    crate::output::write_stdout(extracts::subtitles(segments, f).as_bytes())?;
                     Ok(0)
                 }
                 ExtractFormat::Text if json => {
@@ -86,7 +153,7 @@ pub fn run(repo: &Repo, cmd: ExtractCmd, style: Style) -> CliResult<u8> {
                         }
                         text.push_str(&shown_text(&shown, &commit.short(7), x, style));
                     }
-                    crate::docs::write_stdout(text.as_bytes())?;
+                    crate::output::write_stdout(text.as_bytes())?;
                     Ok(if all.iter().any(|x| x.outcome.is_err()) {
                         1
                     } else {
@@ -147,7 +214,7 @@ pub fn run(repo: &Repo, cmd: ExtractCmd, style: Style) -> CliResult<u8> {
                     ));
                 }
             }
-            crate::docs::write_stdout(text.as_bytes())?;
+            crate::output::write_stdout(text.as_bytes())?;
             Ok(0)
         }
     }

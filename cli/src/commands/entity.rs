@@ -1,17 +1,18 @@
-//! `lifeos entity ...`: record, change, link, show and trace entities.
+//! `lifeos entity`: add, set, show, list, link and follow the history of entities.
 
+use crate::context::{view_at, Context};
+use crate::entity_util::entity_json;
+use crate::error::{CliError, CliResult};
+use crate::output::{local_time, print_json, Style};
+use crate::verb::{Policy, Verb};
+use crate::AtArg;
 use clap::Subcommand;
-use lifeos_entities::{Entity, EntityChange, EntityDiff, Value as AttrValue};
+use lifeos_catalog::CatalogExt;
+use lifeos_entities::EntitiesExt;
+use lifeos_entities::{Entity, EntityChange, Value as AttrValue};
 use lifeos_store::Id;
 use lifeos_vcs::Repo;
 use serde_json::{json, Value};
-
-use crate::commands::view_at;
-use crate::error::{CliError, CliResult};
-use crate::output::{local_time, print_json, Style};
-use crate::AtArg;
-use lifeos_catalog::CatalogExt;
-use lifeos_entities::EntitiesExt;
 
 /// `lifeos entity ...`
 #[derive(Debug, Subcommand)]
@@ -105,6 +106,19 @@ pub enum EntityCmd {
     },
 }
 
+impl Verb for EntityCmd {
+    fn policy(&self) -> Policy {
+        Policy {
+            answers: matches!(self, EntityCmd::Show { .. } | EntityCmd::History { .. }),
+            ..Policy::FIRES
+        }
+    }
+
+    fn run(self, ctx: &Context) -> CliResult<u8> {
+        run(ctx.repo()?, self, ctx.style())
+    }
+}
+
 /// Splits `NAME=VALUE` arguments and reads each value as the schema in force declares
 /// the field of `kind` (entity `id`; a new one's is not known yet).
 fn parse_attrs(
@@ -122,33 +136,6 @@ fn parse_attrs(
             ))),
         })
         .collect()
-}
-
-fn value_json(v: &AttrValue) -> Value {
-    match v {
-        AttrValue::Str(s) => json!(s),
-        AttrValue::Num(n) => json!(n),
-        AttrValue::Bool(b) => json!(b),
-        AttrValue::Date(_) | AttrValue::DateTime(_) => json!(v.render()),
-    }
-}
-
-fn opt_json(v: &Option<AttrValue>) -> Value {
-    v.as_ref().map_or(Value::Null, value_json)
-}
-
-/// An entity as `lifeos.entity.v1` gives it.
-fn entity_json(obj: &Id, e: &Entity) -> Value {
-    json!({
-        "id": e.id,
-        "type": e.kind,
-        "object": obj.to_hex(),
-        "attrs": e.attrs.iter().map(|(n, v)| (n.clone(), value_json(v))).collect::<serde_json::Map<_, _>>(),
-        "links": e.links.iter().map(|(rel, target)| json!({"rel": rel, "target": target})).collect::<Vec<_>>(),
-        "conflicts": e.conflicts.iter().map(|c| json!({
-            "attr": c.attr, "base": opt_json(&c.base), "ours": opt_json(&c.ours), "theirs": opt_json(&c.theirs),
-        })).collect::<Vec<_>>(),
-    })
 }
 
 fn print_entity(obj: &Id, e: &Entity, style: Style) {
@@ -180,62 +167,8 @@ fn print_entity(obj: &Id, e: &Entity, style: Style) {
     }
 }
 
-/// An entity's change between two views, as `lifeos.diff.v1` and `lifeos.op.v1` give it.
-pub(crate) fn entity_diff_json(d: &EntityDiff) -> Value {
-    let links = |ls: &[(String, String)]| -> Vec<Value> {
-        ls.iter()
-            .map(|(rel, target)| json!({"rel": rel, "target": target}))
-            .collect()
-    };
-    json!({
-        "id": d.id,
-        "type": d.kind(),
-        "change": change_name(d),
-        "from": d.old.as_ref().map(|(o, _)| o.to_hex()),
-        "to": d.new.as_ref().map(|(o, _)| o.to_hex()),
-        "attrs": d.attrs.iter().map(|(n, a, b)| json!({"name": n, "old": opt_json(a), "new": opt_json(b)})).collect::<Vec<_>>(),
-        "linked": links(&d.linked),
-        "unlinked": links(&d.unlinked),
-    })
-}
-
-fn change_name(d: &EntityDiff) -> &'static str {
-    match (&d.old, &d.new) {
-        (None, _) => "created",
-        (_, None) => "removed",
-        _ => "changed",
-    }
-}
-
-/// Prints entity changes by attribute path: a line per entity, then one per attribute
-/// (`name: old -> new`) and per link added (`+`) or removed (`-`).
-pub(crate) fn print_entity_diffs(out: &mut dyn std::io::Write, diffs: &[EntityDiff], style: Style) {
-    let shown = |v: &Option<AttrValue>| v.as_ref().map_or("(unset)".to_string(), AttrValue::render);
-    for d in diffs {
-        let _ = writeln!(
-            out,
-            "{}",
-            style.id(&format!(
-                "── entity {} ({}; {}) ──",
-                d.id,
-                change_name(d),
-                d.kind()
-            ))
-        );
-        for (n, a, b) in &d.attrs {
-            let _ = writeln!(out, "  {n}: {} -> {}", shown(a), shown(b));
-        }
-        for (rel, target) in &d.linked {
-            let _ = writeln!(out, "  + {rel} -> {target}");
-        }
-        for (rel, target) in &d.unlinked {
-            let _ = writeln!(out, "  - {rel} -> {target}");
-        }
-    }
-}
-
 /// Runs `lifeos entity ...`.
-pub fn run(repo: &Repo, cmd: EntityCmd, style: Style) -> CliResult<u8> {
+fn run(repo: &Repo, cmd: EntityCmd, style: Style) -> CliResult<u8> {
     let (id, change) = match cmd {
         EntityCmd::Show {
             id,
@@ -269,7 +202,7 @@ pub fn run(repo: &Repo, cmd: EntityCmd, style: Style) -> CliResult<u8> {
                 if mentions {
                     v["mentions"] = hits
                         .iter()
-                        .map(crate::knowledge::hit_json)
+                        .map(crate::search_util::hit_json)
                         .collect::<Vec<_>>()
                         .into();
                 }
@@ -279,7 +212,7 @@ pub fn run(repo: &Repo, cmd: EntityCmd, style: Style) -> CliResult<u8> {
                 if mentions {
                     println!("  mentioned in {} passages:", hits.len());
                     let mut out = std::io::stdout().lock();
-                    crate::knowledge::print_hits(&mut out, &hits, style);
+                    crate::search_util::print_hits(&mut out, &hits, style);
                 }
             }
             return Ok(0);
@@ -389,38 +322,6 @@ pub fn run(repo: &Repo, cmd: EntityCmd, style: Style) -> CliResult<u8> {
         println!("Nothing changed: {} already is so", style.name(&id));
     } else {
         println!("{verb} {}", style.name(&id));
-    }
-    Ok(0)
-}
-
-/// Runs `lifeos query QUERY`.
-pub fn query(repo: &Repo, q: &str, at: &AtArg, json: bool, style: Style) -> CliResult<u8> {
-    let parsed = lifeos_entities::query::parse(q).map_err(|e| {
-        let col = q[..e.at.min(q.len())].chars().count();
-        CliError::new(format!("query: {}\n  {q}\n  {}^", e.message, " ".repeat(col))).hint(
-            "a query is TYPE [where FILTER] [order by PATH [asc|desc]] [limit N]; text values go in double quotes",
-        )
-    })?;
-    let state = crate::commands::state_at(repo, at)?;
-    let hits = repo.query_entities(&state.id, &state.view, &parsed)?;
-    if json {
-        print_json(
-            "lifeos.query.v1",
-            json!({
-                "query": q,
-                "count": hits.len(),
-                "entities": hits.iter().map(|(o, e)| entity_json(o, e)).collect::<Vec<_>>(),
-            }),
-        );
-        return Ok(0);
-    }
-    for (_, e) in &hits {
-        let attrs: Vec<String> = e
-            .attrs
-            .iter()
-            .map(|(n, v)| format!("{}={}", style.dim(n), v.render()))
-            .collect();
-        println!("{}  {}", style.name(&e.id), attrs.join("  "));
     }
     Ok(0)
 }

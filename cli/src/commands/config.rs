@@ -2,12 +2,12 @@
 //! `lifeos_vcs::settings`, edited in place (comments, order and the store's own keys in
 //! `.lifeos/config` are kept).
 
-use std::path::{Path, PathBuf};
-
+use crate::context::Context;
+use crate::error::{CliError, CliResult};
+use crate::verb::{Policy, Verb};
 use clap::Subcommand;
 use lifeos_vcs::settings::{self, SETTINGS};
-
-use crate::error::{CliError, CliResult};
+use std::path::{Path, PathBuf};
 
 /// Which file a `config` command reads or writes.
 #[derive(Debug, Clone, clap::Args)]
@@ -58,6 +58,19 @@ pub enum ConfigCmd {
     },
 }
 
+impl Verb for ConfigCmd {
+    fn policy(&self) -> Policy {
+        Policy {
+            syncs_git: false,
+            ..Policy::REPORT
+        }
+    }
+
+    fn run(self, ctx: &Context) -> CliResult<u8> {
+        config(self, ctx.here())
+    }
+}
+
 /// The file `scope` names (the repository's when neither is given and `write`).
 fn file_of(scope: &Scope, here: &Path, write: bool) -> CliResult<Option<PathBuf>> {
     if scope.user {
@@ -76,7 +89,7 @@ fn file_of(scope: &Scope, here: &Path, write: bool) -> CliResult<Option<PathBuf>
 }
 
 /// `lifeos config ...`.
-pub fn config(cmd: ConfigCmd, here: &Path) -> CliResult<u8> {
+fn config(cmd: ConfigCmd, here: &Path) -> CliResult<u8> {
     let dot = settings::repo_dot_dir(here);
     match cmd {
         ConfigCmd::Get { key, scope } => {

@@ -8,7 +8,8 @@
 //! [`FolderCommit`], never undoes it.
 
 use lifeos_actions::{Actions, Fired};
-use lifeos_ingest::run::{Settings, SmallChanges};
+use lifeos_ingest::run::SmallChanges;
+use lifeos_ingest::settings::Settings;
 use lifeos_ingest::IngestError;
 use lifeos_vcs::commit::{CommitHook, CommitOptions, CommitOutcome};
 use lifeos_vcs::path::BString;

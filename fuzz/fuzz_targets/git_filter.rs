@@ -2,7 +2,8 @@
 //! repository's blobs).
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use lifeos_git::filter::{decode_packets, Pointer};
+use lifeos_git::filter::decode_packets;
+use lifeos_git::pointer::Pointer;
 
 fuzz_target!(|data: &[u8]| {
     if let Some(p) = Pointer::parse(data) {

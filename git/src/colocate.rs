@@ -18,7 +18,8 @@ use lifeos_store::Id;
 use lifeos_vcs::Repo;
 
 use crate::export::{add_shallow, release_keep, Exporter};
-use crate::import::{import_plan, open_git, read_refs, sha1_bytes, GitHead, ImportReport, Plan};
+use crate::import::{import_plan, read_refs, GitHead, ImportReport, Plan};
+use crate::repo::{open_git, sha1_bytes};
 use crate::{gix_err, GitError, Result};
 use lifeos_catalog::CatalogExt;
 

@@ -13,22 +13,14 @@
 use std::io::{self, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
-use gix::objs::Kind as GitKind;
 use lifeos_catalog::{Catalog, GitMapRow, GitObject};
 use lifeos_store::Id;
 use lifeos_vcs::object::Event;
 use lifeos_vcs::Repo;
 
-use crate::form::git_hash;
-use crate::import::sha1_bytes;
+use crate::pointer::{Pointer, POINTER_MAX};
 use crate::{GitError, Result};
 use lifeos_catalog::CatalogExt;
-
-/// The `version` line of a lifeos pointer (git-lfs's pointer grammar, lifeos's spec).
-pub const POINTER_VERSION: &str = "https://lifeos.dev/spec/pointer/v1";
-
-/// The longest pointer; anything longer is content.
-const POINTER_MAX: usize = 1024;
 
 /// The most data one pkt-line carries.
 const MAX_DATA: usize = 65516;
@@ -36,47 +28,6 @@ const MAX_DATA: usize = 65516;
 /// Content above this many bytes passing through unfiltered is spooled to a temporary
 /// file rather than held in memory.
 const SPOOL_IN_MEMORY: usize = 8 << 20;
-
-/// A pointer: what git stores in place of a filtered file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Pointer {
-    /// The content's lifeos id (its BLAKE3).
-    pub id: Id,
-    /// Its length in bytes.
-    pub size: u64,
-}
-
-impl Pointer {
-    /// The pointer's text, as git stores it.
-    pub fn text(&self) -> String {
-        format!(
-            "version {POINTER_VERSION}\noid blake3:{}\nsize {}\n",
-            self.id.to_hex(),
-            self.size
-        )
-    }
-
-    /// Parses a pointer; only the exact text [`Pointer::text`] writes is one.
-    pub fn parse(bytes: &[u8]) -> Option<Pointer> {
-        if bytes.len() > POINTER_MAX {
-            return None;
-        }
-        let text = std::str::from_utf8(bytes).ok()?;
-        let mut lines = text.strip_suffix('\n')?.split('\n');
-        if lines.next()? != format!("version {POINTER_VERSION}") {
-            return None;
-        }
-        let id = Id::from_hex(lines.next()?.strip_prefix("oid blake3:")?)?;
-        let size = lines.next()?.strip_prefix("size ")?.parse().ok()?;
-        let p = Pointer { id, size };
-        (p.text().as_bytes() == bytes).then_some(p)
-    }
-
-    /// The SHA-1 of the git blob holding this pointer.
-    pub fn git_sha1(&self) -> [u8; 20] {
-        sha1_bytes(&git_hash(GitKind::Blob, self.text().as_bytes()))
-    }
-}
 
 /// Reads pkt-lines into a buffer it owns.
 struct PktReader<R> {
@@ -652,7 +603,7 @@ pub fn install(workdir: &Path, lifeos: &Path, patterns: &[String]) -> Result<Ins
             ),
         });
     }
-    let git = crate::import::open_git(workdir)?;
+    let git = crate::repo::open_git(workdir)?;
     let config = git.common_dir().join("config");
     let mut file =
         gix::config::File::from_path_no_includes(config.clone(), gix::config::Source::Local)

@@ -49,7 +49,7 @@ pub fn hooks_dir(git_dir: &Path) -> Result<PathBuf> {
 
 /// The hooks folder, and the git folder it must lie in to be this repository's alone.
 fn hooks_place(git_dir: &Path) -> Result<(PathBuf, PathBuf)> {
-    let git = crate::import::open_git(git_dir)?;
+    let git = crate::repo::open_git(git_dir)?;
     let configured = git
         .config_snapshot()
         .trusted_path("core.hooksPath")

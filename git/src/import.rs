@@ -13,6 +13,7 @@ use lifeos_vcs::object::{gitlink_id, Commit, EntryKind, Event, GitTag, Tree, Tre
 use lifeos_vcs::Repo;
 
 use crate::form::{self, git_hash, GitKind};
+use crate::repo::{open_git, sha1_bytes};
 use crate::{gix_err, GitError, Result};
 use lifeos_catalog::CatalogExt;
 
@@ -217,7 +218,7 @@ impl Importer<'_, '_, '_> {
         // A pointer git's `lifeos` filter wrote, to content lifeos keeps: the file is that
         // content (as git's checkout made it), and export writes the pointer back.
         if let Some(p) = (!symlink)
-            .then(|| crate::filter::Pointer::parse(&data))
+            .then(|| crate::pointer::Pointer::parse(&data))
             .flatten()
             .filter(|p| {
                 self.tx
@@ -484,21 +485,8 @@ impl Importer<'_, '_, '_> {
     }
 }
 
-/// A SHA-1 as the git map keys it.
-pub(crate) fn sha1_bytes(oid: &ObjectId) -> [u8; 20] {
-    oid.as_bytes().try_into().expect("a SHA-1 is 20 bytes")
-}
-
 /// Refs left out of an import, with why.
 pub(crate) type Skipped = Vec<(String, String)>;
-
-/// Opens the git repository at `path`.
-pub(crate) fn open_git(path: &Path) -> Result<gix::Repository> {
-    gix::open(path).map_err(|e| GitError::Open {
-        path: path.display().to_string(),
-        reason: e.to_string(),
-    })
-}
 
 /// Every direct ref of `git` with the object it names (sorted by name), and the refs
 /// lifeos leaves out, with why.

@@ -10,11 +10,15 @@ pub mod form;
 pub mod hooks;
 pub mod import;
 mod pack;
+pub mod pointer;
+pub mod reindex;
 pub mod remote;
+mod repo;
 pub mod store_home;
 
-pub use export::{export, rebuild_map, reindex, ExportReport, Reindexed};
+pub use export::{export, ExportReport};
 pub use import::{import, ImportReport};
+pub use reindex::{rebuild_map, reindex, Reindexed};
 
 /// What went wrong talking to git.
 #[derive(Debug, thiserror::Error)]

@@ -6,11 +6,11 @@ use std::fmt::Write as _;
 
 use lifeos_catalog::Catalog;
 use lifeos_store::{Id, Kind};
-use lifeos_vcs::object::{Anchor, EntryKind, Extract, Segment};
+use lifeos_vcs::object::{Anchor, Extract, Segment};
 use lifeos_vcs::Repo;
 
 use crate::extractor::choose;
-use crate::run::Settings;
+use crate::settings::Settings;
 use crate::speech::{is_transcript, transcript_model};
 use crate::Result;
 use lifeos_catalog::CatalogExt;
@@ -143,42 +143,6 @@ pub struct Listed {
     pub extractors: Vec<(Option<(String, u32)>, State)>,
 }
 
-/// The files of the tree `tree` at `paths` (files, and everything under folders; every
-/// file when `paths` is empty), each content with one path, in path order: (content,
-/// path, size). A path that is not in the tree is an error naming it and `rev`.
-pub fn files_at(
-    repo: &Repo,
-    tree: Option<&Id>,
-    paths: &[Vec<u8>],
-    rev: &str,
-) -> Result<Vec<(Id, String, u64)>> {
-    let mut found: Vec<(String, lifeos_vcs::object::TreeEntry)> = Vec::new();
-    let everything = [Vec::new()];
-    let wanted = if paths.is_empty() { &everything } else { paths };
-    for p in wanted {
-        let clean = lifeos_vcs::path::clean(p)?;
-        let rows = repo.entries_at(tree, &clean, rev)?;
-        found.extend(
-            rows.into_iter()
-                .map(|(p, e)| (lifeos_vcs::path::display(&p).into_owned(), e)),
-        );
-    }
-    let mut seen = std::collections::HashSet::new();
-    let mut files: Vec<(Id, String, u64)> = found
-        .into_iter()
-        .filter(|(_, e)| {
-            !matches!(
-                e.kind,
-                EntryKind::Symlink | EntryKind::Gitlink | EntryKind::Dir
-            )
-        })
-        .filter(|(_, e)| seen.insert(e.id))
-        .map(|(p, e)| (e.id, p, e.size))
-        .collect();
-    files.sort_by(|a, b| a.1.cmp(&b.1));
-    Ok(files)
-}
-
 /// The extract state of each file: what was extracted or failed, and what `lifeos ingest`
 /// would run for it now (pending), under the repository's settings.
 pub fn list(repo: &Repo, files: &[(Id, String, u64)]) -> Result<Vec<Listed>> {
@@ -198,7 +162,7 @@ pub fn list(repo: &Repo, files: &[(Id, String, u64)]) -> Result<Vec<Listed>> {
         let chosen = if settings.excluded(path) {
             None
         } else {
-            let head = || crate::run::head_bytes(&store, id);
+            let head = || crate::files::head_bytes(&store, id);
             choose(path, &head, &|| settings.ocr(), &|| settings.speech())
         };
         match chosen {

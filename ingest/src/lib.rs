@@ -8,10 +8,12 @@
 pub mod extractor;
 pub mod extracts;
 pub mod file_index;
+pub mod files;
 pub mod query;
 pub use lifeos_vcs::redact;
 pub mod run;
 pub mod search;
+pub mod settings;
 pub mod speech;
 
 /// Errors of ingest and search.

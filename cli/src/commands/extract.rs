@@ -169,7 +169,7 @@ fn run(repo: &Repo, cmd: ExtractCmd, style: Style) -> CliResult<u8> {
         } => {
             let (commit, c) = resolve(repo, &revision, &at)?;
             let paths: Vec<Vec<u8>> = paths.iter().map(|p| p.as_bytes().to_vec()).collect();
-            let files = extracts::files_at(repo, Some(&c.tree), &paths, &revision)?;
+            let files = lifeos_ingest::files::files_at(repo, Some(&c.tree), &paths, &revision)?;
             let listed = extracts::list(repo, &files)?;
             if json {
                 print_json(

@@ -15,8 +15,8 @@ use criterion::{criterion_group, criterion_main, Criterion};
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+use lifeos_vcs::bulk_commit::SeriesCommit;
 use lifeos_vcs::commit::CommitOptions;
-use lifeos_vcs::series::SeriesCommit;
 use lifeos_vcs::working_copy::NoProgress;
 use lifeos_vcs::Repo;
 

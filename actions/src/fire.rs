@@ -174,7 +174,7 @@ impl<'r> Actions<'r> {
                 continue;
             }
             let by_rule = format!("rule {:?} (approval = \"auto\")", rule.name);
-            let auto_by = (rule.approval == rules::Approval::Auto).then_some(by_rule.as_str());
+            let auto_by = (rule.approval == rules::ApprovalMode::Auto).then_some(by_rule.as_str());
             let (made, unapproved) = self.proposal(&id, stage, auto_by);
             records.extend(made);
             match unapproved {

@@ -107,7 +107,7 @@ impl Globs {
 
 /// Whether an action may run without a person approving it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Approval {
+pub enum ApprovalMode {
     /// A person approves each action (the default).
     Required,
     /// The rule's actions are approved when proposed (the rules file must be trusted,
@@ -254,7 +254,7 @@ pub struct Rule {
     /// For `time`: when it fires (while `lifeos watch` runs).
     pub schedule: Option<crate::schedule::Schedule>,
     /// Whether its actions need approval.
-    pub approval: Approval,
+    pub approval: ApprovalMode,
     /// What it does.
     pub action: ActionSpec,
     /// What undoes it, for `lifeos rollback` of an action outside the repository.
@@ -761,8 +761,8 @@ impl Rules {
                 (_, None) => None,
             };
             let approval = match r.approval.as_deref() {
-                None | Some("required") => Approval::Required,
-                Some("auto") => Approval::Auto,
+                None | Some("required") => ApprovalMode::Required,
+                Some("auto") => ApprovalMode::Auto,
                 Some(other) => {
                     return Err(at_key(
                         "approval",

@@ -130,7 +130,7 @@ mod tests {
         let commit = first.outcome.commit.expect("a commit");
         // The note is searchable as of the commit's own operation.
         let view = repo.head().unwrap().view;
-        let scope = lifeos_ingest::search::Scope::View(&view);
+        let scope = lifeos_ingest::search::Versions::View(&view);
         let hits = lifeos_ingest::search::search(
             &repo,
             "quarterly budget",

@@ -13,7 +13,7 @@ use lifeos_vcs::Repo;
 
 use crate::error::{CliError, CliResult};
 use crate::output::{local_time, Style};
-use crate::AtArg;
+use crate::AsOfArg;
 
 /// What a verb runs in ([`crate::verb::Verb::run`]).
 pub(crate) struct Context {
@@ -153,12 +153,12 @@ pub(crate) fn record_folder(
 }
 
 /// The view to read: the current one, or the one `--at` names (said on stderr).
-pub(crate) fn view_at(repo: &Repo, at: &AtArg) -> CliResult<lifeos_vcs::View> {
+pub(crate) fn view_at(repo: &Repo, at: &AsOfArg) -> CliResult<lifeos_vcs::View> {
     Ok(state_at(repo, at)?.view)
 }
 
 /// The operation `--at` names (the current one without it), telling stderr which it is.
-pub(crate) fn state_at(repo: &Repo, at: &AtArg) -> CliResult<lifeos_vcs::OpState> {
+pub(crate) fn state_at(repo: &Repo, at: &AsOfArg) -> CliResult<lifeos_vcs::OpState> {
     match &at.at {
         None => Ok(repo.head()?),
         Some(when) => {
@@ -191,7 +191,7 @@ pub(crate) fn resolve_in(
 pub(crate) fn resolve(
     repo: &Repo,
     rev: &str,
-    at: &AtArg,
+    at: &AsOfArg,
 ) -> CliResult<(lifeos_store::Id, lifeos_vcs::Commit)> {
     let view = view_at(repo, at)?;
     resolve_in(repo, &view, rev)
@@ -213,7 +213,7 @@ pub(crate) fn file_at(
     repo: &Repo,
     path: &[u8],
     rev: &str,
-    at: &AtArg,
+    at: &AsOfArg,
     hint: impl FnOnce(&str) -> String,
 ) -> CliResult<FileAt> {
     let (commit, c) = resolve(repo, rev, at)?;

@@ -68,18 +68,18 @@ pub struct Cli {
 
 /// The revision a read takes its files from: `-r REV`, or `@` as of `--at WHEN`.
 #[derive(Debug, Clone, clap::Args)]
-pub struct RevAt {
+pub struct RevArgs {
     /// The revision (default `@`).
     #[arg(short, long, default_value = "@")]
     pub revision: String,
     #[command(flatten)]
     #[allow(missing_docs)]
-    pub at: AtArg,
+    pub at: AsOfArg,
 }
 
 /// `--at WHEN`: read the repository as it was then.
 #[derive(Debug, Clone, clap::Args)]
-pub struct AtArg {
+pub struct AsOfArg {
     /// Read the repository as it was at WHEN: a time ("2026-11-01 14:00", 2026-11-01,
     /// yesterday, "3 days ago", "last monday") or an operation id.
     #[arg(long, value_name = "WHEN")]

@@ -3,7 +3,7 @@
 
 use lifeos_store::{Id, Manifest};
 
-use crate::{Anchor, DiffError, DiffPlugin, FileDiff, Located, Op, Options, Probe, Side};
+use crate::{DiffError, DiffPlugin, FileDiff, Located, Location, Op, Options, Probe, Side};
 
 /// The binary plugin; it accepts every file.
 pub struct BinaryPlugin;
@@ -60,7 +60,7 @@ pub fn manifest_changes(a: &Manifest, b: &Manifest) -> (Vec<Located>, f64) {
         };
         let (old_offset, old_len) = (oa[old_i], oa[old_i + old_n] - oa[old_i]);
         let (new_offset, new_len) = (ob[new_i], ob[new_i + new_n] - ob[new_i]);
-        let at = Anchor::Bytes {
+        let at = Location::Bytes {
             old_offset,
             old_len,
             new_offset,
@@ -161,7 +161,7 @@ mod tests {
         assert_eq!(ch.len(), 1);
         assert_eq!(
             ch[0].at,
-            Anchor::Bytes {
+            Location::Bytes {
                 old_offset: 100,
                 old_len: 100,
                 new_offset: 100,

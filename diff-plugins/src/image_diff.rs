@@ -5,7 +5,7 @@ use std::io::Cursor;
 
 use image::{DynamicImage, GenericImageView, ImageFormat, Rgba, RgbaImage};
 
-use crate::{Anchor, DiffError, DiffPlugin, FileDiff, Located, Op, Options, Probe, Side};
+use crate::{DiffError, DiffPlugin, FileDiff, Located, Location, Op, Options, Probe, Side};
 
 /// Largest encoded image read.
 pub const MAX_IMAGE_BYTES: u64 = 256 << 20;
@@ -263,7 +263,7 @@ impl DiffPlugin for ImagePlugin {
             (None, None) => unreachable!("a side exists"),
         };
         let mut changes = Vec::new();
-        let field = |name: &str| Anchor::Field { name: name.into() };
+        let field = |name: &str| Location::Field { name: name.into() };
         if a.format != b.format {
             changes.push(
                 Located::new(
@@ -325,7 +325,7 @@ impl DiffPlugin for ImagePlugin {
             for &(x, y, w, h) in &boxes {
                 changes.push(Located::new(
                     Op::Changed,
-                    Anchor::Region { x, y, w, h },
+                    Location::Region { x, y, w, h },
                     format!("pixels changed in {w}×{h} at ({x}, {y})"),
                 ));
             }

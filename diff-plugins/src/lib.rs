@@ -114,7 +114,7 @@ pub struct Probe<'a> {
 /// Where a change is.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Anchor {
+pub enum Location {
     /// The whole file.
     File,
     /// Line ranges (1-based starts; a length of 0 means an insertion point).
@@ -206,7 +206,7 @@ pub struct Located {
     /// What happened.
     pub op: Op,
     /// Where.
-    pub at: Anchor,
+    pub at: Location,
     /// In words.
     pub text: String,
     /// The old value, when short.
@@ -222,7 +222,7 @@ pub struct Located {
 
 impl Located {
     /// A change without old/new values or detail.
-    pub fn new(op: Op, at: Anchor, text: impl Into<String>) -> Located {
+    pub fn new(op: Op, at: Location, text: impl Into<String>) -> Located {
         Located {
             op,
             at,

@@ -1,7 +1,7 @@
 //! Markdown: by section (headings added, removed, moved, edited), then text within.
 
 use crate::text::{line_hunks, load_text};
-use crate::{Anchor, DiffError, DiffPlugin, FileDiff, Located, Op, Options, Probe, Side};
+use crate::{DiffError, DiffPlugin, FileDiff, Located, Location, Op, Options, Probe, Side};
 
 /// The Markdown plugin.
 pub struct MarkdownPlugin;
@@ -117,7 +117,7 @@ impl DiffPlugin for MarkdownPlugin {
                     added += 1;
                     changes.push(Located::new(
                         Op::Added,
-                        Anchor::Section {
+                        Location::Section {
                             heading: heading.clone(),
                         },
                         format!("section {heading} added at line {}", s.line),
@@ -127,7 +127,7 @@ impl DiffPlugin for MarkdownPlugin {
                     if moved.contains(s.path.as_str()) {
                         changes.push(Located::new(
                             Op::Moved,
-                            Anchor::Section {
+                            Location::Section {
                                 heading: heading.clone(),
                             },
                             format!("section {heading} moved (line {} → {})", old_s.line, s.line),
@@ -138,7 +138,7 @@ impl DiffPlugin for MarkdownPlugin {
                         let hunks = line_hunks(&old_s.body, &s.body);
                         let mut l = Located::new(
                             Op::Changed,
-                            Anchor::Section {
+                            Location::Section {
                                 heading: heading.clone(),
                             },
                             format!("section {heading} edited ({} hunks)", hunks.len()),
@@ -159,7 +159,7 @@ impl DiffPlugin for MarkdownPlugin {
                 };
                 changes.push(Located::new(
                     Op::Removed,
-                    Anchor::Section {
+                    Location::Section {
                         heading: heading.clone(),
                     },
                     format!("section {heading} removed"),

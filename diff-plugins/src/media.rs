@@ -7,7 +7,7 @@ use lifeos_speech::audio::{AudioStream, Next};
 use lifeos_speech::SpeechError;
 
 use crate::{
-    clock, Anchor, DiffError, DiffPlugin, FileDiff, Located, Op, Options, Probe, ReadSeek, Side,
+    clock, DiffError, DiffPlugin, FileDiff, Located, Location, Op, Options, Probe, ReadSeek, Side,
 };
 
 /// Envelope window.
@@ -255,7 +255,7 @@ pub fn envelope_changes(a: &[f32], b: &[f32]) -> Vec<Located> {
                 }
                 out.push(Located::new(
                     Op::Changed,
-                    Anchor::Time {
+                    Location::Time {
                         start_ms: ms(start),
                         end_ms: ms(w),
                     },
@@ -273,7 +273,7 @@ pub fn envelope_changes(a: &[f32], b: &[f32]) -> Vec<Located> {
         let d = ms(mb.len());
         out.push(Located::new(
             Op::Added,
-            Anchor::Time {
+            Location::Time {
                 start_ms: ms(mb.start),
                 end_ms: ms(mb.end),
             },
@@ -286,7 +286,7 @@ pub fn envelope_changes(a: &[f32], b: &[f32]) -> Vec<Located> {
     } else if mb.is_empty() {
         out.push(Located::new(
             Op::Removed,
-            Anchor::Time {
+            Location::Time {
                 start_ms: ms(mb.start),
                 end_ms: ms(mb.start),
             },
@@ -301,7 +301,7 @@ pub fn envelope_changes(a: &[f32], b: &[f32]) -> Vec<Located> {
     } else {
         out.push(Located::new(
             Op::Changed,
-            Anchor::Time {
+            Location::Time {
                 start_ms: ms(mb.start),
                 end_ms: ms(mb.end),
             },
@@ -384,7 +384,7 @@ impl DiffPlugin for MediaPlugin {
                 changes.push(
                     Located::new(
                         Op::Changed,
-                        Anchor::Field { name: name.into() },
+                        Location::Field { name: name.into() },
                         format!("{name} {x} → {y}"),
                     )
                     .values(Some(x), Some(y)),
@@ -414,7 +414,7 @@ impl DiffPlugin for MediaPlugin {
         }
         let ranges = changes
             .iter()
-            .filter(|c| matches!(c.at, Anchor::Time { .. }))
+            .filter(|c| matches!(c.at, Location::Time { .. }))
             .count();
         let summary = format!(
             "{} → {}: {ranges} time ranges differ",
@@ -478,7 +478,7 @@ mod tests {
         assert_eq!(c.len(), 1);
         assert_eq!(
             c[0].at,
-            Anchor::Time {
+            Location::Time {
                 start_ms: 4100,
                 end_ms: 4700
             }

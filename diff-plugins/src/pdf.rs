@@ -1,7 +1,7 @@
 //! PDF: pages added and removed, and the text of each page compared.
 
 use crate::text::line_hunks;
-use crate::{Anchor, DiffError, DiffPlugin, FileDiff, Located, Op, Options, Probe, Side};
+use crate::{DiffError, DiffPlugin, FileDiff, Located, Location, Op, Options, Probe, Side};
 
 /// Largest PDF read.
 pub const MAX_PDF: u64 = 128 << 20;
@@ -59,7 +59,7 @@ impl DiffPlugin for PdfPlugin {
                         added += 1;
                         changes.push(Located::new(
                             Op::Added,
-                            Anchor::Page { page: p as u32 + 1 },
+                            Location::Page { page: p as u32 + 1 },
                             format!("page {} added", p + 1),
                         ));
                     }
@@ -73,7 +73,7 @@ impl DiffPlugin for PdfPlugin {
                         removed += 1;
                         changes.push(Located::new(
                             Op::Removed,
-                            Anchor::Page {
+                            Location::Page {
                                 page: new_index as u32 + 1,
                             },
                             format!("old page {} removed", p + 1),
@@ -97,7 +97,7 @@ impl DiffPlugin for PdfPlugin {
                                 let hunks = line_hunks(ta, tb);
                                 let mut l = Located::new(
                                     Op::Changed,
-                                    Anchor::Page { page },
+                                    Location::Page { page },
                                     format!("page {page}: text changed ({} hunks)", hunks.len()),
                                 );
                                 l.detail = Some(serde_json::json!({"hunks": hunks}));
@@ -108,7 +108,7 @@ impl DiffPlugin for PdfPlugin {
                                 let page = (new_index + k) as u32 + 1;
                                 changes.push(Located::new(
                                     Op::Added,
-                                    Anchor::Page { page },
+                                    Location::Page { page },
                                     format!("page {page} added"),
                                 ));
                             }
@@ -116,7 +116,7 @@ impl DiffPlugin for PdfPlugin {
                                 removed += 1;
                                 changes.push(Located::new(
                                     Op::Removed,
-                                    Anchor::Page {
+                                    Location::Page {
                                         page: (new_index + new_len) as u32 + 1,
                                     },
                                     format!("old page {} removed", old_index + k + 1),

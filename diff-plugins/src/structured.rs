@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::{Anchor, DiffError, DiffPlugin, FileDiff, Located, Op, Options, Probe, Side};
+use crate::{DiffError, DiffPlugin, FileDiff, Located, Location, Op, Options, Probe, Side};
 
 /// Largest version parsed.
 pub const MAX_STRUCTURED: u64 = 32 << 20;
@@ -95,7 +95,7 @@ pub fn compare(path: &str, a: &Value, b: &Value, out: &mut Vec<Located>, total: 
                         total,
                         Located::new(
                             Op::Removed,
-                            Anchor::KeyPath { path: p.clone() },
+                            Location::KeyPath { path: p.clone() },
                             format!("{p} removed"),
                         )
                         .values(Some(short(va)), None),
@@ -110,7 +110,7 @@ pub fn compare(path: &str, a: &Value, b: &Value, out: &mut Vec<Located>, total: 
                         total,
                         Located::new(
                             Op::Added,
-                            Anchor::KeyPath { path: p.clone() },
+                            Location::KeyPath { path: p.clone() },
                             format!("{p} added"),
                         )
                         .values(None, Some(short(vb))),
@@ -128,7 +128,7 @@ pub fn compare(path: &str, a: &Value, b: &Value, out: &mut Vec<Located>, total: 
                         total,
                         Located::new(
                             Op::Removed,
-                            Anchor::KeyPath { path: p.clone() },
+                            Location::KeyPath { path: p.clone() },
                             format!("{p} removed"),
                         )
                         .values(Some(short(va)), None),
@@ -138,7 +138,7 @@ pub fn compare(path: &str, a: &Value, b: &Value, out: &mut Vec<Located>, total: 
                         total,
                         Located::new(
                             Op::Added,
-                            Anchor::KeyPath { path: p.clone() },
+                            Location::KeyPath { path: p.clone() },
                             format!("{p} added"),
                         )
                         .values(None, Some(short(vb))),
@@ -153,7 +153,7 @@ pub fn compare(path: &str, a: &Value, b: &Value, out: &mut Vec<Located>, total: 
             total,
             Located::new(
                 Op::Changed,
-                Anchor::KeyPath { path: path.into() },
+                Location::KeyPath { path: path.into() },
                 format!("{path}: {} → {}", short(a), short(b)),
             )
             .values(Some(short(a)), Some(short(b))),

@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::{Anchor, DiffError, DiffPlugin, FileDiff, Located, Op, Options, Probe, Side};
+use crate::{DiffError, DiffPlugin, FileDiff, Located, Location, Op, Options, Probe, Side};
 
 /// Largest version parsed.
 pub const MAX_TABLE: u64 = 64 << 20;
@@ -89,7 +89,7 @@ fn cell_changes(
             out.push(
                 Located::new(
                     Op::Changed,
-                    Anchor::Row {
+                    Location::Row {
                         row: key.into(),
                         column: Some(col.clone()),
                     },
@@ -133,7 +133,7 @@ impl DiffPlugin for TablePlugin {
             for c in b.header.iter().filter(|c| !ha.contains(c)) {
                 changes.push(Located::new(
                     Op::Added,
-                    Anchor::Row {
+                    Location::Row {
                         row: "header".into(),
                         column: Some((*c).clone()),
                     },
@@ -143,7 +143,7 @@ impl DiffPlugin for TablePlugin {
             for c in a.header.iter().filter(|c| !hb.contains(c)) {
                 changes.push(Located::new(
                     Op::Removed,
-                    Anchor::Row {
+                    Location::Row {
                         row: "header".into(),
                         column: Some((*c).clone()),
                     },
@@ -181,7 +181,7 @@ impl DiffPlugin for TablePlugin {
                         changes.push(
                             Located::new(
                                 Op::Removed,
-                                Anchor::Row {
+                                Location::Row {
                                     row: ra[k].clone(),
                                     column: None,
                                 },
@@ -198,7 +198,7 @@ impl DiffPlugin for TablePlugin {
                             changes.push(
                                 Located::new(
                                     Op::Added,
-                                    Anchor::Row {
+                                    Location::Row {
                                         row: rb[k].clone(),
                                         column: None,
                                     },
@@ -230,7 +230,7 @@ impl DiffPlugin for TablePlugin {
                             changes.push(
                                 Located::new(
                                     Op::Removed,
-                                    Anchor::Row {
+                                    Location::Row {
                                         row: key.clone(),
                                         column: None,
                                     },
@@ -244,7 +244,7 @@ impl DiffPlugin for TablePlugin {
                             changes.push(
                                 Located::new(
                                     Op::Added,
-                                    Anchor::Row {
+                                    Location::Row {
                                         row: key.clone(),
                                         column: None,
                                     },

@@ -4,7 +4,7 @@ use serde_json::json;
 use similar::{ChangeTag, TextDiff};
 
 use crate::{
-    looks_like_text, Anchor, DiffError, DiffPlugin, FileDiff, Located, Op, Options, Probe, Side,
+    looks_like_text, DiffError, DiffPlugin, FileDiff, Located, Location, Op, Options, Probe, Side,
 };
 
 /// Largest version this plugin reads.
@@ -143,7 +143,7 @@ pub fn line_hunks(old: &str, new: &str) -> Vec<Located> {
         };
         out.push(Located {
             op,
-            at: Anchor::Lines {
+            at: Location::Lines {
                 old_start: old_range.start + 1,
                 old_len: old_range.len(),
                 new_start: new_range.start + 1,
@@ -183,7 +183,7 @@ impl DiffPlugin for TextPlugin {
         let changes = line_hunks(&a, &b);
         let (mut added, mut removed) = (0, 0);
         for c in &changes {
-            if let Anchor::Lines { .. } = c.at {
+            if let Location::Lines { .. } = c.at {
                 for l in c
                     .detail
                     .as_ref()
@@ -227,7 +227,7 @@ mod tests {
         assert_eq!(h.len(), 2, "{h:?}");
         assert_eq!(
             h[0].at,
-            Anchor::Lines {
+            Location::Lines {
                 old_start: 2,
                 old_len: 7,
                 new_start: 2,
@@ -253,7 +253,7 @@ mod tests {
         assert_eq!(h[1].op, Op::Added);
         assert_eq!(
             h[1].at,
-            Anchor::Lines {
+            Location::Lines {
                 old_start: 18,
                 old_len: 3,
                 new_start: 18,

@@ -4,7 +4,7 @@
 
 use similar::{capture_diff_slices, Algorithm, DiffOp};
 
-use crate::{clock, Anchor, Located, Op};
+use crate::{clock, Located, Location, Op};
 
 /// A transcript segment: start and end in milliseconds, and its words.
 pub type Spoken = (u64, u64, String);
@@ -79,7 +79,7 @@ pub fn diff(old: &[Spoken], new: &[Spoken]) -> Vec<Located> {
             _ => format!("{range} \"{}\" → \"{}\"", words(o), words(n)),
         };
         out.push(
-            Located::new(kind, Anchor::Time { start_ms, end_ms }, text).values(
+            Located::new(kind, Location::Time { start_ms, end_ms }, text).values(
                 (!o.is_empty()).then(|| words(o)),
                 (!n.is_empty()).then(|| words(n)),
             ),
@@ -114,7 +114,7 @@ mod tests {
         assert_eq!(d[0].op, Op::Changed);
         assert_eq!(
             d[0].at,
-            Anchor::Time {
+            Location::Time {
                 start_ms: 3000,
                 end_ms: 5200
             }

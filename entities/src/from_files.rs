@@ -16,7 +16,7 @@ use crate::schema::{FileRule, Schema};
 use lifeos_vcs::commit::{CommitHook, HookNote, HookReport, Recorded, Unstored};
 use lifeos_vcs::error::{Result, VcsError};
 use lifeos_vcs::merkle_map::MerkleMap;
-use lifeos_vcs::object::entity::{Conflict, Entity, Value};
+use lifeos_vcs::object::entity::{AttrConflict, Entity, Value};
 use lifeos_vcs::object::{EntryKind, Event, View};
 use lifeos_vcs::repo::Repo;
 
@@ -485,7 +485,7 @@ fn merged_with_file(before: Option<&Entity>, base: Option<&Derived>, d: Derived)
 }
 
 /// What the commit says when the file's value of an attribute replaces one set by hand.
-fn replaced_note(id: &str, c: &Conflict) -> String {
+fn replaced_note(id: &str, c: &AttrConflict) -> String {
     let shown = |v: &Option<Value>| v.as_ref().map_or("(unset)".into(), Value::render);
     format!(
         "{id}: {} was set by hand to {}; the file's {} replaces it (both are kept as a conflict: lifeos entity show {id})",
@@ -919,12 +919,12 @@ mod tests {
             format!("BEGIN:VCARD\r\nVERSION:3.0\r\nFN:{name}\r\nUID:ann-1\r\nEND:VCARD\r\n")
         };
         let series = [
-            lifeos_vcs::series::SeriesCommit {
+            lifeos_vcs::bulk_commit::SeriesCommit {
                 files: vec![write("people.vcf", &card("Ann Lee"))],
                 message: b"add".to_vec(),
                 time_ms: at(1),
             },
-            lifeos_vcs::series::SeriesCommit {
+            lifeos_vcs::bulk_commit::SeriesCommit {
                 files: vec![write("people.vcf", &card("Ann Lee-Smith"))],
                 message: b"rename".to_vec(),
                 time_ms: at(2),

@@ -19,4 +19,4 @@ pub mod query;
 pub mod schema;
 
 pub use edit::{EntitiesExt, EntityChange, EntityDiff};
-pub use lifeos_vcs::object::entity::{Conflict, Entity, Value};
+pub use lifeos_vcs::object::entity::{AttrConflict, Entity, Value};

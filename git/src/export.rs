@@ -10,7 +10,7 @@ use lifeos_store::{Id, Kind};
 use lifeos_vcs::object::{gitlink_sha1, EntryKind, GitTag, View};
 use lifeos_vcs::Repo;
 
-use crate::form::{self, git_hash, GitKind};
+use crate::objects::{self, git_hash, GitKind};
 use crate::repo::sha1_bytes;
 use crate::{gix_err, GitError, Result};
 use lifeos_catalog::CatalogExt;
@@ -192,7 +192,7 @@ impl Exporter<'_> {
         }
         let bytes = match &tree.git_raw {
             Some(raw) => raw.clone(),
-            None => form::tree_bytes(&entries),
+            None => objects::tree_bytes(&entries),
         };
         let oid = self.write(
             GitKind::Tree,
@@ -235,7 +235,7 @@ impl Exporter<'_> {
             let tree = self
                 .tree(c.tree, b"")
                 .map_err(|err| err.in_commit(id.short(12)))?;
-            let shallow = form::shallow_parents(&c);
+            let shallow = objects::shallow_parents(&c);
             let parents: Vec<ObjectId> = match &shallow {
                 Some(p) => p.clone(),
                 None => c.parents.iter().map(|p| self.commits[p]).collect(),
@@ -243,7 +243,7 @@ impl Exporter<'_> {
             if shallow.is_some() || c.parents.iter().any(|p| self.above_shallow.contains(p)) {
                 self.above_shallow.insert(id);
             }
-            let bytes = form::commit_bytes(&c, &tree, &parents);
+            let bytes = objects::commit_bytes(&c, &tree, &parents);
             let oid = self.write(GitKind::Commit, &bytes, id, GitObject::Commit, 0)?;
             if shallow.is_some() {
                 self.shallow.push(oid);

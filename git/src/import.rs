@@ -12,7 +12,7 @@ use lifeos_store::{Id, Kind, Transaction, Written};
 use lifeos_vcs::object::{gitlink_id, Commit, EntryKind, Event, GitTag, Tree, TreeEntry};
 use lifeos_vcs::Repo;
 
-use crate::form::{self, git_hash, GitKind};
+use crate::objects::{self, git_hash, GitKind};
 use crate::repo::{open_git, sha1_bytes};
 use crate::{gix_err, GitError, Result};
 use lifeos_catalog::CatalogExt;
@@ -268,7 +268,7 @@ impl Importer<'_, '_, '_> {
             oid: oid.to_string(),
             reason,
         };
-        let parsed = form::parse_tree(&data).ok_or_else(|| bad("is a malformed tree".into()))?;
+        let parsed = objects::parse_tree(&data).ok_or_else(|| bad("is a malformed tree".into()))?;
         let previous: HashMap<Vec<u8>, Id> = hint
             .and_then(|h| self.tx.read_object(&h, Kind::Tree).ok())
             .and_then(|raw| Tree::decode(&raw).ok())
@@ -279,7 +279,7 @@ impl Importer<'_, '_, '_> {
         for e in &parsed {
             lifeos_vcs::path::valid_name(e.name)
                 .map_err(|r| bad(format!("has an entry lifeos cannot hold: {r}")))?;
-            let kind = form::kind_of_mode(e.mode).ok_or_else(|| {
+            let kind = objects::kind_of_mode(e.mode).ok_or_else(|| {
                 bad(format!(
                     "has mode {} (entry {})",
                     String::from_utf8_lossy(e.mode),
@@ -307,7 +307,7 @@ impl Importer<'_, '_, '_> {
         if entries.windows(2).any(|w| w[0].name == w[1].name) {
             return Err(bad("has two entries with the same name".into()));
         }
-        let canonical_oid = git_hash(GitKind::Tree, &form::tree_bytes(&canonical));
+        let canonical_oid = git_hash(GitKind::Tree, &objects::tree_bytes(&canonical));
         drop(canonical);
         let git_raw = (canonical_oid != oid).then(|| {
             self.report.raw_trees += 1;
@@ -331,7 +331,7 @@ impl Importer<'_, '_, '_> {
                 continue;
             }
             let data = self.read(oid, GitKind::Commit)?;
-            let raw = form::parse_commit(&data).ok_or_else(|| GitError::Object {
+            let raw = objects::parse_commit(&data).ok_or_else(|| GitError::Object {
                 oid: oid.to_string(),
                 reason: "is a malformed commit (no tree line)".into(),
             })?;
@@ -366,7 +366,10 @@ impl Importer<'_, '_, '_> {
                 .map_err(|err| err.in_commit(oid.to_string()))?;
             let (parents, extra_headers): (Vec<Id>, _) = if boundary {
                 self.report.shallow_boundary += 1;
-                (Vec::new(), vec![form::shallow_parents_header(&raw.parents)])
+                (
+                    Vec::new(),
+                    vec![objects::shallow_parents_header(&raw.parents)],
+                )
             } else {
                 (
                     raw.parents.iter().map(|p| self.commits[p]).collect(),
@@ -374,13 +377,13 @@ impl Importer<'_, '_, '_> {
                 )
             };
             let sig = |key: &[u8]| {
-                form::header_value(raw.header, key)
-                    .map(form::parse_signature)
-                    .unwrap_or_else(|| form::parse_signature(b""))
+                objects::header_value(raw.header, key)
+                    .map(objects::parse_signature)
+                    .unwrap_or_else(|| objects::parse_signature(b""))
             };
-            let change_id = form::header_value(raw.header, b"change-id")
-                .and_then(form::parse_change_id)
-                .unwrap_or_else(|| form::change_id_from_sha(&oid));
+            let change_id = objects::header_value(raw.header, b"change-id")
+                .and_then(objects::parse_change_id)
+                .unwrap_or_else(|| objects::change_id_from_sha(&oid));
             let mut commit = Commit {
                 tree,
                 parents,
@@ -397,10 +400,10 @@ impl Importer<'_, '_, '_> {
             let hashes = |c: &Commit| {
                 git_hash(
                     GitKind::Commit,
-                    &form::commit_bytes(c, &raw.tree, &raw.parents),
+                    &objects::commit_bytes(c, &raw.tree, &raw.parents),
                 ) == oid
             };
-            if !(form::header_value(raw.header, b"change-id").is_some() && hashes(&commit)) {
+            if !(objects::header_value(raw.header, b"change-id").is_some() && hashes(&commit)) {
                 commit.git_header = Some(raw.header.to_vec());
                 // Verify: the git form rebuilt from what lifeos keeps hashes to the same id.
                 if !hashes(&commit) {
@@ -452,7 +455,7 @@ impl Importer<'_, '_, '_> {
             }
             GitKind::Tag => {
                 let raw = self.read(oid, GitKind::Tag)?;
-                let (inner, _) = form::parse_tag(&raw).ok_or_else(|| GitError::Object {
+                let (inner, _) = objects::parse_tag(&raw).ok_or_else(|| GitError::Object {
                     oid: oid.to_string(),
                     reason: "is a malformed tag".into(),
                 })?;

@@ -6,9 +6,9 @@
 pub mod colocate;
 pub mod export;
 pub mod filter;
-pub mod form;
 pub mod hooks;
 pub mod import;
+pub mod objects;
 mod pack;
 pub mod pointer;
 pub mod reindex;

@@ -12,7 +12,7 @@ use std::sync::atomic::AtomicBool;
 use gix::objs::Write as _;
 use gix::ObjectId;
 
-use crate::form::GitKind;
+use crate::objects::GitKind;
 use crate::{GitError, Result};
 
 /// Up to this many objects an export writes loose objects (a colocated folder's sync
@@ -168,7 +168,7 @@ mod tests {
         let mut oids = Vec::new();
         for i in 0..(LOOSE_MAX + 10) {
             let data = format!("object {i}\n").repeat(i % 7 + 1);
-            oids.push(crate::form::git_hash(GitKind::Blob, data.as_bytes()));
+            oids.push(crate::objects::git_hash(GitKind::Blob, data.as_bytes()));
             out.add(&git, GitKind::Blob, data.as_bytes()).unwrap();
         }
         let keep = out.finish(&git).unwrap().expect("a pack was written");

@@ -3,7 +3,7 @@
 
 use lifeos_store::Id;
 
-use crate::form::{git_hash, GitKind};
+use crate::objects::{git_hash, GitKind};
 use crate::repo::sha1_bytes;
 
 /// The `version` line of a lifeos pointer (git-lfs's pointer grammar, lifeos's spec).

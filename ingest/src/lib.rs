@@ -9,7 +9,7 @@ pub mod extractor;
 pub mod extracts;
 pub mod file_index;
 pub mod files;
-pub mod query;
+pub mod terms;
 pub use lifeos_vcs::redact;
 pub mod run;
 pub mod search;

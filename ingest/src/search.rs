@@ -10,12 +10,12 @@ use lifeos_vcs::object::EntryKind;
 use lifeos_vcs::path::BString;
 use lifeos_vcs::{Repo, View};
 
-use crate::query::parse;
+use crate::terms::parse;
 use crate::{IngestError, Result};
 use lifeos_catalog::CatalogExt;
 
 /// Which versions to search.
-pub enum Scope<'a> {
+pub enum Versions<'a> {
     /// The files of `@` in a view (the current one, or one found with `--at`).
     View(&'a View),
     /// Every version of every file in the visible history.
@@ -86,7 +86,7 @@ type Version<'a> = dyn Fn() -> (Id, Id) + 'a;
 /// The versions in scope, each a path, a file content and a commit: those of one tree
 /// read from its file index (kept in `.lifeos/file_index/` for a large tree: one read
 /// instead of every tree of it), then those listed.
-struct Versions {
+struct VersionSet {
     /// At a view with no `--path`, its tree; with `--all-history`, the newest commit's.
     tree: Option<(FileIndex, Id)>,
     /// With `--path`, those the glob keeps; with `--all-history`, the versions of the
@@ -96,13 +96,13 @@ struct Versions {
     files: IdSet,
 }
 
-impl Versions {
-    fn new(tree: Option<(FileIndex, Id)>, listed: Listed) -> Versions {
+impl VersionSet {
+    fn new(tree: Option<(FileIndex, Id)>, listed: Listed) -> VersionSet {
         // Ids are uniform already: the set hashes them by their first bytes, not SipHash;
         // sized first, not grown as filled.
         let mut files = IdSet::with_capacity_and_hasher(listed.rows.len(), Default::default());
         files.extend(listed.iter().map(|(_, f, _)| *f));
-        Versions {
+        VersionSet {
             tree,
             listed,
             files,
@@ -279,7 +279,7 @@ fn cut_text(text: &str) -> String {
 pub fn search(
     repo: &Repo,
     input: &str,
-    scope: Scope<'_>,
+    scope: Versions<'_>,
     filters: &Filters<'_>,
     limit: usize,
 ) -> Result<Vec<Hit>> {
@@ -305,14 +305,14 @@ pub fn search(
     // With no --path: a tree's file index (and, across history, each commit's changes).
     if path_glob.is_none() {
         let versions = match &scope {
-            Scope::View(view) => match view.at_commit() {
+            Versions::View(view) => match view.at_commit() {
                 Some(commit) => {
                     let index = file_index::of_tree(repo, &repo.commit(&commit)?.tree)?;
-                    Versions::new(Some((index, commit)), Listed::default())
+                    VersionSet::new(Some((index, commit)), Listed::default())
                 }
-                None => Versions::new(None, Listed::default()),
+                None => VersionSet::new(None, Listed::default()),
             },
-            Scope::AllHistory => history(repo)?,
+            Versions::AllHistory => history(repo)?,
         };
         return found(repo, &q, fts.as_deref(), &scope, filters, limit, &versions);
     }
@@ -350,12 +350,12 @@ pub fn search(
         Ok(())
     };
     match scope {
-        Scope::View(view) => {
+        Versions::View(view) => {
             if let Some(c) = view.at_commit() {
                 add_tree(c, false)?;
             }
         }
-        Scope::AllHistory => {
+        Versions::AllHistory => {
             let head = repo.head()?;
             for (c, _) in lifeos_vcs::rev::all_commits(repo, &head.view)? {
                 add_tree(c, true)?;
@@ -370,35 +370,35 @@ pub fn search(
         &scope,
         filters,
         limit,
-        &Versions::new(None, entries),
+        &VersionSet::new(None, entries),
     )
 }
 
 /// Every version of every file in the visible history, each (path, content) once, with
 /// the first commit (newest first) that holds it: the newest commit's file index, then
 /// the others as the repository keeps them ([`file_index::history_versions`]).
-fn history(repo: &Repo) -> Result<Versions> {
+fn history(repo: &Repo) -> Result<VersionSet> {
     let head = repo.head()?;
     let commits = lifeos_vcs::rev::all_commits(repo, &head.view)?;
     let Some((index, others)) = file_index::history_versions(repo, &commits)? else {
-        return Ok(Versions::new(None, Listed::default()));
+        return Ok(VersionSet::new(None, Listed::default()));
     };
     let mut listed = Listed::default();
     for v in &others {
         listed.push(&v.path, v.content, v.commit);
     }
-    Ok(Versions::new(Some((index, commits[0].0)), listed))
+    Ok(VersionSet::new(Some((index, commits[0].0)), listed))
 }
 
 /// The hits among `versions`.
 fn found(
     repo: &Repo,
-    q: &crate::query::Query,
+    q: &crate::terms::Terms,
     fts: Option<&str>,
-    scope: &Scope<'_>,
+    scope: &Versions<'_>,
     filters: &Filters<'_>,
     limit: usize,
-    versions: &Versions,
+    versions: &VersionSet,
 ) -> Result<Vec<Hit>> {
     let Filters {
         file_type: type_filter,
@@ -450,7 +450,7 @@ fn found(
     };
     // At a view the hits are cut at `limit` in the order they are made (content, then
     // names): once that many are made, none after would show.
-    let full = |made: usize| matches!(scope, Scope::View(_)) && made >= limit;
+    let full = |made: usize| matches!(scope, Versions::View(_)) && made >= limit;
     for s in segments {
         if full(hits.len()) {
             break;
@@ -544,7 +544,7 @@ fn found(
     }
     names.sort_by(|a, b| a.path.cmp(&b.path));
     hits.extend(names.into_iter().map(|h| (h, None)));
-    if matches!(scope, Scope::AllHistory) {
+    if matches!(scope, Versions::AllHistory) {
         // Grouped by file: each path's versions together, best first.
         let mut best: HashMap<String, f64> = HashMap::new();
         for (h, _) in &hits {
@@ -597,12 +597,12 @@ mod tests {
         let (_dir, repo, _) = committed(&files);
         let tree = repo.at_tree(&repo.head().unwrap().view).unwrap().unwrap();
         let index = || Some((file_index::of_tree(&repo, &tree).unwrap(), Id([0; 32])));
-        let v = Versions::new(index(), Listed::default());
+        let v = VersionSet::new(index(), Listed::default());
         assert_eq!(v.small(5).map(|s| s.len()), Some(2));
         assert!(v.small(1).is_none());
         let mut listed = Listed::default();
         listed.push(b"other", Id([3; 32]), Id([0; 32]));
-        let v = Versions::new(index(), listed);
+        let v = VersionSet::new(index(), listed);
         assert_eq!(v.small(3).map(|s| s.len()), Some(3));
         assert!(v.small(2).is_none());
     }
@@ -719,7 +719,7 @@ mod tests {
                 mentions: None,
                 model: Some(model),
             };
-            search(&repo, "tomato", Scope::View(&view), &filters, limit)
+            search(&repo, "tomato", Versions::View(&view), &filters, limit)
                 .unwrap()
                 .into_iter()
                 .map(|h| h.path)

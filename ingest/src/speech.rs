@@ -299,7 +299,7 @@ pub fn add_transcript_diff(
     d.summary.push_str(&match changes.as_slice() {
         [] => "; transcript unchanged".to_string(),
         [one] => match one.at {
-            lifeos_diff::Anchor::Time { start_ms, end_ms } => format!(
+            lifeos_diff::Location::Time { start_ms, end_ms } => format!(
                 "; transcript: 1 change ({})",
                 transcript::range(start_ms, end_ms)
             ),
@@ -374,7 +374,7 @@ mod tests {
         assert_eq!(d.changes.len(), 1);
         assert!(matches!(
             d.changes[0].at,
-            lifeos_diff::Anchor::Time {
+            lifeos_diff::Location::Time {
                 start_ms: 0,
                 end_ms: 2000
             }

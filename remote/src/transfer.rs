@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 
 use lifeos_store::fsutil::random_hex;
 use lifeos_store::{Id, Kind, Transaction};
-use lifeos_vcs::check::Reachable;
+use lifeos_vcs::maintenance::Reachable;
 use lifeos_vcs::Repo;
 
 use crate::format::{self, IndexRow, Opened, Place, INDEX_DIR, PACKS_DIR, PACK_MAGIC};

@@ -7,16 +7,18 @@
 
 #![warn(missing_docs)]
 
-pub mod check;
+pub mod bulk_commit;
 pub mod commit;
 pub mod error;
-pub mod fetched;
 pub mod guard;
 pub mod history;
+pub mod incoming;
 pub mod interrupt;
 pub mod layout;
+pub mod maintenance;
 pub mod merge;
 pub mod merkle_map;
+pub mod moment;
 pub mod object;
 pub mod op_index;
 pub mod path;
@@ -26,12 +28,10 @@ pub mod renames;
 pub mod repo;
 pub mod rev;
 pub mod revset;
-pub mod series;
 pub mod settings;
 #[doc(hidden)]
 pub mod testing;
 pub mod treediff;
-pub mod when;
 pub mod working_copy;
 
 pub use error::{Result, VcsError};

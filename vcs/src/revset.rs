@@ -15,9 +15,9 @@ use globset::Glob;
 use lifeos_store::Id;
 
 use crate::error::{Result, VcsError};
+use crate::moment::{parse_when, When};
 use crate::object::{Commit, View};
 use crate::repo::Repo;
-use crate::when::{parse_when, When};
 
 /// A parsed revset.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -5,7 +5,7 @@ use crate::error::CliResult;
 use crate::history_util::unknown_ref;
 use crate::output::{print_json, Style};
 use crate::verb::{Policy, Verb};
-use crate::AtArg;
+use crate::AsOfArg;
 use clap::Subcommand;
 use lifeos_vcs::Repo;
 use serde_json::json;
@@ -45,7 +45,7 @@ pub enum BranchCmd {
     List {
         #[command(flatten)]
         #[allow(missing_docs)]
-        at: AtArg,
+        at: AsOfArg,
         /// Print JSON (schema lifeos.branches.v1).
         #[arg(long)]
         json: bool,

@@ -4,7 +4,7 @@ use crate::context::{file_at, Context, FileAt};
 use crate::error::{CliError, CliResult};
 use crate::output::print_json;
 use crate::verb::{Policy, Verb};
-use crate::RevAt;
+use crate::RevArgs;
 use lifeos_vcs::path::display;
 use lifeos_vcs::{EntryKind, Repo};
 use serde_json::json;
@@ -19,7 +19,7 @@ pub struct CatArgs {
     pub path: OsString,
     #[command(flatten)]
     #[allow(missing_docs)]
-    pub rev: RevAt,
+    pub rev: RevArgs,
     /// Print JSON (schema lifeos.cat.v1): the content as base64, with its size and id.
     #[arg(long)]
     pub json: bool,
@@ -31,12 +31,12 @@ impl Verb for CatArgs {
     }
 
     fn run(self, ctx: &Context) -> CliResult<u8> {
-        let RevAt { revision, at } = &self.rev;
+        let RevArgs { revision, at } = &self.rev;
         cat(ctx.repo()?, self.path.as_bytes(), revision, at, self.json)
     }
 }
 
-fn cat(repo: &Repo, path: &[u8], rev: &str, at: &crate::AtArg, json: bool) -> CliResult<u8> {
+fn cat(repo: &Repo, path: &[u8], rev: &str, at: &crate::AsOfArg, json: bool) -> CliResult<u8> {
     let FileAt {
         commit,
         path: clean,

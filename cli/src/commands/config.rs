@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 /// Which file a `config` command reads or writes.
 #[derive(Debug, Clone, clap::Args)]
-pub struct Scope {
+pub struct ConfigLevel {
     /// The user's file ($XDG_CONFIG_HOME/lifeos/config.toml).
     #[arg(long, conflicts_with = "repo")]
     pub user: bool,
@@ -29,7 +29,7 @@ pub enum ConfigCmd {
         key: String,
         #[command(flatten)]
         #[allow(missing_docs)]
-        scope: Scope,
+        scope: ConfigLevel,
     },
     /// Set a value (in the repository's file unless --user).
     Set {
@@ -39,7 +39,7 @@ pub enum ConfigCmd {
         value: String,
         #[command(flatten)]
         #[allow(missing_docs)]
-        scope: Scope,
+        scope: ConfigLevel,
     },
     /// Remove a value (from the repository's file unless --user).
     Unset {
@@ -47,14 +47,14 @@ pub enum ConfigCmd {
         key: String,
         #[command(flatten)]
         #[allow(missing_docs)]
-        scope: Scope,
+        scope: ConfigLevel,
     },
     /// Every setting with the value that applies and where it comes from (or those of
     /// one file).
     List {
         #[command(flatten)]
         #[allow(missing_docs)]
-        scope: Scope,
+        scope: ConfigLevel,
     },
 }
 
@@ -72,7 +72,7 @@ impl Verb for ConfigCmd {
 }
 
 /// The file `scope` names (the repository's when neither is given and `write`).
-fn file_of(scope: &Scope, here: &Path, write: bool) -> CliResult<Option<PathBuf>> {
+fn file_of(scope: &ConfigLevel, here: &Path, write: bool) -> CliResult<Option<PathBuf>> {
     if scope.user {
         return settings::user_file().map(Some).ok_or_else(|| {
             CliError::new("neither XDG_CONFIG_HOME nor HOME is set: there is no user file")

@@ -4,10 +4,10 @@ use crate::context::{resolve_in, view_at, Context};
 use crate::error::{CliError, CliResult};
 use crate::output::{print_json, Style};
 use crate::verb::{Policy, Verb};
-use crate::AtArg;
+use crate::AsOfArg;
 use lifeos_catalog::CatalogExt;
 use lifeos_diff::loaders::{FsLoader, StoreLoader};
-use lifeos_diff::{Anchor, FileDiff, Loader, Options, Registry, Side};
+use lifeos_diff::{FileDiff, Loader, Location, Options, Registry, Side};
 use lifeos_entities::EntitiesExt;
 use lifeos_store::Id;
 use lifeos_vcs::path::{display, is_under, BString};
@@ -42,7 +42,7 @@ pub struct DiffArgs {
     pub to_at: Option<String>,
     #[command(flatten)]
     #[allow(missing_docs)]
-    pub at: AtArg,
+    pub at: AsOfArg,
     /// One line per file.
     #[arg(long)]
     pub stat: bool,
@@ -110,7 +110,7 @@ struct DiffRequest {
     revisions: Vec<String>,
     from: Option<String>,
     to: Option<String>,
-    at: AtArg,
+    at: AsOfArg,
     from_at: Option<String>,
     to_at: Option<String>,
     stat: bool,
@@ -140,7 +140,7 @@ fn print_change(out: &mut impl Write, style: Style, c: &lifeos_diff::Located) {
         lifeos_diff::Op::Moved => style.id(">"),
     };
     let where_ = match &c.at {
-        Anchor::Lines {
+        Location::Lines {
             old_start,
             old_len,
             new_start,

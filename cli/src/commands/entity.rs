@@ -5,7 +5,7 @@ use crate::entity_util::entity_json;
 use crate::error::{CliError, CliResult};
 use crate::output::{local_time, print_json, Style};
 use crate::verb::{Policy, Verb};
-use crate::AtArg;
+use crate::AsOfArg;
 use clap::Subcommand;
 use lifeos_catalog::CatalogExt;
 use lifeos_entities::EntitiesExt;
@@ -79,7 +79,7 @@ pub enum EntityCmd {
         id: String,
         #[command(flatten)]
         #[allow(missing_docs)]
-        at: AtArg,
+        at: AsOfArg,
         /// Also list every passage of the files (as of then) that mentions it: path,
         /// commit, where in the file (a page, lines, a time range), and the text.
         #[arg(long)]
@@ -94,7 +94,7 @@ pub enum EntityCmd {
         id: String,
         #[command(flatten)]
         #[allow(missing_docs)]
-        at: AtArg,
+        at: AsOfArg,
     },
     /// Every version of an entity, newest first, with the operation that made it.
     History {
@@ -187,7 +187,7 @@ fn run(repo: &Repo, cmd: EntityCmd, style: Style) -> CliResult<u8> {
                 lifeos_ingest::search::search(
                     repo,
                     "",
-                    lifeos_ingest::search::Scope::View(&view),
+                    lifeos_ingest::search::Versions::View(&view),
                     &lifeos_ingest::search::Filters {
                         mentions: Some(&id),
                         ..Default::default()

@@ -4,7 +4,7 @@ use crate::context::{file_at, resolve, Context, FileAt};
 use crate::error::{CliError, CliResult};
 use crate::output::{local_time, print_json, Style};
 use crate::verb::{Policy, Verb};
-use crate::RevAt;
+use crate::RevArgs;
 use clap::Subcommand;
 use lifeos_catalog::anchor_json;
 use lifeos_catalog::CatalogExt;
@@ -38,7 +38,7 @@ pub enum ExtractCmd {
         path: OsString,
         #[command(flatten)]
         #[allow(missing_docs)]
-        rev: RevAt,
+        rev: RevArgs,
         /// Text, or the transcript as subtitles (srt, vtt).
         #[arg(long, value_enum, default_value_t = ExtractFormat::Text)]
         format: ExtractFormat,
@@ -56,7 +56,7 @@ pub enum ExtractCmd {
         paths: Vec<OsString>,
         #[command(flatten)]
         #[allow(missing_docs)]
-        rev: RevAt,
+        rev: RevArgs,
         /// Print JSON (schema lifeos.extract_list.v1).
         #[arg(long)]
         json: bool,
@@ -87,7 +87,7 @@ fn run(repo: &Repo, cmd: ExtractCmd, style: Style) -> CliResult<u8> {
     match cmd {
         ExtractCmd::Show {
             path,
-            rev: RevAt { revision, at },
+            rev: RevArgs { revision, at },
             format,
             model,
             json,
@@ -164,7 +164,7 @@ fn run(repo: &Repo, cmd: ExtractCmd, style: Style) -> CliResult<u8> {
         }
         ExtractCmd::List {
             paths,
-            rev: RevAt { revision, at },
+            rev: RevArgs { revision, at },
             json,
         } => {
             let (commit, c) = resolve(repo, &revision, &at)?;

@@ -5,7 +5,7 @@ use crate::error::CliResult;
 use crate::history_util::commit_json;
 use crate::output::{print_json, relative_time, Style};
 use crate::verb::{Policy, Verb};
-use crate::AtArg;
+use crate::AsOfArg;
 use lifeos_store::Id;
 use lifeos_vcs::object::change_id_str;
 use lifeos_vcs::{Commit, Repo, View};
@@ -35,7 +35,7 @@ pub struct LogArgs {
     pub all: bool,
     #[command(flatten)]
     #[allow(missing_docs)]
-    pub at: AtArg,
+    pub at: AsOfArg,
     /// Print JSON (schema lifeos.log.v1).
     #[arg(long)]
     pub json: bool,
@@ -124,7 +124,7 @@ struct LogRequest<'a> {
 }
 
 /// `lifeos log`.
-fn log(repo: &Repo, args: &LogRequest<'_>, at: &AtArg, style: Style) -> CliResult<u8> {
+fn log(repo: &Repo, args: &LogRequest<'_>, at: &AsOfArg, style: Style) -> CliResult<u8> {
     let LogRequest {
         path,
         revset,

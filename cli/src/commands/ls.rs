@@ -4,7 +4,7 @@ use crate::context::{resolve, Context};
 use crate::error::CliResult;
 use crate::output::{human_bytes, print_json};
 use crate::verb::{Policy, Verb};
-use crate::RevAt;
+use crate::RevArgs;
 use lifeos_vcs::path::display;
 use lifeos_vcs::{EntryKind, Repo};
 use serde_json::json;
@@ -19,7 +19,7 @@ pub struct LsArgs {
     pub path: Option<OsString>,
     #[command(flatten)]
     #[allow(missing_docs)]
-    pub rev: RevAt,
+    pub rev: RevArgs,
     /// Print JSON (schema lifeos.ls.v1).
     #[arg(long)]
     pub json: bool,
@@ -31,7 +31,7 @@ impl Verb for LsArgs {
     }
 
     fn run(self, ctx: &Context) -> CliResult<u8> {
-        let RevAt { revision, at } = &self.rev;
+        let RevArgs { revision, at } = &self.rev;
         ls(
             ctx.repo()?,
             self.path.as_deref().map(OsStrExt::as_bytes),
@@ -42,7 +42,13 @@ impl Verb for LsArgs {
     }
 }
 
-fn ls(repo: &Repo, path: Option<&[u8]>, rev: &str, at: &crate::AtArg, json: bool) -> CliResult<u8> {
+fn ls(
+    repo: &Repo,
+    path: Option<&[u8]>,
+    rev: &str,
+    at: &crate::AsOfArg,
+    json: bool,
+) -> CliResult<u8> {
     let (id, c) = resolve(repo, rev, at)?;
     let clean = lifeos_vcs::path::clean(path.unwrap_or_default())?;
     let rows = repo.entries_at(Some(&c.tree), &clean, rev)?;

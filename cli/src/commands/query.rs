@@ -5,7 +5,7 @@ use crate::entity_util::entity_json;
 use crate::error::{CliError, CliResult};
 use crate::output::{print_json, Style};
 use crate::verb::{Policy, Verb};
-use crate::AtArg;
+use crate::AsOfArg;
 use lifeos_catalog::CatalogExt;
 use lifeos_vcs::Repo;
 use serde_json::json;
@@ -19,7 +19,7 @@ pub struct QueryArgs {
     pub query: String,
     #[command(flatten)]
     #[allow(missing_docs)]
-    pub at: AtArg,
+    pub at: AsOfArg,
     /// Print JSON (schema lifeos.query.v1).
     #[arg(long)]
     pub json: bool,
@@ -36,7 +36,7 @@ impl Verb for QueryArgs {
 }
 
 /// Runs `lifeos query QUERY`.
-fn query(repo: &Repo, q: &str, at: &AtArg, json: bool, style: Style) -> CliResult<u8> {
+fn query(repo: &Repo, q: &str, at: &AsOfArg, json: bool, style: Style) -> CliResult<u8> {
     let parsed = lifeos_entities::query::parse(q).map_err(|e| {
         let col = q[..e.at.min(q.len())].chars().count();
         CliError::new(format!("query: {}\n  {q}\n  {}^", e.message, " ".repeat(col))).hint(

@@ -5,7 +5,7 @@ use crate::error::{CliError, CliResult};
 use crate::history_util::uncommitted_hint;
 use crate::output::{bar, human_bytes, print_json, Style};
 use crate::verb::{Policy, Verb};
-use crate::AtArg;
+use crate::AsOfArg;
 use lifeos_vcs::path::display;
 use lifeos_vcs::Repo;
 use serde_json::json;
@@ -26,7 +26,7 @@ pub struct RestoreArgs {
     pub revision: String,
     #[command(flatten)]
     #[allow(missing_docs)]
-    pub at: AtArg,
+    pub at: AsOfArg,
     /// Overwrite uncommitted changes to PATH (they are saved as a commit first).
     #[arg(long)]
     pub force: bool,
@@ -60,7 +60,7 @@ impl Verb for RestoreArgs {
     }
 }
 
-fn restore_to(repo: &Repo, to: &Path, rev: &str, at: &crate::AtArg, json: bool) -> CliResult<u8> {
+fn restore_to(repo: &Repo, to: &Path, rev: &str, at: &crate::AsOfArg, json: bool) -> CliResult<u8> {
     let (id, c) = resolve(repo, rev, at)?;
     let total = repo.tree(&c.tree)?.total_size();
     let pb = bar(total, "restoring");
@@ -88,7 +88,7 @@ fn restore_path(
     repo: &Repo,
     path: &[u8],
     rev: &str,
-    at: &AtArg,
+    at: &AsOfArg,
     force: bool,
     json: bool,
     style: Style,

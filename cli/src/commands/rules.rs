@@ -60,7 +60,7 @@ fn rules(repo: &Repo, cmd: RulesCmd, style: Style) -> CliResult<u8> {
                     r.line,
                     r.hook.as_deref().unwrap_or(&r.on),
                     r.action.kind(),
-                    if r.approval == lifeos_actions::rules::Approval::Auto {
+                    if r.approval == lifeos_actions::rules::ApprovalMode::Auto {
                         ", approved automatically"
                     } else {
                         ", needs approval"

@@ -5,9 +5,9 @@ use crate::error::{CliError, CliResult};
 use crate::output::{print_json, Style};
 use crate::search_util::{hit_json, print_hits};
 use crate::verb::{Policy, Verb};
-use crate::AtArg;
+use crate::AsOfArg;
 use lifeos_entities::EntitiesExt;
-use lifeos_ingest::search::{search as run_search, Filters, Scope};
+use lifeos_ingest::search::{search as run_search, Filters, Versions};
 use lifeos_vcs::Repo;
 use serde_json::json;
 use std::io::Write;
@@ -62,7 +62,7 @@ pub struct SearchArgs {
     pub query: Option<String>,
     #[command(flatten)]
     #[allow(missing_docs)]
-    pub at: AtArg,
+    pub at: AsOfArg,
     /// Every version that ever matched, grouped by file.
     #[arg(long, conflicts_with = "at")]
     pub all_history: bool,
@@ -115,7 +115,7 @@ impl Verb for SearchArgs {
 fn search(
     repo: &Repo,
     query: Option<&str>,
-    at: &AtArg,
+    at: &AsOfArg,
     all_history: bool,
     filters: &Filters<'_>,
     limit: usize,
@@ -141,9 +141,9 @@ fn search(
         }
     };
     let scope = if all_history {
-        Scope::AllHistory
+        Versions::AllHistory
     } else {
-        Scope::View(&view)
+        Versions::View(&view)
     };
     let hits = run_search(repo, query, scope, filters, limit)?;
     if json {

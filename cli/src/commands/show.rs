@@ -5,7 +5,7 @@ use crate::error::CliResult;
 use crate::history_util::{change_json, commit_json};
 use crate::output::{human_bytes, local_time, print_json, Style};
 use crate::verb::{Policy, Verb};
-use crate::AtArg;
+use crate::AsOfArg;
 use lifeos_vcs::object::change_id_str;
 use lifeos_vcs::path::display;
 use lifeos_vcs::Repo;
@@ -18,7 +18,7 @@ pub struct ShowArgs {
     pub revision: String,
     #[command(flatten)]
     #[allow(missing_docs)]
-    pub at: AtArg,
+    pub at: AsOfArg,
     /// Print JSON (schema lifeos.show.v1).
     #[arg(long)]
     pub json: bool,
@@ -41,7 +41,7 @@ impl Verb for ShowArgs {
 }
 
 /// `lifeos show`.
-fn show(repo: &Repo, rev: &str, at: &AtArg, json: bool, style: Style) -> CliResult<u8> {
+fn show(repo: &Repo, rev: &str, at: &AsOfArg, json: bool, style: Style) -> CliResult<u8> {
     let view = view_at(repo, at)?;
     let (id, c) = resolve_in(repo, &view, rev)?;
     let parent_tree = match c.parents.first() {

@@ -4,7 +4,7 @@ use crate::context::{resolve_in, view_at, Context};
 use crate::error::CliResult;
 use crate::output::{print_json, Style};
 use crate::verb::{Policy, Verb};
-use crate::AtArg;
+use crate::AsOfArg;
 use clap::Subcommand;
 use lifeos_vcs::Repo;
 use serde_json::json;
@@ -32,7 +32,7 @@ pub enum TagCmd {
     List {
         #[command(flatten)]
         #[allow(missing_docs)]
-        at: AtArg,
+        at: AsOfArg,
         /// Print JSON (schema lifeos.tags.v1).
         #[arg(long)]
         json: bool,

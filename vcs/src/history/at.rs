@@ -12,14 +12,14 @@ impl Repo {
     }
 
     /// Resolves `--at WHEN` to the operation whose view it means.
-    pub fn op_at(&self, when: &str) -> Result<AtOp> {
+    pub fn op_at(&self, when: &str) -> Result<OpAsOf> {
         let now = jiff::Timestamp::from_millisecond(now_ms())
             .map_err(|e| VcsError::BadTime(e.to_string()))?
             .to_zoned(jiff::tz::TimeZone::system());
         let parsed = parse_when(when, &now).map_err(VcsError::BadTime)?;
         let index = self.op_index();
         match parsed {
-            When::Operation(prefix) => Ok(AtOp {
+            When::Operation(prefix) => Ok(OpAsOf {
                 state: self.op_state(&self.resolve_op(&prefix)?)?,
                 asked_ms: None,
             }),
@@ -43,7 +43,7 @@ impl Repo {
                         "the operation index has operations from {first} ms but none at or before {t} ms; run `lifeos reindex`"
                     ))
                 })?;
-                Ok(AtOp {
+                Ok(OpAsOf {
                     state: self.op_state(&id)?,
                     asked_ms: Some(t),
                 })
@@ -54,7 +54,7 @@ impl Repo {
 
 /// Which operation a `--at` resolved to.
 #[derive(Debug, Clone)]
-pub struct AtOp {
+pub struct OpAsOf {
     /// The operation.
     pub state: OpState,
     /// What the user asked for, resolved to a time (ms), if it was a time.

@@ -8,12 +8,12 @@ use std::path::Path;
 use lifeos_store::{Id, Kind, Transaction};
 
 use crate::error::{Result, VcsError};
+use crate::moment::{parse_when, When};
 use crate::object::{Commit, Conflict, EntryKind, Event, OpEvents, Operation, TreeEntry, View};
 use crate::path::{display, in_folder, is_under, BString};
 use crate::prefix::IdKind;
 use crate::repo::{now_ms, OpState, Repo};
 use crate::treediff::{diff_flat, Change, ChangeKind, FlatTree};
-use crate::when::{parse_when, When};
 use crate::working_copy::fsmonitor::{skipped_outside, SideFile, Watched};
 use crate::working_copy::moves::WorkingCopyLock;
 use crate::working_copy::snapshot::{submodule_folder_present, untrusted, Untrusted};
@@ -29,7 +29,7 @@ mod rewrite;
 mod status;
 mod undo;
 
-pub use at::AtOp;
+pub use at::OpAsOf;
 pub use checkout::Target;
 pub use refs::valid_ref_name;
 pub(crate) use rewrite::change_list;

@@ -67,13 +67,13 @@ impl Repo {
         // A commit's parent is usually the next commit listed: its entry, looked up as
         // the parent's, is kept for that turn, so each commit is read once.
         // A commit's first parent and the path's entry in its tree.
-        type At = (Option<Id>, Option<TreeEntry>);
-        let entry_at = |id: &Id| -> Result<At> {
+        type ParentAndEntry = (Option<Id>, Option<TreeEntry>);
+        let entry_at = |id: &Id| -> Result<ParentAndEntry> {
             let c = self.commit(id)?;
             Ok((c.parents.first().copied(), self.lookup_path(&c.tree, path)?))
         };
         let mut kept = Vec::new();
-        let mut next: Option<(Id, At)> = None;
+        let mut next: Option<(Id, ParentAndEntry)> = None;
         for id in ids {
             if kept.len() >= limit {
                 break;

@@ -5,7 +5,7 @@
 //! This is the object format and its merge rule, which the history core needs to merge
 //! concurrent operations: attribute by attribute against their common ancestor, an
 //! attribute set differently on both sides keeping the newer side's value and a
-//! [`Conflict`]. What entities mean (the schema, edits, queries, derivation from files)
+//! [`AttrConflict`]. What entities mean (the schema, edits, queries, derivation from files)
 //! is `lifeos-entities`.
 
 use lifeos_store::codec::{DecodeError, Reader, Writer};
@@ -148,7 +148,7 @@ fn read_opt_value(
 /// An attribute that concurrent operations set to different values: the entity keeps the
 /// newer side's value (`theirs`) and this record until the attribute is set again.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Conflict {
+pub struct AttrConflict {
     /// The attribute (empty: the entity itself, removed on one side and changed on the
     /// other; it was kept).
     pub attr: String,
@@ -172,7 +172,7 @@ pub struct Entity {
     /// Links (relation, target entity id), sorted.
     pub links: Vec<(String, String)>,
     /// Attributes left in conflict by a merge of concurrent operations, sorted.
-    pub conflicts: Vec<Conflict>,
+    pub conflicts: Vec<AttrConflict>,
 }
 
 impl Entity {
@@ -225,13 +225,13 @@ impl Entity {
             links.push(link);
         }
         let n = r.count(W)?;
-        let mut conflicts: Vec<Conflict> = Vec::with_capacity(n);
+        let mut conflicts: Vec<AttrConflict> = Vec::with_capacity(n);
         for _ in 0..n {
             let attr = r.str(W)?.to_string();
             if conflicts.last().is_some_and(|p| p.attr >= attr) {
                 return Err(DecodeError::new(W, "conflicts are not sorted"));
             }
-            conflicts.push(Conflict {
+            conflicts.push(AttrConflict {
                 attr,
                 base: read_opt_value(&mut r, W)?,
                 ours: read_opt_value(&mut r, W)?,
@@ -323,7 +323,7 @@ pub fn decode_in(tx: &Transaction<'_>, obj: &Id) -> Result<Entity> {
 /// Merges one entity changed on both sides of concurrent operations (`None`: absent on
 /// that side): attribute by attribute and link by link against the base; an attribute
 /// both sides set differently keeps the newer side's (`theirs`) value and a
-/// [`Conflict`]. An entity removed on one side and changed on the other is kept, with a
+/// [`AttrConflict`]. An entity removed on one side and changed on the other is kept, with a
 /// conflict on the entity itself.
 pub fn merge_entity(
     base: Option<&Entity>,
@@ -337,7 +337,7 @@ pub fn merge_entity(
             kept.conflicts.retain(|c| !c.attr.is_empty());
             kept.conflicts.insert(
                 0,
-                Conflict {
+                AttrConflict {
                     attr: String::new(),
                     base: None,
                     ours: None,
@@ -358,13 +358,13 @@ pub fn merge_entity(
         .collect();
     names.sort();
     names.dedup();
-    let mut conflicts: Vec<Conflict> = Vec::new();
+    let mut conflicts: Vec<AttrConflict> = Vec::new();
     let mut attrs = Vec::new();
     for name in names {
         let vb = base.and_then(|b| b.get(name)).cloned();
         let (vo, vt) = (o.get(name).cloned(), t.get(name).cloned());
         let v = three_way(vb.clone(), vo, vt).unwrap_or_else(|(ours, theirs)| {
-            conflicts.push(Conflict {
+            conflicts.push(AttrConflict {
                 attr: name.clone(),
                 base: vb,
                 ours,
@@ -384,7 +384,7 @@ pub fn merge_entity(
         .into_iter()
         .filter(|l| three_way(has(base, l), has(Some(o), l), has(Some(t), l)).unwrap_or(true))
         .collect();
-    // Conflict records merge like attributes (a side that settled one drops it), then the
+    // AttrConflict records merge like attributes (a side that settled one drops it), then the
     // new ones replace any record on the same attribute.
     let record = |e: Option<&Entity>, attr: &str| {
         e.and_then(|e| e.conflicts.iter().find(|c| c.attr == attr).cloned())
@@ -397,7 +397,7 @@ pub fn merge_entity(
         .collect();
     names.sort();
     names.dedup();
-    let mut records: Vec<Conflict> = names
+    let mut records: Vec<AttrConflict> = names
         .iter()
         .filter_map(|a| {
             three_way(record(base, a), record(Some(o), a), record(Some(t), a))
@@ -459,7 +459,7 @@ mod tests {
                 ("urgent".into(), Value::parse("true")),
             ],
             links: vec![("project".into(), "project:move".into())],
-            conflicts: vec![Conflict {
+            conflicts: vec![AttrConflict {
                 attr: "title".into(),
                 base: None,
                 ours: Some(Value::Num(1.0)),

@@ -26,7 +26,7 @@ use crate::error::Result;
 use crate::object::{EntryKind, TreeEntry};
 use crate::path::BString;
 use crate::repo::Repo;
-use crate::working_copy::snapshot_edits::Scope;
+use crate::working_copy::snapshot_edits::PartialScan;
 use crate::working_copy::stat_cache::StatCache;
 use crate::working_copy::types::Token;
 use crate::working_copy::{scan_within, CacheEntry, Skipped, Snapshot, SnapshotProgress};
@@ -406,7 +406,7 @@ impl Repo {
             return Ok(None);
         };
         let scanned = scan_within(self.workdir(), targets)?;
-        let scope = Scope {
+        let scope = PartialScan {
             entries: there
                 .iter()
                 .map(|(p, e)| (p.clone(), CacheEntry::never_trusted(e)))

@@ -220,8 +220,8 @@ impl Repo {
         for c in todo_all.iter().cloned() {
             let now = current_version(self.workdir(), &c.path);
             let version = |e: &Option<crate::object::TreeEntry>| match e {
-                Some(e) => Held::Version(e.kind, e.id),
-                None => Held::Absent,
+                Some(e) => OnDisk::Version(e.kind, e.id),
+                None => OnDisk::Absent,
             };
             if now == version(&c.new) {
                 continue;
@@ -577,7 +577,7 @@ fn remove_stale_temporaries(dir: &Path) {
 
 /// What the folder holds at a path.
 #[derive(Debug, PartialEq, Eq)]
-enum Held {
+enum OnDisk {
     /// Nothing.
     Absent,
     /// A file, executable or symlink with this content.
@@ -588,37 +588,37 @@ enum Held {
 }
 
 /// What the folder holds at `path` now (files hashed).
-fn current_version(root: &Path, path: &[u8]) -> Held {
+fn current_version(root: &Path, path: &[u8]) -> OnDisk {
     if !through_real_folders(root, path) {
-        return Held::Other;
+        return OnDisk::Other;
     }
     let full = in_folder(root, path);
     let m = match full.symlink_metadata() {
         Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Held::Absent,
-        Err(_) => return Held::Other,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return OnDisk::Absent,
+        Err(_) => return OnDisk::Other,
     };
     if m.file_type().is_symlink() {
         return match std::fs::read_link(&full) {
-            Ok(t) => Held::Version(EntryKind::Symlink, Id::hash(t.as_os_str().as_bytes())),
-            Err(_) => Held::Other,
+            Ok(t) => OnDisk::Version(EntryKind::Symlink, Id::hash(t.as_os_str().as_bytes())),
+            Err(_) => OnDisk::Other,
         };
     }
     if !m.is_file() {
-        return Held::Other;
+        return OnDisk::Other;
     }
     let mut h = blake3::Hasher::new();
     let hashed = File::open(&full)
         .and_then(|f| std::io::copy(&mut std::io::BufReader::with_capacity(1 << 20, f), &mut h));
     if hashed.is_err() {
-        return Held::Other;
+        return OnDisk::Other;
     }
     let kind = if m.mode() & 0o111 != 0 {
         EntryKind::Executable
     } else {
         EntryKind::File
     };
-    Held::Version(kind, h.finalize().into())
+    OnDisk::Version(kind, h.finalize().into())
 }
 
 /// Whether every folder above `path` (below `root`) is a real folder or absent, not a

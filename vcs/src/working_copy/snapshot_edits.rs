@@ -27,7 +27,7 @@ pub(crate) type Edit<'a> = (&'a [u8], Option<TreeEntry>);
 
 /// A scan limited to some paths, for [`Repo::snapshot_edits`]: what the base tree has
 /// there stands in for the stat cache.
-pub(crate) struct Scope {
+pub(crate) struct PartialScan {
     /// The base tree's files at or below the paths looked at, in path order, as cache
     /// entries no file's metadata matches (every file found there is read).
     pub entries: Vec<(BString, CacheEntry)>,
@@ -53,7 +53,7 @@ impl Repo {
         old: StatCache,
         since: &BTreeMap<Vec<u8>, Option<CacheEntry>>,
         mut scanned: Scan,
-        scope: Option<Scope>,
+        scope: Option<PartialScan>,
         started_ns: i128,
         progress: &dyn SnapshotProgress,
     ) -> Result<std::result::Result<Snapshot, Scan>> {

@@ -6,7 +6,7 @@ use memchr::memmem;
 
 /// A parsed query.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Query {
+pub struct Terms {
     /// Words and phrases that must match (each a list of words).
     pub must: Vec<Vec<String>>,
     /// Words and phrases that must not match.
@@ -21,8 +21,8 @@ fn words(s: &str) -> Vec<String> {
 }
 
 /// Parses user input.
-pub fn parse(input: &str) -> Query {
-    let mut q = Query::default();
+pub fn parse(input: &str) -> Terms {
+    let mut q = Terms::default();
     let chars: Vec<char> = input.chars().collect();
     let mut i = 0;
     while i < chars.len() {
@@ -70,7 +70,7 @@ fn quoted(ws: &[String]) -> String {
     format!("\"{}\"", ws.join(" ").replace('"', "\"\""))
 }
 
-impl Query {
+impl Terms {
     /// The FTS5 MATCH expression, or `None` if nothing must match.
     pub fn fts(&self) -> Option<String> {
         if self.must.is_empty() {
@@ -104,7 +104,7 @@ impl Query {
     }
 }
 
-/// Whether paths match a [`Query`]: every required word or phrase appears in the path
+/// Whether paths match a [`Terms`]: every required word or phrase appears in the path
 /// (lowercased), no excluded one does. Holds a searcher per phrase, made once, and one
 /// buffer, so a search matching the names of 100,000 files allocates nothing per path
 /// (and does not set up a substring search per path and phrase, as `str::contains` does).

@@ -1,10 +1,11 @@
 //! How actions, receipts and fired rules print, for every verb that runs or fires them.
 
-use crate::error::CliError;
-use crate::output::{local_time, Style};
 use lifeos_actions::{Action, Actions, ActionsError, Fired, Receipt, RunReport};
 use lifeos_vcs::Repo;
 use serde_json::{json, Value as Json};
+
+use crate::error::CliError;
+use crate::output::{local_time, Style};
 
 impl From<ActionsError> for CliError {
     fn from(e: ActionsError) -> Self {
@@ -19,10 +20,11 @@ impl From<ActionsError> for CliError {
     }
 }
 
-pub(crate) fn hex(id: Option<lifeos_store::Id>) -> Json {
+fn hex(id: Option<lifeos_store::Id>) -> Json {
     id.map_or(Json::Null, |i| json!(i.to_hex()))
 }
 
+/// An action as `lifeos.actions.v1` has it: payload, hash, approval, state and records.
 pub(crate) fn action_json(actions: &Actions<'_>, a: &Action) -> Json {
     let payload: Json = serde_json::from_slice(&a.payload).unwrap_or(Json::Null);
     let event: Json = serde_json::from_str(&a.event).unwrap_or(Json::Null);
@@ -56,6 +58,7 @@ pub(crate) fn action_json(actions: &Actions<'_>, a: &Action) -> Json {
     })
 }
 
+/// A receipt as `lifeos.receipt.v1` has it.
 pub(crate) fn receipt_json(r: &Receipt) -> Json {
     json!({
         "id": r.id.to_hex(),
@@ -80,6 +83,7 @@ pub(crate) fn receipt_json(r: &Receipt) -> Json {
     })
 }
 
+/// What a run of approved actions did, as JSON.
 pub(crate) fn run_json(r: &RunReport) -> Json {
     json!({
         "action": r.action,
@@ -126,6 +130,7 @@ pub(crate) fn summary(payload: &Json) -> String {
     }
 }
 
+/// Says what a run of approved actions did, one line per action.
 pub(crate) fn print_run(r: &RunReport, style: Style) {
     let receipt = r
         .receipt

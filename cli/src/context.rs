@@ -3,10 +3,10 @@
 //! its front end), and the helpers verbs share: reading a revision or a moment, a file in
 //! one, and taking the folder to record it.
 
-use lifeos_vcs::commit::CommitOptions;
 use std::cell::OnceCell;
 use std::path::{Path, PathBuf};
 
+use lifeos_vcs::commit::CommitOptions;
 use lifeos_vcs::path::display;
 use lifeos_vcs::working_copy::moves::WorkingCopyLock;
 use lifeos_vcs::Repo;
@@ -188,6 +188,7 @@ pub(crate) fn resolve_in(
     Ok((id, c))
 }
 
+/// Resolves a revision as of `--at` (the current view without it) and reads the commit.
 pub(crate) fn resolve(
     repo: &Repo,
     rev: &str,

@@ -1,9 +1,10 @@
 //! How entity changes print, in `diff`, `op show` and `entity history`.
 
-use crate::output::Style;
 use lifeos_entities::{Entity, EntityDiff, Value as AttrValue};
 use lifeos_store::Id;
 use serde_json::{json, Value};
+
+use crate::output::Style;
 
 /// An entity's change between two views, as `lifeos.diff.v1` and `lifeos.op.v1` give it.
 pub(crate) fn entity_diff_json(d: &EntityDiff) -> Value {
@@ -24,7 +25,7 @@ pub(crate) fn entity_diff_json(d: &EntityDiff) -> Value {
     })
 }
 
-pub(crate) fn change_name(d: &EntityDiff) -> &'static str {
+fn change_name(d: &EntityDiff) -> &'static str {
     match (&d.old, &d.new) {
         (None, _) => "created",
         (_, None) => "removed",
@@ -59,7 +60,7 @@ pub(crate) fn print_entity_diffs(out: &mut dyn std::io::Write, diffs: &[EntityDi
     }
 }
 
-pub(crate) fn value_json(v: &AttrValue) -> Value {
+fn value_json(v: &AttrValue) -> Value {
     match v {
         AttrValue::Str(s) => json!(s),
         AttrValue::Num(n) => json!(n),
@@ -68,7 +69,7 @@ pub(crate) fn value_json(v: &AttrValue) -> Value {
     }
 }
 
-pub(crate) fn opt_json(v: &Option<AttrValue>) -> Value {
+fn opt_json(v: &Option<AttrValue>) -> Value {
     v.as_ref().map_or(Value::Null, value_json)
 }
 

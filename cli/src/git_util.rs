@@ -1,10 +1,13 @@
-//! Keeping a folder shared with git in step: what git changed comes in before a command, what the command changed goes out after, and how an import reads.
+//! Keeping a folder shared with git in step: what git changed comes in before a command,
+//! what the command changed goes out after, and how an import reads.
+
+use std::path::Path;
+
+use lifeos_vcs::Repo;
+use serde_json::json;
 
 use crate::error::CliResult;
 use crate::output::print_json;
-use lifeos_vcs::Repo;
-use serde_json::json;
-use std::path::Path;
 
 /// Before a command: a store an earlier lifeos kept at `.lifeos` beside `.git` moves into
 /// `.git/lifeos` (saying so), and a `.lifeos` that git tracks is refused.
@@ -39,7 +42,7 @@ pub(crate) fn colocate(repo: Repo) -> CliResult<()> {
 /// `repo` opened again, for a change of where its store is (which takes the repository
 /// by value: the handle given up points at the old place, and is not used after).
 pub(crate) fn reopened(repo: &Repo) -> CliResult<Repo> {
-    let mut again = Repo::discover(repo.workdir())?;
+    let mut again = lifeos_app::open(repo.workdir())?;
     again.interrupt = repo.interrupt.clone();
     Ok(again)
 }

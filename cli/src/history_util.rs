@@ -1,18 +1,22 @@
-//! What several history verbs print: commits, signatures and changes as JSON, and the errors they share.
+//! What several history verbs print: commits, signatures and changes as JSON, and the
+//! errors they share.
 
-use crate::error::CliError;
+use std::collections::HashMap;
+
 use lifeos_store::Id;
 use lifeos_vcs::object::{change_id_str, Signature};
 use lifeos_vcs::path::display;
 use lifeos_vcs::treediff::Change;
 use lifeos_vcs::Commit;
 use serde_json::{json, Value};
-use std::collections::HashMap;
 
-pub(crate) fn sig_json(s: &Signature) -> Value {
+use crate::error::CliError;
+
+fn sig_json(s: &Signature) -> Value {
     json!({"name": s.name, "email": s.email, "time": s.time, "tz_offset_min": s.tz_offset_min})
 }
 
+/// A commit as `lifeos.log.v1` and `lifeos.show.v1` have it, with the refs at it.
 pub(crate) fn commit_json(id: &Id, c: &Commit, refs: &HashMap<Id, Vec<String>>) -> Value {
     json!({
         "commit": id.to_hex(),
@@ -27,6 +31,7 @@ pub(crate) fn commit_json(id: &Id, c: &Commit, refs: &HashMap<Id, Vec<String>>) 
     })
 }
 
+/// A changed path as `show` and `status` print it in JSON.
 pub(crate) fn change_json(c: &Change) -> Value {
     json!({
         "path": display(&c.path),
@@ -36,6 +41,7 @@ pub(crate) fn change_json(c: &Change) -> Value {
     })
 }
 
+/// The error for a branch or tag `name` that does not exist, naming the ones that do.
 pub(crate) fn unknown_ref(refs: &[(String, Id)], name: &str, what: &str) -> CliError {
     let names: Vec<&str> = refs.iter().map(|(n, _)| n.as_str()).collect();
     let hint = if names.is_empty() {
@@ -46,6 +52,7 @@ pub(crate) fn unknown_ref(refs: &[(String, Id)], name: &str, what: &str) -> CliE
     CliError::new(format!("no {what} named {name:?}")).hint(hint)
 }
 
+/// `e`, with a hint to commit or `--force` when the folder has uncommitted changes.
 pub(crate) fn uncommitted_hint(e: lifeos_vcs::VcsError) -> CliError {
     let is_uncommitted = matches!(e, lifeos_vcs::VcsError::Uncommitted(_));
     let err = CliError::from(e);

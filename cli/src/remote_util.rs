@@ -1,13 +1,16 @@
-//! What the remote verbs share: the passphrase, opening a remote with its errors explained, a progress bar for bytes moving, and how a fetch reads.
+//! What the remote verbs share: the passphrase, opening a remote with its errors explained,
+//! a progress bar for bytes moving, and how a fetch reads.
 
-use crate::error::{CliError, CliResult};
-use crate::output::{human_bytes, Style};
+use std::path::{Path, PathBuf};
+
 use lifeos_remote::places::{RemoteSpec, Remotes};
 use lifeos_remote::pull;
 use lifeos_remote::{Remote, RemoteError};
 use lifeos_vcs::Repo;
 use serde_json::json;
-use std::path::{Path, PathBuf};
+
+use crate::error::{CliError, CliResult};
+use crate::output::{human_bytes, Style};
 
 /// Where an S3 remote's endpoint and region come from when not from the environment.
 #[derive(Debug, Clone, clap::Args)]
@@ -70,7 +73,7 @@ pub(crate) fn passphrase(
     )))
 }
 
-pub(crate) fn remote_err(e: RemoteError) -> CliError {
+fn remote_err(e: RemoteError) -> CliError {
     let hint = match &e {
         RemoteError::Crypt(lifeos_remote::crypt::CryptError::WrongPassphrase) => {
             Some("nothing was written; check LIFEOS_PASSPHRASE or the --passphrase-file")
@@ -202,6 +205,7 @@ pub(crate) fn absolute_url(url: &str) -> CliResult<String> {
     Ok(here.join(url).to_string_lossy().into_owned())
 }
 
+/// What a fetch brought, as `lifeos.fetch.v1` has it.
 pub(crate) fn fetch_json(name: &str, r: &lifeos_remote::FetchReport) -> serde_json::Value {
     json!({"remote": name, "objects": r.objects, "bytes": r.bytes,
            "new_heads": r.new_heads.iter().map(|h| h.to_hex()).collect::<Vec<_>>(),
@@ -222,6 +226,7 @@ pub(crate) fn warn_heads(name: &str, r: &lifeos_remote::FetchReport) {
     }
 }
 
+/// Says what a fetch brought.
 pub(crate) fn say_fetched(name: &str, r: &lifeos_remote::FetchReport, style: Style) {
     if r.new_heads.is_empty() {
         println!("Nothing new on {name} ({} objects downloaded)", r.objects);

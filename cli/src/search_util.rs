@@ -1,9 +1,11 @@
 //! How search hits print, in `search` and `entity show`.
 
-use crate::output::Style;
+use std::io::Write;
+
 use lifeos_ingest::search::Hit;
 use serde_json::json;
-use std::io::Write;
+
+use crate::output::Style;
 
 /// A hit as `lifeos.search.v1` gives it.
 pub(crate) fn hit_json(h: &Hit) -> serde_json::Value {

@@ -1,14 +1,16 @@
-//! `lifeos actions`: list pending and recent actions, run approved ones, show, edit or resolve one.
+//! `lifeos actions`: list pending and recent actions, run approved ones, show, edit or
+//! resolve one.
+
+use clap::Subcommand;
+use lifeos_actions::Action;
+use lifeos_vcs::Repo;
+use serde_json::{json, Value as Json};
 
 use crate::actions_util::{action_json, actions_of, print_run, run_json, summary};
 use crate::context::Context;
 use crate::error::{CliError, CliResult};
 use crate::output::{local_time, print_json, relative_time, Style};
 use crate::verb::{Policy, Verb};
-use clap::Subcommand;
-use lifeos_actions::Action;
-use lifeos_vcs::Repo;
-use serde_json::{json, Value as Json};
 
 /// `lifeos actions ...`.
 #[derive(Debug, clap::Args)]

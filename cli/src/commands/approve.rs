@@ -1,11 +1,12 @@
 //! `lifeos approve`: approve an action's payload for a while, pinning its hash.
 
+use lifeos_vcs::Repo;
+
 use crate::actions_util::{actions_of, print_run};
 use crate::context::Context;
 use crate::error::{CliError, CliResult};
 use crate::output::Style;
 use crate::verb::{Policy, Verb};
-use lifeos_vcs::Repo;
 
 /// Arguments of `lifeos approve`.
 #[derive(Debug, clap::Args)]

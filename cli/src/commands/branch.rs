@@ -1,14 +1,15 @@
 //! `lifeos branch`: create, list, move, rename or delete branches.
 
+use clap::Subcommand;
+use lifeos_vcs::Repo;
+use serde_json::json;
+
 use crate::context::{resolve_in, view_at, Context};
 use crate::error::CliResult;
 use crate::history_util::unknown_ref;
 use crate::output::{print_json, Style};
 use crate::verb::{Policy, Verb};
 use crate::AsOfArg;
-use clap::Subcommand;
-use lifeos_vcs::Repo;
-use serde_json::json;
 
 /// `lifeos branch ...`
 #[derive(Debug, Subcommand)]

@@ -1,16 +1,18 @@
 //! `lifeos cat`: the bytes of a file in a commit.
 
+use std::ffi::OsString;
+use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
+
+use lifeos_vcs::path::display;
+use lifeos_vcs::{EntryKind, Repo};
+use serde_json::json;
+
 use crate::context::{file_at, Context, FileAt};
 use crate::error::{CliError, CliResult};
 use crate::output::print_json;
 use crate::verb::{Policy, Verb};
 use crate::RevArgs;
-use lifeos_vcs::path::display;
-use lifeos_vcs::{EntryKind, Repo};
-use serde_json::json;
-use std::ffi::OsString;
-use std::io::Write;
-use std::os::unix::ffi::OsStrExt;
 
 /// Arguments of `lifeos cat`.
 #[derive(Debug, clap::Args)]

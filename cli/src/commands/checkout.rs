@@ -1,12 +1,13 @@
 //! `lifeos checkout`: switch the folder to a branch or a revision.
 
+use lifeos_vcs::history::Target;
+use lifeos_vcs::Repo;
+
 use crate::context::{lock_folder, Context};
 use crate::error::{CliError, CliResult};
 use crate::history_util::uncommitted_hint;
 use crate::output::Style;
 use crate::verb::{Policy, Verb};
-use lifeos_vcs::history::Target;
-use lifeos_vcs::Repo;
 
 /// Arguments of `lifeos checkout`.
 #[derive(Debug, clap::Args)]

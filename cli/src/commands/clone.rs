@@ -1,5 +1,11 @@
 //! `lifeos clone`: a new repository from a remote.
 
+use std::path::{Path, PathBuf};
+
+use lifeos_remote::places::RemoteSpec;
+use lifeos_remote::pull;
+use serde_json::json;
+
 use crate::context::Context;
 use crate::error::CliResult;
 use crate::output::{human_bytes, print_json};
@@ -7,10 +13,6 @@ use crate::remote_util::{
     absolute_url, fetch_json, passphrase, reopen, warn_heads, Bar, PassArgs, S3Args, PASSPHRASE_VAR,
 };
 use crate::verb::{Policy, Verb};
-use lifeos_remote::places::RemoteSpec;
-use lifeos_remote::pull;
-use serde_json::json;
-use std::path::{Path, PathBuf};
 
 /// `lifeos clone URL [DIR] [--lazy]`
 #[derive(Debug, clap::Args)]

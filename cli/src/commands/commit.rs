@@ -1,15 +1,18 @@
-//! `lifeos commit`: record the folder (or some paths) through the commit pipeline, and say what was recorded.
+//! `lifeos commit`: record the folder (or some paths) through the commit pipeline, and say
+//! what was recorded.
+
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
+
+use lifeos_vcs::commit::CommitOptions;
+use lifeos_vcs::working_copy::SnapshotProgress;
+use lifeos_vcs::Repo;
+use serde_json::json;
 
 use crate::context::{record_folder, Context};
 use crate::error::{CliError, CliResult};
 use crate::output::{bar, human_bytes, print_json, skipped_json, Style};
 use crate::verb::{Policy, Verb};
-use lifeos_vcs::commit::CommitOptions;
-use lifeos_vcs::working_copy::SnapshotProgress;
-use lifeos_vcs::Repo;
-use serde_json::json;
-use std::ffi::OsString;
-use std::os::unix::ffi::OsStrExt;
 
 /// Arguments of `lifeos commit`.
 #[derive(Debug, clap::Args)]

@@ -2,12 +2,14 @@
 //! `lifeos_vcs::settings`, edited in place (comments, order and the store's own keys in
 //! `.lifeos/config` are kept).
 
+use std::path::{Path, PathBuf};
+
+use clap::Subcommand;
+use lifeos_vcs::settings::{self, SETTINGS};
+
 use crate::context::Context;
 use crate::error::{CliError, CliResult};
 use crate::verb::{Policy, Verb};
-use clap::Subcommand;
-use lifeos_vcs::settings::{self, SETTINGS};
-use std::path::{Path, PathBuf};
 
 /// Which file a `config` command reads or writes.
 #[derive(Debug, Clone, clap::Args)]

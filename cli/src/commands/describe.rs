@@ -1,10 +1,11 @@
 //! `lifeos describe`: change a commit's message; its change id stays.
 
+use lifeos_vcs::Repo;
+
 use crate::context::Context;
 use crate::error::CliResult;
 use crate::output::Style;
 use crate::verb::{Policy, Verb};
-use lifeos_vcs::Repo;
 
 /// Arguments of `lifeos describe`.
 #[derive(Debug, clap::Args)]

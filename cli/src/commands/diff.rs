@@ -1,10 +1,10 @@
 //! `lifeos diff`: what changed, file by file, in the terms of each file's kind.
 
-use crate::context::{resolve_in, view_at, Context};
-use crate::error::{CliError, CliResult};
-use crate::output::{print_json, Style};
-use crate::verb::{Policy, Verb};
-use crate::AsOfArg;
+use std::ffi::OsString;
+use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+
 use lifeos_catalog::CatalogExt;
 use lifeos_diff::loaders::{FsLoader, StoreLoader};
 use lifeos_diff::{FileDiff, Loader, Location, Options, Registry, Side};
@@ -15,10 +15,12 @@ use lifeos_vcs::renames::{pair_renames, FileStatus};
 use lifeos_vcs::treediff::{diff_flat, FlatTree};
 use lifeos_vcs::{EntryKind, Repo, TreeEntry};
 use serde_json::json;
-use std::ffi::OsString;
-use std::io::Write;
-use std::os::unix::ffi::OsStrExt;
-use std::path::PathBuf;
+
+use crate::context::{resolve_in, view_at, Context};
+use crate::error::{CliError, CliResult};
+use crate::output::{print_json, Style};
+use crate::verb::{Policy, Verb};
+use crate::AsOfArg;
 
 /// Arguments of `lifeos diff`.
 #[derive(Debug, clap::Args)]

@@ -1,11 +1,5 @@
 //! `lifeos entity`: add, set, show, list, link and follow the history of entities.
 
-use crate::context::{view_at, Context};
-use crate::entity_util::entity_json;
-use crate::error::{CliError, CliResult};
-use crate::output::{local_time, print_json, Style};
-use crate::verb::{Policy, Verb};
-use crate::AsOfArg;
 use clap::Subcommand;
 use lifeos_catalog::CatalogExt;
 use lifeos_entities::EntitiesExt;
@@ -13,6 +7,13 @@ use lifeos_entities::{Entity, EntityChange, Value as AttrValue};
 use lifeos_store::Id;
 use lifeos_vcs::Repo;
 use serde_json::{json, Value};
+
+use crate::context::{view_at, Context};
+use crate::entity_util::entity_json;
+use crate::error::{CliError, CliResult};
+use crate::output::{local_time, print_json, Style};
+use crate::verb::{Policy, Verb};
+use crate::AsOfArg;
 
 /// `lifeos entity ...`
 #[derive(Debug, Subcommand)]

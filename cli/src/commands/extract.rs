@@ -1,10 +1,9 @@
-//! `lifeos extract`: read what ingest extracted, with where each passage is; subtitles out; each file's extract state.
+//! `lifeos extract`: read what ingest extracted, with where each passage is; subtitles out;
+//! each file's extract state.
 
-use crate::context::{file_at, resolve, Context, FileAt};
-use crate::error::{CliError, CliResult};
-use crate::output::{local_time, print_json, Style};
-use crate::verb::{Policy, Verb};
-use crate::RevArgs;
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
+
 use clap::Subcommand;
 use lifeos_catalog::anchor_json;
 use lifeos_catalog::CatalogExt;
@@ -13,8 +12,12 @@ use lifeos_ingest::search::cite;
 use lifeos_vcs::path::display;
 use lifeos_vcs::Repo;
 use serde_json::json;
-use std::ffi::OsString;
-use std::os::unix::ffi::OsStrExt;
+
+use crate::context::{file_at, resolve, Context, FileAt};
+use crate::error::{CliError, CliResult};
+use crate::output::{local_time, print_json, Style};
+use crate::verb::{Policy, Verb};
+use crate::RevArgs;
 
 /// How `extract show` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -1,13 +1,14 @@
 //! `lifeos fetch`: download what a remote has and merge its operations.
 
+use lifeos_remote::places::Remotes;
+use lifeos_remote::pull;
+use lifeos_vcs::Repo;
+
 use crate::context::Context;
 use crate::error::CliResult;
 use crate::output::{print_json, Style};
 use crate::remote_util::{fetch_json, open_remote, say_fetched, warn_heads, Bar, PassArgs};
 use crate::verb::{Policy, Verb};
-use lifeos_remote::places::Remotes;
-use lifeos_remote::pull;
-use lifeos_vcs::Repo;
 
 /// Arguments of `lifeos fetch`.
 #[derive(Debug, clap::Args)]

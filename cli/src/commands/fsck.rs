@@ -1,12 +1,14 @@
-//! `lifeos fsck`: verify every pack, chunk and object, and that history is complete; or a remote.
+//! `lifeos fsck`: verify every pack, chunk and object, and that history is complete; or a
+//! remote.
+
+use lifeos_vcs::Repo;
+use serde_json::json;
 
 use crate::context::Context;
 use crate::error::CliResult;
 use crate::output::{bar, human_bytes, print_json, Style};
 use crate::remote_util::{open_remote, PassArgs, Scratch};
 use crate::verb::{Policy, Verb};
-use lifeos_vcs::Repo;
-use serde_json::json;
 
 /// Arguments of `lifeos fsck`.
 #[derive(Debug, clap::Args)]

@@ -1,12 +1,13 @@
 //! `lifeos gc`: remove data nothing in the operation log refers to, here or on a remote.
 
+use lifeos_vcs::Repo;
+use serde_json::json;
+
 use crate::context::Context;
 use crate::error::{CliError, CliResult};
 use crate::output::{bar, human_bytes, print_json};
 use crate::remote_util::{open_remote, PassArgs, Scratch};
 use crate::verb::{Policy, Verb};
-use lifeos_vcs::Repo;
-use serde_json::json;
 
 /// Arguments of `lifeos gc`.
 #[derive(Debug, clap::Args)]

@@ -1,16 +1,19 @@
-//! `lifeos git`: import a git repository's history, export it back with the same ids, share a folder with git, and the hooks and filter git runs.
+//! `lifeos git`: import a git repository's history, export it back with the same ids, share
+//! a folder with git, and the hooks and filter git runs.
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+
+use clap::Subcommand;
+use lifeos_git::remote::{run_git, Output};
+use lifeos_vcs::Repo;
+use serde_json::json;
 
 use crate::context::Context;
 use crate::error::{CliError, CliResult};
 use crate::git_util::{colocate, print_import, reopened, sync_in, sync_out, warn_refused};
 use crate::output::print_json;
 use crate::verb::{Policy, Verb};
-use clap::Subcommand;
-use lifeos_git::remote::{run_git, Output};
-use lifeos_vcs::Repo;
-use serde_json::json;
-use std::ffi::OsStr;
-use std::path::{Path, PathBuf};
 
 /// `lifeos git ...`
 #[derive(Debug, Subcommand)]

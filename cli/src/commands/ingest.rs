@@ -1,15 +1,17 @@
 //! `lifeos ingest`: extract searchable text from files not indexed yet.
 
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
+
+use lifeos_ingest::speech::SpeechStatus;
+use lifeos_vcs::Repo;
+use serde_json::json;
+
 use crate::context::Context;
 use crate::error::CliResult;
 use crate::error::MODEL_HINT;
 use crate::output::{bar, print_json};
 use crate::verb::{Policy, Verb};
-use lifeos_ingest::speech::SpeechStatus;
-use lifeos_vcs::Repo;
-use serde_json::json;
-use std::ffi::OsString;
-use std::os::unix::ffi::OsStrExt;
 
 /// Arguments of `lifeos ingest`.
 #[derive(Debug, clap::Args)]

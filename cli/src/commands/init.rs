@@ -1,11 +1,13 @@
 //! `lifeos init`: a new repository, optionally sharing its folder with git.
 
+use std::path::PathBuf;
+
+use lifeos_store::StoreConfig;
+
 use crate::context::Context;
 use crate::error::CliResult;
 use crate::git_util::colocate;
 use crate::verb::{Policy, Verb};
-use lifeos_store::StoreConfig;
-use std::path::PathBuf;
 
 /// Arguments of `lifeos init`.
 #[derive(Debug, clap::Args)]

@@ -1,19 +1,21 @@
 //! `lifeos log`: commits newest first, as lines, a graph or JSON.
 
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
+
+use lifeos_store::Id;
+use lifeos_vcs::object::change_id_str;
+use lifeos_vcs::{Commit, Repo, View};
+use serde_json::json;
+
 use crate::context::{view_at, Context};
 use crate::error::CliResult;
 use crate::history_util::commit_json;
 use crate::output::{print_json, relative_time, Style};
 use crate::verb::{Policy, Verb};
 use crate::AsOfArg;
-use lifeos_store::Id;
-use lifeos_vcs::object::change_id_str;
-use lifeos_vcs::{Commit, Repo, View};
-use serde_json::json;
-use std::collections::HashMap;
-use std::ffi::OsString;
-use std::io::Write;
-use std::os::unix::ffi::OsStrExt;
 
 /// Arguments of `lifeos log`.
 #[derive(Debug, clap::Args)]

@@ -1,16 +1,18 @@
 //! `lifeos ls`: the files of a commit, with sizes.
 
+use std::ffi::OsString;
+use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
+
+use lifeos_vcs::path::display;
+use lifeos_vcs::{EntryKind, Repo};
+use serde_json::json;
+
 use crate::context::{resolve, Context};
 use crate::error::CliResult;
 use crate::output::{human_bytes, print_json};
 use crate::verb::{Policy, Verb};
 use crate::RevArgs;
-use lifeos_vcs::path::display;
-use lifeos_vcs::{EntryKind, Repo};
-use serde_json::json;
-use std::ffi::OsString;
-use std::io::Write;
-use std::os::unix::ffi::OsStrExt;
 
 /// Arguments of `lifeos ls`.
 #[derive(Debug, clap::Args)]

@@ -1,12 +1,13 @@
 //! `lifeos merge`: merge a branch into the current one.
 
+use lifeos_vcs::path::display;
+use lifeos_vcs::Repo;
+
 use crate::context::{lock_folder, Context};
 use crate::error::CliResult;
 use crate::history_util::uncommitted_hint;
 use crate::output::Style;
 use crate::verb::{Policy, Verb};
-use lifeos_vcs::path::display;
-use lifeos_vcs::Repo;
 
 /// Arguments of `lifeos merge`.
 #[derive(Debug, clap::Args)]

@@ -1,14 +1,16 @@
 //! `lifeos model`: import a speech model, list them, choose the default.
 
+use std::path::PathBuf;
+
+use clap::Subcommand;
+use lifeos_speech::models::{Model, Registry};
+use serde_json::json;
+
 use crate::context::Context;
 use crate::error::MODEL_HINT;
 use crate::error::{CliError, CliResult};
 use crate::output::{human_bytes, print_json};
 use crate::verb::{Policy, Verb};
-use clap::Subcommand;
-use lifeos_speech::models::{Model, Registry};
-use serde_json::json;
-use std::path::PathBuf;
 
 /// `lifeos model` subcommands.
 #[derive(Debug, Subcommand)]

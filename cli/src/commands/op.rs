@@ -1,10 +1,7 @@
 //! `lifeos op`: the operation log, one operation, and restoring the view of one.
 
-use crate::context::{lock_folder, Context};
-use crate::error::CliResult;
-use crate::history_util::uncommitted_hint;
-use crate::output::{local_time, print_json, relative_time, Style};
-use crate::verb::{Policy, Verb};
+use std::io::Write;
+
 use clap::Subcommand;
 use lifeos_entities::EntitiesExt;
 use lifeos_store::Id;
@@ -12,7 +9,12 @@ use lifeos_vcs::object::Event;
 use lifeos_vcs::path::display;
 use lifeos_vcs::Repo;
 use serde_json::{json, Value};
-use std::io::Write;
+
+use crate::context::{lock_folder, Context};
+use crate::error::CliResult;
+use crate::history_util::uncommitted_hint;
+use crate::output::{local_time, print_json, relative_time, Style};
+use crate::verb::{Policy, Verb};
 
 /// `lifeos op ...`
 #[derive(Debug, Subcommand)]

@@ -1,13 +1,15 @@
-//! `lifeos pull`: fetch, then move the current branch and the folder to the remote's commit.
+//! `lifeos pull`: fetch, then move the current branch and the folder to the remote's
+//! commit.
+
+use lifeos_remote::pull;
+use lifeos_vcs::Repo;
+use serde_json::json;
 
 use crate::context::{say_finished_move, Context};
 use crate::error::CliResult;
 use crate::output::{print_json, Style};
 use crate::remote_util::{fetch_json, open_remote, say_fetched, warn_heads, Bar, PassArgs};
 use crate::verb::{Policy, Verb};
-use lifeos_remote::pull;
-use lifeos_vcs::Repo;
-use serde_json::json;
 
 /// Arguments of `lifeos pull`.
 #[derive(Debug, clap::Args)]

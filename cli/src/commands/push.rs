@@ -1,14 +1,16 @@
-//! `lifeos push`: upload what a remote lacks, then publish this repository's operations on it.
+//! `lifeos push`: upload what a remote lacks, then publish this repository's operations on
+//! it.
+
+use lifeos_remote::pull;
+use lifeos_remote::PushPlan;
+use lifeos_vcs::Repo;
+use serde_json::json;
 
 use crate::context::Context;
 use crate::error::CliResult;
 use crate::output::{human_bytes, print_json};
 use crate::remote_util::{open_remote, passphrase_at_hand, Bar, PassArgs, PASSPHRASE_VAR};
 use crate::verb::{Policy, Verb};
-use lifeos_remote::pull;
-use lifeos_remote::PushPlan;
-use lifeos_vcs::Repo;
-use serde_json::json;
 
 /// Arguments of `lifeos push`.
 #[derive(Debug, clap::Args)]

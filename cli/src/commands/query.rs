@@ -1,14 +1,15 @@
 //! `lifeos query`: find entities with the query language.
 
+use lifeos_catalog::CatalogExt;
+use lifeos_vcs::Repo;
+use serde_json::json;
+
 use crate::context::Context;
 use crate::entity_util::entity_json;
 use crate::error::{CliError, CliResult};
 use crate::output::{print_json, Style};
 use crate::verb::{Policy, Verb};
 use crate::AsOfArg;
-use lifeos_catalog::CatalogExt;
-use lifeos_vcs::Repo;
-use serde_json::json;
 
 /// Arguments of `lifeos query`.
 #[derive(Debug, clap::Args)]

@@ -1,13 +1,14 @@
 //! `lifeos receipt show`: one receipt, with the output it captured.
 
+use clap::Subcommand;
+use lifeos_vcs::Repo;
+use serde_json::json;
+
 use crate::actions_util::{actions_of, receipt_json};
 use crate::context::Context;
 use crate::error::CliResult;
 use crate::output::{local_time, print_json, Style};
 use crate::verb::{Policy, Verb};
-use clap::Subcommand;
-use lifeos_vcs::Repo;
-use serde_json::json;
 
 /// `lifeos receipt ...`.
 #[derive(Debug, Subcommand)]

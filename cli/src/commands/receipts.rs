@@ -1,12 +1,13 @@
 //! `lifeos receipts`: what actions did.
 
+use lifeos_vcs::Repo;
+use serde_json::json;
+
 use crate::actions_util::{actions_of, receipt_json};
 use crate::context::Context;
 use crate::error::CliResult;
 use crate::output::{print_json, relative_time, Style};
 use crate::verb::{Policy, Verb};
-use lifeos_vcs::Repo;
-use serde_json::json;
 
 /// Arguments of `lifeos receipts`.
 #[derive(Debug, clap::Args)]

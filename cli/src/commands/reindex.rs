@@ -1,9 +1,10 @@
 //! `lifeos reindex`: rebuild the catalog from the objects.
 
+use lifeos_vcs::Repo;
+
 use crate::context::Context;
 use crate::error::CliResult;
 use crate::verb::{Policy, Verb};
-use lifeos_vcs::Repo;
 
 /// Arguments of `lifeos reindex` (none).
 #[derive(Debug, clap::Args)]

@@ -1,11 +1,12 @@
 //! `lifeos reject`: an action that never runs.
 
+use lifeos_vcs::Repo;
+
 use crate::actions_util::actions_of;
 use crate::context::Context;
 use crate::error::CliResult;
 use crate::output::Style;
 use crate::verb::{Policy, Verb};
-use lifeos_vcs::Repo;
 
 /// Arguments of `lifeos reject`.
 #[derive(Debug, clap::Args)]

@@ -1,16 +1,19 @@
-//! `lifeos remote`: add, list and remove remotes, and change an encrypted remote's passphrase.
+//! `lifeos remote`: add, list and remove remotes, and change an encrypted remote's
+//! passphrase.
+
+use std::path::PathBuf;
+
+use clap::Subcommand;
+use lifeos_remote::places::{self, RemoteSpec, Remotes, REMOTES_DIR};
+use lifeos_remote::RemoteError;
+use lifeos_vcs::Repo;
+use serde_json::json;
 
 use crate::context::Context;
 use crate::error::{CliError, CliResult};
 use crate::output::print_json;
 use crate::remote_util::{absolute_url, open_remote, passphrase, PassArgs, S3Args, PASSPHRASE_VAR};
 use crate::verb::{Policy, Verb};
-use clap::Subcommand;
-use lifeos_remote::places::{self, RemoteSpec, Remotes, REMOTES_DIR};
-use lifeos_remote::RemoteError;
-use lifeos_vcs::Repo;
-use serde_json::json;
-use std::path::PathBuf;
 
 /// `lifeos remote ...`
 #[derive(Debug, Subcommand)]

@@ -1,4 +1,13 @@
-//! `lifeos restore`: a whole revision into a new folder, or a path back into the working folder as a new commit.
+//! `lifeos restore`: a whole revision into a new folder, or a path back into the working
+//! folder as a new commit.
+
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use lifeos_vcs::path::display;
+use lifeos_vcs::Repo;
+use serde_json::json;
 
 use crate::context::{lock_folder, resolve, resolve_in, view_at, Context};
 use crate::error::{CliError, CliResult};
@@ -6,12 +15,6 @@ use crate::history_util::uncommitted_hint;
 use crate::output::{bar, human_bytes, print_json, Style};
 use crate::verb::{Policy, Verb};
 use crate::AsOfArg;
-use lifeos_vcs::path::display;
-use lifeos_vcs::Repo;
-use serde_json::json;
-use std::ffi::OsString;
-use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
 
 /// Arguments of `lifeos restore`.
 #[derive(Debug, clap::Args)]

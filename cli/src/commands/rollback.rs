@@ -1,11 +1,12 @@
 //! `lifeos rollback`: undo what an action did.
 
+use lifeos_vcs::Repo;
+
 use crate::actions_util::{actions_of, print_run};
 use crate::context::Context;
 use crate::error::CliResult;
 use crate::output::Style;
 use crate::verb::{Policy, Verb};
-use lifeos_vcs::Repo;
 
 /// Arguments of `lifeos rollback`.
 #[derive(Debug, clap::Args)]

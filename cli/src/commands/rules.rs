@@ -1,14 +1,16 @@
 //! `lifeos rules`: check the rules file, trust it.
 
+use std::path::PathBuf;
+
+use clap::Subcommand;
+use lifeos_actions::{ActionsError, Rules};
+use lifeos_vcs::Repo;
+
 use crate::actions_util::actions_of;
 use crate::context::Context;
 use crate::error::{CliError, CliResult};
 use crate::output::Style;
 use crate::verb::{Policy, Verb};
-use clap::Subcommand;
-use lifeos_actions::{ActionsError, Rules};
-use lifeos_vcs::Repo;
-use std::path::PathBuf;
 
 /// `lifeos rules ...`.
 #[derive(Debug, Subcommand)]

@@ -1,4 +1,12 @@
-//! `lifeos search`: documents, subtitles, transcripts and images; every hit cites path, revision and place.
+//! `lifeos search`: documents, subtitles, transcripts and images; every hit cites path,
+//! revision and place.
+
+use std::io::Write;
+
+use lifeos_entities::EntitiesExt;
+use lifeos_ingest::search::{search as run_search, Filters, Versions};
+use lifeos_vcs::Repo;
+use serde_json::json;
 
 use crate::context::{view_at, Context};
 use crate::error::{CliError, CliResult};
@@ -6,11 +14,6 @@ use crate::output::{print_json, Style};
 use crate::search_util::{hit_json, print_hits};
 use crate::verb::{Policy, Verb};
 use crate::AsOfArg;
-use lifeos_entities::EntitiesExt;
-use lifeos_ingest::search::{search as run_search, Filters, Versions};
-use lifeos_vcs::Repo;
-use serde_json::json;
-use std::io::Write;
 
 /// The file types `lifeos search --type` knows: a closed set, so that a typo is an error
 /// naming the valid ones rather than a search that finds nothing.

@@ -1,14 +1,15 @@
 //! `lifeos show`: one commit, its metadata and the files it changed.
 
+use lifeos_vcs::object::change_id_str;
+use lifeos_vcs::path::display;
+use lifeos_vcs::Repo;
+
 use crate::context::{resolve_in, view_at, Context};
 use crate::error::CliResult;
 use crate::history_util::{change_json, commit_json};
 use crate::output::{human_bytes, local_time, print_json, Style};
 use crate::verb::{Policy, Verb};
 use crate::AsOfArg;
-use lifeos_vcs::object::change_id_str;
-use lifeos_vcs::path::display;
-use lifeos_vcs::Repo;
 
 /// Arguments of `lifeos show`.
 #[derive(Debug, clap::Args)]

@@ -1,11 +1,12 @@
 //! `lifeos stats`: logical bytes, stored bytes, dedup ratio, chunks, packs.
 
+use lifeos_vcs::Repo;
+use serde_json::json;
+
 use crate::context::Context;
 use crate::error::CliResult;
 use crate::output::{human_bytes, print_json};
 use crate::verb::{Policy, Verb};
-use lifeos_vcs::Repo;
-use serde_json::json;
 
 /// Arguments of `lifeos stats`.
 #[derive(Debug, clap::Args)]

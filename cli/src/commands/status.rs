@@ -1,13 +1,14 @@
 //! `lifeos status`: what changed in the folder since the last commit.
 
+use lifeos_vcs::path::display;
+use lifeos_vcs::Repo;
+use serde_json::json;
+
 use crate::context::{lock_folder, Context};
 use crate::error::CliResult;
 use crate::history_util::change_json;
 use crate::output::{print_json, skipped_json, Style};
 use crate::verb::{Policy, Verb};
-use lifeos_vcs::path::display;
-use lifeos_vcs::Repo;
-use serde_json::json;
 
 /// Arguments of `lifeos status`.
 #[derive(Debug, clap::Args)]

@@ -1,13 +1,14 @@
 //! `lifeos tag`: create, list or delete tags.
 
+use clap::Subcommand;
+use lifeos_vcs::Repo;
+use serde_json::json;
+
 use crate::context::{resolve_in, view_at, Context};
 use crate::error::CliResult;
 use crate::output::{print_json, Style};
 use crate::verb::{Policy, Verb};
 use crate::AsOfArg;
-use clap::Subcommand;
-use lifeos_vcs::Repo;
-use serde_json::json;
 
 /// `lifeos tag ...`
 #[derive(Debug, Subcommand)]

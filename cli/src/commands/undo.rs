@@ -1,11 +1,12 @@
 //! `lifeos undo`: revert the last operation by writing a new one.
 
+use lifeos_vcs::Repo;
+
 use crate::context::{lock_folder, Context};
 use crate::error::CliResult;
 use crate::history_util::uncommitted_hint;
 use crate::output::Style;
 use crate::verb::{Policy, Verb};
-use lifeos_vcs::Repo;
 
 /// Arguments of `lifeos undo`.
 #[derive(Debug, clap::Args)]

@@ -26,6 +26,8 @@ pub mod par;
 pub mod pipeline;
 pub mod reader;
 pub mod store;
+#[cfg(test)]
+mod test_data;
 
 pub use config::StoreConfig;
 pub use error::{Result, StoreError};

@@ -432,19 +432,8 @@ impl Transaction<'_> {
 
 #[cfg(test)]
 mod tests {
+    use crate::test_data::noise;
     use crate::{Store, StoreConfig};
-
-    fn noise(n: usize, seed: u64) -> Vec<u8> {
-        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        (0..n)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect()
-    }
 
     #[test]
     fn files_read_back_exactly_and_shared_chunks_are_stored_once() {

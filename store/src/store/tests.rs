@@ -3,18 +3,7 @@
 use super::maintain::SMALL_PACKS_TRIGGER;
 use super::*;
 use crate::config::Packs;
-
-fn noise(n: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
+use crate::test_data::noise;
 
 fn small_packs() -> StoreConfig {
     StoreConfig {

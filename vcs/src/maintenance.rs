@@ -57,6 +57,16 @@ impl Reached for PrefixSet {
     }
 }
 
+/// A node of a Merkle map met in a walk: true (descend into it) the first time, when it
+/// is added to `ids`.
+fn first_visit<S: Reached>(walked: &mut HashSet<Id>, ids: &mut S, n: &Id) -> bool {
+    let new = walked.insert(*n);
+    if new {
+        ids.add(*n);
+    }
+    new
+}
+
 /// Everything reachable from the operation log.
 #[derive(Debug, Default)]
 pub struct Reachable<S = HashSet<Id>> {
@@ -233,13 +243,7 @@ impl Repo {
                     if let Some(root) = v.actions {
                         let visited = crate::merkle_map::MerkleMap(root).visit(
                             self.store(),
-                            &mut |n| {
-                                let new = walked.insert(*n);
-                                if new {
-                                    r.ids.add(*n);
-                                }
-                                new
-                            },
+                            &mut |n| first_visit(&mut walked, &mut r.ids, n),
                             &mut |_| {},
                         );
                         if let Err(e) = visited {
@@ -254,13 +258,7 @@ impl Repo {
                         let mut values = Vec::new();
                         let visited = crate::merkle_map::MerkleMap(root).visit(
                             self.store(),
-                            &mut |n| {
-                                let new = walked.insert(*n);
-                                if new {
-                                    r.ids.add(*n);
-                                }
-                                new
-                            },
+                            &mut |n| first_visit(&mut walked, &mut r.ids, n),
                             &mut |e| values.push(*e),
                         );
                         if let Err(e) = visited {

@@ -11,19 +11,8 @@ use lifeos_vcs::object::entity::{attr_changes, changed_attrs, decode_in, root_of
 use lifeos_vcs::object::{Event, View};
 use lifeos_vcs::repo::{now_ms, Repo};
 
+use crate::names::{check_name, BUILTIN_TYPES};
 use crate::query::{order_hits, Query};
-
-/// The built-in entity types and the attribute each requires.
-pub const BUILTIN_TYPES: [(&str, &str); 8] = [
-    ("bookmark", "url"),
-    ("contact", "name"),
-    ("event", "title"),
-    ("note", "title"),
-    ("person", "name"),
-    ("place", "name"),
-    ("project", "name"),
-    ("task", "title"),
-];
 
 /// A change to one entity.
 #[derive(Debug, Clone)]
@@ -70,25 +59,6 @@ fn builtin_required(kind: &str) -> Option<&'static str> {
         .iter()
         .find(|(t, _)| *t == kind)
         .map(|(_, required)| *required)
-}
-
-/// Checks an attribute or relation name: a lowercase letter, then lowercase letters,
-/// digits and `_`.
-pub fn check_name(what: &str, name: &str) -> Result<()> {
-    let mut b = name.bytes();
-    let ok = b.next().is_some_and(|c| c.is_ascii_lowercase())
-        && b.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_');
-    if !ok {
-        return Err(invalid(format!(
-            "{what} {name:?} is not a valid name (a lowercase letter, then lowercase letters, digits or _)"
-        )));
-    }
-    if matches!(name, "id" | "type") {
-        return Err(invalid(format!(
-            "{what} {name:?} is reserved: queries read it as the entity's own {name}"
-        )));
-    }
-    Ok(())
 }
 
 /// Checks an entity id: `TYPE:NAME`, NAME being letters, digits, `.`, `_` or `-`.

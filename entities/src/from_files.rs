@@ -12,16 +12,14 @@ use std::collections::BTreeMap;
 use bstr::BString;
 use lifeos_store::{Id, IdSet, Kind, Transaction};
 
-use crate::schema::{FileRule, Schema};
+use crate::names::SOURCE_ATTRS;
+use crate::schema::{file_bytes, FileRule, Schema};
 use lifeos_vcs::commit::{CommitHook, HookNote, HookReport, Recorded, Unstored};
 use lifeos_vcs::error::{Result, VcsError};
 use lifeos_vcs::merkle_map::MerkleMap;
 use lifeos_vcs::object::entity::{AttrConflict, Entity, Value};
 use lifeos_vcs::object::{EntryKind, Event, View};
 use lifeos_vcs::repo::Repo;
-
-/// Attributes every derived entity carries, naming where it came from.
-pub const SOURCE_ATTRS: [&str; 4] = ["source_commit", "source_file", "source_line", "source_path"];
 
 /// One entity read from a file, before it gets its source attributes.
 #[derive(Debug, Clone, PartialEq)]
@@ -282,7 +280,7 @@ fn rows(schema: &Schema, rule: &FileRule, path: &[u8], text: &str) -> FileEntiti
         let id = derived_id(&rule.kind, path, &key);
         let mut attrs = Vec::with_capacity(fields.len());
         for (name, v) in fields {
-            if let Err(e) = crate::edit::check_name("field", &name) {
+            if let Err(e) = crate::names::check_name("field", &name) {
                 out.skipped.push((line, e.to_string()));
                 return;
             }
@@ -532,33 +530,6 @@ impl CommitHook for DeriveEntities {
             notes: skipped.chain(replaced).collect(),
         })
     }
-}
-
-/// Reads the file `id` at `path`: from `unstored` (written by the transaction being
-/// recorded), from the folder when it still holds exactly that content, else from
-/// the store.
-pub(crate) fn file_bytes(
-    repo: &Repo,
-    path: &[u8],
-    id: &Id,
-    unstored: &Unstored<'_>,
-) -> Result<Vec<u8>> {
-    if let Some(bytes) = unstored.get(id) {
-        return Ok(bytes.to_vec());
-    }
-    if let Ok(bytes) = std::fs::read(lifeos_vcs::path::in_folder(repo.workdir(), path)) {
-        if Id::hash(&bytes) == *id {
-            return Ok(bytes);
-        }
-    }
-    let mut out = Vec::new();
-    repo.store().read_file(id, &mut out).map_err(|e| {
-        VcsError::Refused(format!(
-            "{} changed while it was being committed ({e}); commit again",
-            lifeos_vcs::path::display(path)
-        ))
-    })?;
-    Ok(out)
 }
 
 /// Brings the entities derived from files up to date with a commit from tree `old`

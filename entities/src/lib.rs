@@ -15,6 +15,7 @@
 
 pub mod edit;
 pub mod from_files;
+pub mod names;
 pub mod query;
 pub mod schema;
 

@@ -17,7 +17,9 @@ use std::collections::BTreeMap;
 
 use lifeos_vcs::object::entity::{Entity, Value};
 
-use crate::edit::{check_name, BUILTIN_TYPES};
+use crate::names::{check_name, BUILTIN_TYPES, SOURCE_ATTRS};
+use lifeos_store::Id;
+use lifeos_vcs::commit::Unstored;
 use lifeos_vcs::error::{Result, VcsError};
 use lifeos_vcs::object::View;
 use lifeos_vcs::repo::Repo;
@@ -359,7 +361,7 @@ impl Schema {
                 Some(_) => self.check_value(&e.id, &e.kind, name, v)?,
                 None if Some(name.as_str()) == builtin_required => {}
                 // Where an entity read from a file came from (7.11).
-                None if crate::from_files::SOURCE_ATTRS.contains(&name.as_str()) => {}
+                None if SOURCE_ATTRS.contains(&name.as_str()) => {}
                 None => {
                     return Err(VcsError::Refused(format!(
                         "entity {}: a {} has no field {name} (its fields: {}; declared in {SCHEMA_FILE})",
@@ -429,7 +431,7 @@ pub(crate) fn in_tx(
     unstored: &lifeos_vcs::commit::Unstored<'_>,
 ) -> Result<Schema> {
     match repo.lookup_path_tx(tx, tree, SCHEMA_FILE.as_bytes())? {
-        Some(entry) => Schema::from_bytes(crate::from_files::file_bytes(
+        Some(entry) => Schema::from_bytes(file_bytes(
             repo,
             SCHEMA_FILE.as_bytes(),
             &entry.id,
@@ -444,6 +446,33 @@ impl Schema {
         let text = String::from_utf8(bytes).map_err(|_| bad("is not UTF-8 text".into()))?;
         Schema::parse(&text)
     }
+}
+
+/// Reads the file `id` at `path`: from `unstored` (written by the transaction being
+/// recorded), from the folder when it still holds exactly that content, else from
+/// the store.
+pub(crate) fn file_bytes(
+    repo: &Repo,
+    path: &[u8],
+    id: &Id,
+    unstored: &Unstored<'_>,
+) -> Result<Vec<u8>> {
+    if let Some(bytes) = unstored.get(id) {
+        return Ok(bytes.to_vec());
+    }
+    if let Ok(bytes) = std::fs::read(lifeos_vcs::path::in_folder(repo.workdir(), path)) {
+        if Id::hash(&bytes) == *id {
+            return Ok(bytes);
+        }
+    }
+    let mut out = Vec::new();
+    repo.store().read_file(id, &mut out).map_err(|e| {
+        VcsError::Refused(format!(
+            "{} changed while it was being committed ({e}); commit again",
+            lifeos_vcs::path::display(path)
+        ))
+    })?;
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -523,50 +523,8 @@ fn exif_fields(bytes: &[u8]) -> Vec<(String, String)> {
     )
 }
 
-/// The extractor for a file, by extension and then by content: `None` for content no
-/// extractor reads (it is still found by name). `speech` gives the loaded speech model,
-/// if any (asked only for recordings and videos).
-pub fn choose(
-    path: &str,
-    head: &dyn Fn() -> Vec<u8>,
-    ocr: &dyn Fn() -> bool,
-    speech: &dyn Fn() -> Option<std::sync::Arc<crate::speech::Engine>>,
-) -> Option<Box<dyn Extractor>> {
-    Some(match lifeos_speech::audio::extension(path).as_str() {
-        "md" | "markdown" => Box::new(Markdown),
-        "html" | "htm" | "xhtml" => Box::new(Html),
-        "srt" | "vtt" => Box::new(Subtitles),
-        "pdf" => Box::new(Pdf),
-        "png" | "jpg" | "jpeg" | "gif" | "webp" | "tif" | "tiff" | "bmp" => {
-            Box::new(Image { ocr: ocr() })
-        }
-        _ if crate::speech::is_recording(path) => {
-            Box::new(crate::speech::Media { engine: speech() })
-        }
-        // Only a file whose name does not tell is read (its first bytes) to decide.
-        _ => {
-            let head = head();
-            let image = image::guess_format(&head).is_ok_and(|f| {
-                matches!(
-                    f,
-                    image::ImageFormat::Png | image::ImageFormat::Jpeg | image::ImageFormat::Gif
-                )
-            });
-            if head.starts_with(b"%PDF-") {
-                Box::new(Pdf)
-            } else if image {
-                Box::new(Image { ocr: ocr() })
-            } else if looks_like_text(&head) {
-                Box::new(Text)
-            } else {
-                return None;
-            }
-        }
-    })
-}
-
 /// No NUL bytes and valid UTF-8 (a character cut at the end of the sample is fine).
-fn looks_like_text(head: &[u8]) -> bool {
+pub(crate) fn looks_like_text(head: &[u8]) -> bool {
     !head.contains(&0)
         && match std::str::from_utf8(head) {
             Ok(_) => true,

@@ -9,7 +9,7 @@ use lifeos_store::{Id, Kind};
 use lifeos_vcs::object::{Anchor, Extract, Segment};
 use lifeos_vcs::Repo;
 
-use crate::extractor::choose;
+use crate::registry::choose;
 use crate::settings::Settings;
 use crate::speech::{is_transcript, transcript_model};
 use crate::Result;

@@ -11,6 +11,7 @@ pub mod file_index;
 pub mod files;
 pub mod terms;
 pub use lifeos_vcs::redact;
+pub mod registry;
 pub mod run;
 pub mod search;
 pub mod settings;

@@ -11,8 +11,9 @@ use lifeos_vcs::path::{in_folder, BString};
 use lifeos_vcs::repo::now_ms;
 use lifeos_vcs::Repo;
 
-use crate::extractor::{choose, Extractor};
+use crate::extractor::Extractor;
 use crate::files::head_bytes;
+use crate::registry::choose;
 use crate::settings::Settings;
 use crate::speech::SpeechStatus;
 use crate::Result;

@@ -51,7 +51,7 @@ pub enum VcsError {
     #[error("{} {prefix:?} is ambiguous; it matches: {}", .kind.noun(), .candidates.join(", "))]
     AmbiguousId {
         /// What kind of id.
-        kind: crate::prefix::IdKind,
+        kind: IdKind,
         /// What the user typed.
         prefix: String,
         /// What it matches.
@@ -61,7 +61,7 @@ pub enum VcsError {
     #[error("no {} id starts with {prefix:?}; `{}` lists them", .kind.noun(), .kind.lister())]
     NoSuchId {
         /// What kind of id.
-        kind: crate::prefix::IdKind,
+        kind: IdKind,
         /// What the user typed.
         prefix: String,
     },
@@ -69,7 +69,7 @@ pub enum VcsError {
     #[error("{text:?} is not {} id (4 or more hex digits)", .kind.a_noun())]
     NotAnId {
         /// What kind of id.
-        kind: crate::prefix::IdKind,
+        kind: IdKind,
         /// What the user typed.
         text: String,
     },
@@ -240,6 +240,51 @@ impl VcsError {
             VcsError::Store(e) => e.is_disk_full(),
             VcsError::Io { source, .. } => matches!(source.raw_os_error(), Some(28) | Some(122)),
             _ => false,
+        }
+    }
+}
+
+/// What kind of id a prefix names: the noun in errors and the command that lists them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IdKind {
+    /// A commit, by a prefix of its commit or change id.
+    Revision,
+    /// An operation of the operation log.
+    Operation,
+    /// An automation's action.
+    Action,
+    /// An action's receipt.
+    Receipt,
+}
+
+impl IdKind {
+    /// The noun errors use.
+    pub fn noun(self) -> &'static str {
+        match self {
+            IdKind::Revision => "revision",
+            IdKind::Operation => "operation",
+            IdKind::Action => "action",
+            IdKind::Receipt => "receipt",
+        }
+    }
+
+    /// The noun with its article.
+    pub fn a_noun(self) -> &'static str {
+        match self {
+            IdKind::Revision => "a revision",
+            IdKind::Operation => "an operation",
+            IdKind::Action => "an action",
+            IdKind::Receipt => "a receipt",
+        }
+    }
+
+    /// The command that lists the ids of this kind.
+    pub fn lister(self) -> &'static str {
+        match self {
+            IdKind::Revision => "lifeos log",
+            IdKind::Operation => "lifeos op log",
+            IdKind::Action => "lifeos actions --all",
+            IdKind::Receipt => "lifeos receipts",
         }
     }
 }

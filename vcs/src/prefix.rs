@@ -4,50 +4,7 @@
 
 use crate::error::{Result, VcsError};
 
-/// What kind of id a prefix names: the noun in errors and the command that lists them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum IdKind {
-    /// A commit, by a prefix of its commit or change id.
-    Revision,
-    /// An operation of the operation log.
-    Operation,
-    /// An automation's action.
-    Action,
-    /// An action's receipt.
-    Receipt,
-}
-
-impl IdKind {
-    /// The noun errors use.
-    pub fn noun(self) -> &'static str {
-        match self {
-            IdKind::Revision => "revision",
-            IdKind::Operation => "operation",
-            IdKind::Action => "action",
-            IdKind::Receipt => "receipt",
-        }
-    }
-
-    /// The noun with its article.
-    pub fn a_noun(self) -> &'static str {
-        match self {
-            IdKind::Revision => "a revision",
-            IdKind::Operation => "an operation",
-            IdKind::Action => "an action",
-            IdKind::Receipt => "a receipt",
-        }
-    }
-
-    /// The command that lists the ids of this kind.
-    pub fn lister(self) -> &'static str {
-        match self {
-            IdKind::Revision => "lifeos log",
-            IdKind::Operation => "lifeos op log",
-            IdKind::Action => "lifeos actions --all",
-            IdKind::Receipt => "lifeos receipts",
-        }
-    }
-}
+pub use crate::error::IdKind;
 
 /// The one of `matches` that `prefix` names, if any: several is an error listing each
 /// (as `show` writes it). An empty prefix names nothing.

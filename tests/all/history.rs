@@ -123,6 +123,43 @@ fn branches_tags_checkout_and_describe() {
     );
 }
 
+/// A git or jj user's `HEAD~1`, `main^` or `::main` was read as lifeos syntax: `HEAD`
+/// got "did you mean v1?", and `main~1` parsed as a difference with the commits whose id
+/// starts with 1. Each is now refused with the lifeos spelling, by every verb that takes
+/// a revision, and the lifeos spelling works.
+#[test]
+fn git_and_jj_revision_spellings_are_answered_with_the_lifeos_ones() {
+    let repo = repo(false);
+    let d = repo.path();
+    for i in 0..3 {
+        write(d, "a.txt", format!("{i}").as_bytes());
+        ok(d, &["commit", "-m", &format!("c{i}")]);
+    }
+    for (args, lifeos) in [
+        (["log", "-r", "HEAD"].as_slice(), "@"),
+        (&["log", "-r", "HEAD~1"], "@-"),
+        (&["log", "-r", "main~2"], "main--"),
+        (&["log", "-r", "::main"], "ancestors(main)"),
+        (&["log", "-r", "main::"], "descendants(main)"),
+        (&["show", "HEAD^"], "@-"),
+        (&["cat", "a.txt", "-r", "main^^"], "main--"),
+        (&["diff", "-r", "HEAD~1"], "@-"),
+    ] {
+        let err = fails(d, args);
+        assert!(
+            err.contains(&format!("lifeos writes it {lifeos}")),
+            "{args:?}: {err}"
+        );
+    }
+    assert_eq!(
+        log_messages(d, &["-r", "ancestors(main)"]),
+        ["c2", "c1", "c0"]
+    );
+    assert_eq!(ok(d, &["cat", "a.txt", "-r", "main--"]), "0");
+    // lifeos's own difference keeps its meaning when it is not git's spelling.
+    assert_eq!(log_messages(d, &["-r", "all() ~ ancestors(main-)"]), ["c2"]);
+}
+
 #[test]
 fn unknown_and_ambiguous_revisions_list_candidates() {
     let repo = repo(false);

@@ -73,6 +73,14 @@ pub enum VcsError {
         /// What the user typed.
         text: String,
     },
+    /// A revision written as git or jj write it ([`crate::rev::lifeos_spelling`]).
+    #[error("{rev:?} is git's or jj's way to write a revision; lifeos writes it {lifeos}")]
+    ForeignRevision {
+        /// What the user typed.
+        rev: String,
+        /// The same revision in lifeos's spelling.
+        lifeos: String,
+    },
     /// A revision expression did not parse.
     #[error("cannot parse revision {rev:?}: {reason} (at column {column})")]
     BadRevision {

@@ -23,6 +23,47 @@ pub fn all_commits(repo: &Repo, view: &View) -> Result<Vec<(Id, crate::object::C
     Ok(out)
 }
 
+/// The lifeos spelling of a revision written as git or jj write it (`HEAD`, `HEAD~2`,
+/// `main^`, `::main`, `main::`, `a::b`), if `rev` is one: such a revision never means
+/// what its writer expects here (`~` is lifeos's difference, `:` and `^` are not
+/// revision syntax), so it is refused with the spelling that does.
+pub fn lifeos_spelling(rev: &str) -> Option<String> {
+    let rev = rev.trim();
+    let word = |w: &str| {
+        !w.is_empty()
+            && w.chars()
+                .all(|c| c.is_alphanumeric() || "@-_/.".contains(c))
+    };
+    let ours = |w: &str| {
+        if w == "HEAD" {
+            "@".to_string()
+        } else {
+            w.to_string()
+        }
+    };
+    if rev == "HEAD" {
+        return Some("@".into());
+    }
+    if let Some((a, b)) = rev.split_once("::") {
+        return match (a.is_empty(), b.is_empty()) {
+            (true, false) if word(b) => Some(format!("ancestors({})", ours(b))),
+            (false, true) if word(a) => Some(format!("descendants({})", ours(a))),
+            (false, false) if word(a) && word(b) => {
+                Some(format!("descendants({}) & ancestors({})", ours(a), ours(b)))
+            }
+            _ => None,
+        };
+    }
+    if let Some((base, n)) = rev.split_once('~') {
+        let steps: usize = if n.is_empty() { 1 } else { n.parse().ok()? };
+        return (word(base) && (1..=1000).contains(&steps))
+            .then(|| format!("{}{}", ours(base), "-".repeat(steps)));
+    }
+    let base = rev.trim_end_matches('^');
+    let carets = rev.len() - base.len();
+    (carets > 0 && word(base)).then(|| format!("{}{}", ours(base), "-".repeat(carets)))
+}
+
 /// Levenshtein distance, for "did you mean" hints.
 fn distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
@@ -54,6 +95,12 @@ impl Repo {
         }
         if let Some(id) = self.resolve_symbol(view, rev)? {
             return Ok(id);
+        }
+        if let Some(lifeos) = lifeos_spelling(rev) {
+            return Err(VcsError::ForeignRevision {
+                rev: rev.into(),
+                lifeos,
+            });
         }
         let base = rev.trim_end_matches('-');
         let back = rev.len() - base.len();
@@ -138,5 +185,41 @@ impl Repo {
         }
         let one = crate::prefix::at_most_one(matches, sym, IdKind::Revision, |m| m.1.clone())?;
         Ok(one.map(|m| m.0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lifeos_spelling;
+
+    /// git's and jj's ways to write a revision get lifeos's; lifeos's own revsets, in
+    /// which `~` is the difference and `..` a range, are left alone.
+    #[test]
+    fn git_and_jj_revisions_are_told_their_lifeos_spelling() {
+        let table: &[(&str, Option<&str>)] = &[
+            ("HEAD", Some("@")),
+            ("HEAD~1", Some("@-")),
+            ("HEAD~3", Some("@---")),
+            ("HEAD^", Some("@-")),
+            ("main^^", Some("main--")),
+            ("main~", Some("main-")),
+            ("main~2", Some("main--")),
+            ("@~1", Some("@-")),
+            ("::main", Some("ancestors(main)")),
+            ("main::", Some("descendants(main)")),
+            ("v1::main", Some("descendants(v1) & ancestors(main)")),
+            ("main", None),
+            ("@-", None),
+            ("main..trip", None),
+            ("main..", None),
+            ("all() ~ main", None),
+            ("main ~ 1", None),
+            ("main~trip", None),
+            ("date(after: 2026-11-01)", None),
+            ("files(photos/*)", None),
+        ];
+        for (rev, want) in table {
+            assert_eq!(lifeos_spelling(rev).as_deref(), *want, "{rev}");
+        }
     }
 }

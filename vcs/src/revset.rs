@@ -352,6 +352,15 @@ fn tok_name(t: &Tok) -> String {
 
 /// Parses a revset.
 pub fn parse(src: &str) -> Result<Expr> {
+    // `main~1` would parse (as "main, but not the commits whose id starts with 1"), and
+    // `::main` or `main^` would fail at a column: either way the writer meant git's or
+    // jj's revision, so they are told its spelling here.
+    if let Some(lifeos) = crate::rev::lifeos_spelling(src) {
+        return Err(VcsError::ForeignRevision {
+            rev: src.trim().into(),
+            lifeos,
+        });
+    }
     let toks = lex(src)?;
     let mut p = Parser {
         src,

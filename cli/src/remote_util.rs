@@ -80,6 +80,7 @@ fn remote_err(e: RemoteError) -> CliError {
         }
         RemoteError::NoPassphrase(_) => Some("set LIFEOS_PASSPHRASE, or pass --passphrase-file FILE"),
         RemoteError::Unknown(_) => Some("`lifeos remote list` shows the remotes; `lifeos remote add NAME URL` adds one"),
+        RemoteError::Unnamed(_) => Some("name the remote: `lifeos push NAME`, `lifeos fetch NAME`, `lifeos pull NAME`"),
         RemoteError::NotEmpty(_) => Some("clone into a new or empty folder"),
         RemoteError::NoBranch => Some("`lifeos checkout BRANCH` first; what was fetched is kept"),
         RemoteError::Empty(_) => Some("push to it first, or check its URL with `lifeos remote list`"),

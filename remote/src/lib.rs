@@ -69,6 +69,9 @@ pub enum RemoteError {
     /// A remote name that is not configured.
     #[error("no remote named {0:?}")]
     Unknown(String),
+    /// Several remotes, and the command named none of them.
+    #[error("there are {} remotes ({}) and the command named none", .0.len(), .0.join(", "))]
+    Unnamed(Vec<String>),
     /// A remote name that is taken.
     #[error("a remote named {0:?} exists already")]
     Exists(String),

@@ -113,14 +113,18 @@ impl Remotes {
             .ok_or_else(|| RemoteError::Unknown(name.to_string()))
     }
 
-    /// The remote a command means: `name`, or the only one, or `origin`.
+    /// The remote a command means: `name`, or the only one (`origin` when there is none,
+    /// which is then an unknown remote). With several and no name it guesses none: a
+    /// push that went to whichever remote is called `origin` once a second one was added
+    /// sent the history where the person did not say.
     pub fn choose(&self, name: Option<&str>) -> Result<(String, &RemoteSpec)> {
         let name = match name {
             Some(n) => n.to_string(),
             None if self.remote.len() == 1 => {
                 self.remote.keys().next().cloned().unwrap_or_default()
             }
-            None => "origin".to_string(),
+            None if self.remote.is_empty() => "origin".to_string(),
+            None => return Err(RemoteError::Unnamed(self.remote.keys().cloned().collect())),
         };
         let spec = self.get(&name)?;
         Ok((name, spec))

@@ -73,6 +73,30 @@ fn library() -> TestEnv {
     a
 }
 
+/// Once `backup` was added beside `origin`, a plain `push` went to `origin` without a
+/// word. With several remotes, push, fetch and pull without a name are refused, listing
+/// them, and nothing is sent; named, the push goes where it was told.
+#[test]
+fn with_several_remotes_a_command_that_names_none_is_refused() {
+    let a = library();
+    let (_elsewhere, origin) = folder_remote(&a, &[]);
+    let other = tempfile::tempdir().unwrap();
+    let backup = other.path().join("backup");
+    a.ok(&["remote", "add", "backup", backup.to_str().unwrap()]);
+    for verb in ["push", "fetch", "pull"] {
+        let err = a.fails(&[verb]);
+        assert!(
+            err.contains("there are 2 remotes (backup, origin)")
+                && err.contains("lifeos push NAME"),
+            "{verb}: {err}"
+        );
+    }
+    assert!(!origin.join("packs").exists() && !backup.join("packs").exists());
+    let pushed = a.ok(&["push", "backup"]);
+    assert!(pushed.contains("backup"), "{pushed}");
+    assert!(backup.join("packs").is_dir() && !origin.join("packs").exists());
+}
+
 #[test]
 fn a_directory_remote_on_a_second_path_round_trips_byte_for_byte() {
     let a = library();

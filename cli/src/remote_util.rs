@@ -107,7 +107,7 @@ impl From<RemoteError> for CliError {
     }
 }
 
-/// Opens remote `name` of `repo` (the only one, or origin, by default), asking for the
+/// Opens remote `name` of `repo` (by default the only one; with several, one must be named), asking for the
 /// passphrase as `pass` says ([`pull::open_named`]).
 pub(crate) fn open_remote(
     repo: &Repo,

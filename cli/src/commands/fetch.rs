@@ -13,7 +13,7 @@ use crate::verb::{Policy, Verb};
 /// Arguments of `lifeos fetch`.
 #[derive(Debug, clap::Args)]
 pub struct FetchArgs {
-    /// The remote (default: the only one, or origin).
+    /// The remote (default: the only one; with several, name one).
     pub name: Option<String>,
     /// Also download every file's contents (completes a lazy clone).
     #[arg(long)]

@@ -14,7 +14,7 @@ use crate::verb::{Policy, Verb};
 /// Arguments of `lifeos pull`.
 #[derive(Debug, clap::Args)]
 pub struct PullArgs {
-    /// The remote (default: the only one, or origin).
+    /// The remote (default: the only one; with several, name one).
     pub name: Option<String>,
     /// Replace uncommitted changes (they are saved as a commit first).
     #[arg(long)]

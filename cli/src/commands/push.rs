@@ -15,7 +15,7 @@ use crate::verb::{Policy, Verb};
 /// Arguments of `lifeos push`.
 #[derive(Debug, clap::Args)]
 pub struct PushArgs {
-    /// The remote (default: the only one, or origin).
+    /// The remote (default: the only one; with several, name one).
     pub name: Option<String>,
     #[command(flatten)]
     #[allow(missing_docs)]

@@ -49,7 +49,7 @@ pub enum RemoteCmd {
     /// The current passphrase comes as for push, the new one from
     /// LIFEOS_NEW_PASSPHRASE, --new-passphrase-file or a prompt.
     Key {
-        /// The remote (default: the only one, or origin).
+        /// The remote (default: the only one; with several, name one).
         name: Option<String>,
         /// Remove the current passphrase's key once the new one is added (change it);
         /// without it the new passphrase is added beside the current one.

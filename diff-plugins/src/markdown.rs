@@ -77,8 +77,16 @@ impl DiffPlugin for MarkdownPlugin {
         _opts: &Options,
     ) -> Result<FileDiff, DiffError> {
         let mut notes = Vec::new();
-        let a = sections(&load_text(old, &mut notes)?);
-        let b = sections(&load_text(new, &mut notes)?);
+        // A side that does not exist has no sections, not one empty section before a
+        // first heading (which made an added file "1 added, 1 removed").
+        let mut sides = |side: Option<&Side<'_>>| -> Result<Vec<Section>, DiffError> {
+            match side {
+                Some(_) => Ok(sections(&load_text(side, &mut notes)?)),
+                None => Ok(Vec::new()),
+            }
+        };
+        let a = sides(old)?;
+        let b = sides(new)?;
         let mut changes = Vec::new();
         let pos_a: Vec<&str> = a.iter().map(|s| s.path.as_str()).collect();
         let pos_b: Vec<&str> = b.iter().map(|s| s.path.as_str()).collect();

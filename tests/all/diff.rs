@@ -194,6 +194,37 @@ fn markdown_diffs_by_section() {
     assert!(t.contains(&"section # Old removed".to_string()), "{t:?}");
 }
 
+/// An added Markdown file said "2 added, 1 removed" (an empty section before the first
+/// heading, on the side that did not exist) and a deleted one "1 added, 2 removed".
+#[test]
+fn an_added_or_deleted_markdown_file_only_adds_or_removes_sections() {
+    let repo = repo(false);
+    let d = repo.path();
+    write(d, "base.txt", b"x");
+    ok(d, &["commit", "-m", "base"]);
+    write(d, "notes.md", b"# Plan\nSome text\n## Budget\nMore\n");
+    ok(d, &["commit", "-m", "add"]);
+    let added = diff_file(d, &["-r", "@-", "-r", "@"], "notes.md");
+    assert_eq!(
+        added["summary"], "2 sections: 2 added, 0 removed, 0 moved, 0 edited",
+        "{added}"
+    );
+    std::fs::remove_file(d.join("notes.md")).unwrap();
+    ok(d, &["commit", "-m", "delete"]);
+    let deleted = diff_file(d, &["-r", "@-", "-r", "@"], "notes.md");
+    assert_eq!(
+        deleted["summary"], "0 sections: 0 added, 2 removed, 0 moved, 0 edited",
+        "{deleted}"
+    );
+    assert_eq!(
+        texts(&deleted),
+        [
+            "section # Plan removed",
+            "section # Plan > ## Budget removed"
+        ]
+    );
+}
+
 /// Regions were snapped to an 8-pixel grid: a 40×40 change at (120, 30) was reported as
 /// 40×48 at (120, 24). They are the changed pixels' bounding boxes, exact to the pixel.
 #[test]

@@ -160,6 +160,26 @@ fn git_and_jj_revision_spellings_are_answered_with_the_lifeos_ones() {
     assert_eq!(log_messages(d, &["-r", "all() ~ ancestors(main-)"]), ["c2"]);
 }
 
+/// After a plain amend, fsck said "1 unreachable entries (left by interrupted commands;
+/// `lifeos gc` removes them)", and gc then kept the entry: nothing had been interrupted.
+#[test]
+fn fsck_after_an_amend_blames_no_interruption() {
+    let repo = repo(false);
+    let d = repo.path();
+    write(d, "a.txt", b"one");
+    write(d, "b.txt", b"b");
+    ok(d, &["commit", "-m", "one", "a.txt"]);
+    write(d, "a.txt", b"two");
+    ok(d, &["commit", "--amend"]);
+    let out = ok(d, &["fsck"]);
+    assert!(
+        out.contains("1 unreachable entry: data no operation refers to")
+            && !out.contains("interrupted commands"),
+        "{out}"
+    );
+    assert!(out.contains("no problems found"), "{out}");
+}
+
 #[test]
 fn unknown_and_ambiguous_revisions_list_candidates() {
     let repo = repo(false);

@@ -82,9 +82,18 @@ fn fsck(repo: &Repo, json: bool, style: Style) -> CliResult<u8> {
         r.files
     );
     if r.unreachable > 0 {
+        // Not damage, and not only what an interrupted command left: a command may write
+        // an object it then replaces (an amend did). gc removes such entries only from the
+        // packs it rewrites, so the line says that rather than promising their removal.
+        let (n, them) = if r.unreachable == 1 {
+            ("entry", "it")
+        } else {
+            ("entries", "them")
+        };
         println!(
-            "{} unreachable entries (left by interrupted commands; `lifeos gc` removes them)",
-            r.unreachable
+            "{} unreachable {n}: data no operation refers to (an interrupted or a replaced write); `lifeos gc` removes {them} when it rewrites {} pack",
+            r.unreachable,
+            if r.unreachable == 1 { "its" } else { "their" }
         );
     }
     if r.problems.is_empty() {

@@ -266,8 +266,8 @@ fn transcribe(
 
 /// Adds to a recording's diff `d` what was said differently between versions `old` and
 /// `new`, from the transcripts `lifeos ingest` recorded for both: the changed segments,
-/// with their times, and a word in the summary; a note instead when a version has not
-/// been transcribed.
+/// with their times, and a word in the summary; a note instead saying why a version has
+/// no transcript (not transcribed yet, or transcribing it failed).
 pub fn add_transcript_diff(
     catalog: &lifeos_catalog::Catalog,
     old: &lifeos_store::Id,
@@ -277,11 +277,20 @@ pub fn add_transcript_diff(
     use lifeos_diff::transcript;
     let (speech, version) = SPEECH;
     let mut sides = Vec::new();
-    for id in [old, new] {
-        if catalog.job(id, speech, version)? != Some(lifeos_catalog::JobState::Done) {
-            d.notes.push(
-                "transcripts not compared: a version has not been transcribed (run `lifeos ingest` with a speech model installed)".into(),
-            );
+    for (which, id) in [("old", old), ("new", new)] {
+        // The note says why this pair has no transcripts, not what might be missing in
+        // general: a file that could not be transcribed needs no model installed.
+        let missing = match catalog.job(id, speech, version)? {
+            Some(lifeos_catalog::JobState::Done) => None,
+            Some(lifeos_catalog::JobState::Failed(why)) => {
+                Some(format!("transcribing the {which} version failed: {why}"))
+            }
+            None => Some(format!(
+                "the {which} version has not been transcribed (`lifeos ingest` transcribes recordings once a speech model is installed; `lifeos model list` shows them)"
+            )),
+        };
+        if let Some(why) = missing {
+            d.notes.push(format!("transcripts not compared: {why}"));
             return Ok(());
         }
         let segs: Vec<transcript::Spoken> = catalog

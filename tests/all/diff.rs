@@ -225,6 +225,27 @@ fn an_added_or_deleted_markdown_file_only_adds_or_removes_sections() {
     );
 }
 
+/// A `.mp4` that is no recording got "transcripts not compared: a version has not been
+/// transcribed (run `lifeos ingest` with a speech model installed)", whether or not a
+/// model was installed and after an ingest had tried it: no version of it can have a
+/// transcript. The note is only for versions read as audio or video.
+#[test]
+fn a_file_named_like_a_recording_that_is_none_gets_no_transcript_note() {
+    let repo = repo(false);
+    let d = repo.path();
+    write(d, "clip.mp4", &noise(40_000, 1));
+    ok(d, &["commit", "-m", "v1"]);
+    write(d, "clip.mp4", &noise(40_000, 2));
+    ok(d, &["commit", "-m", "v2"]);
+    run(d, &["ingest"]);
+    let f = diff_file(d, &["-r", "@-", "-r", "@"], "clip.mp4");
+    let notes = f["notes"].to_string();
+    assert!(
+        notes.contains("cannot be read as audio or video") && !notes.contains("transcripts"),
+        "{f}"
+    );
+}
+
 /// Regions were snapped to an 8-pixel grid: a 40×40 change at (120, 30) was reported as
 /// 40×48 at (120, 24). They are the changed pixels' bounding boxes, exact to the pixel.
 #[test]

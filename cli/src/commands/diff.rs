@@ -379,7 +379,10 @@ fn diff(repo: &Repo, args: DiffRequest, style: Style) -> CliResult<u8> {
             }
         };
         if let (Some(o), Some(n)) = (&p.old, &p.new) {
-            if o.id != n.id && lifeos_ingest::speech::is_recording(&new_name) {
+            // Only a version read as audio or video has a transcript to compare: a file
+            // named like a recording that is none gets no note about transcripts.
+            if o.id != n.id && d.plugin == "media" && lifeos_ingest::speech::is_recording(&new_name)
+            {
                 let catalog = match &mut catalog {
                     Some(c) => c,
                     None => catalog.insert(repo.catalog()?),

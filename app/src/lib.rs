@@ -28,11 +28,36 @@ pub fn install(repo: &mut Repo) {
 }
 
 /// Opens the repository whose folder is `start` or the nearest above it that has a
-/// store, with its features installed.
+/// store, with its features installed, and the author git would name in a folder shared
+/// with git ([`adopt_git_identity`]).
 pub fn open(start: &Path) -> Result<Repo> {
     let mut repo = Repo::discover(start)?;
     install(&mut repo);
+    adopt_git_identity(&mut repo);
     Ok(repo)
+}
+
+/// In a folder shared with git, commits are authored as git would author them: git's
+/// `user.name` and `user.email` stand in where neither `LIFEOS_AUTHOR_NAME` nor a
+/// `user.name` setting says who the person is (they used to fall back to the login name
+/// and `NAME@HOST`). The email follows the same rule with `LIFEOS_AUTHOR_EMAIL` and
+/// `user.email`.
+pub fn adopt_git_identity(repo: &mut Repo) {
+    let said = |var: &str, key: &str| {
+        std::env::var_os(var).is_some()
+            || lifeos_vcs::settings::effective(Some(repo.dot_dir()), key).is_some()
+    };
+    if said("LIFEOS_AUTHOR_NAME", "user.name") {
+        return;
+    }
+    let Some((name, email)) = lifeos_git::colocate::git_identity(repo) else {
+        return;
+    };
+    let email_said = said("LIFEOS_AUTHOR_EMAIL", "user.email");
+    repo.actor.name = name;
+    if let Some(email) = email.filter(|_| !email_said) {
+        repo.actor.email = email;
+    }
 }
 
 /// Creates a repository in `workdir`, with its features installed.

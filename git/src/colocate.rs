@@ -128,6 +128,25 @@ pub fn is_colocated(repo: &Repo) -> bool {
     Synced::path(repo).exists()
 }
 
+/// The person git would name as the author in `repo`'s folder, when it is colocated:
+/// `user.name` and `user.email` from git's configuration (the repository's, the user's
+/// and the system's, as git reads them). `None` when the folder is not shared with git,
+/// its git repository cannot be opened, or git has no `user.name`.
+pub fn git_identity(repo: &Repo) -> Option<(String, Option<String>)> {
+    if !is_colocated(repo) {
+        return None;
+    }
+    let git = open_git(&git_dir(repo)).ok()?;
+    let config = git.config_snapshot();
+    let value = |key: &str| {
+        config
+            .string(key)
+            .map(|v| v.to_string().trim().to_string())
+            .filter(|v| !v.is_empty())
+    };
+    Some((value("user.name")?, value("user.email")))
+}
+
 fn git_dir(repo: &Repo) -> PathBuf {
     repo.workdir().join(".git")
 }

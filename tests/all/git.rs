@@ -347,6 +347,42 @@ fn git_subjects(w: &Path) -> Vec<String> {
         .collect()
 }
 
+/// In a folder shared with git, lifeos authored commits as the login name
+/// (`root <root@HOST>`) even where git's user.name was set. It authors them as git would,
+/// unless LIFEOS_AUTHOR_NAME or lifeos's own user.name setting says otherwise.
+#[test]
+fn a_folder_shared_with_git_commits_as_gits_user() {
+    let tmp = tempfile::tempdir().unwrap();
+    let w = tmp.path().join("work");
+    git_history(&w, 1);
+    git(&w, &["config", "user.name", "Ann Lee"]);
+    git(&w, &["config", "user.email", "ann@work.example"]);
+    ok(&w, &["init", "--git"]);
+    let author = |w: &Path| json(w, &["log", "-n", "1"])["commits"][0]["author"].clone();
+    write(&w, "a.txt", b"by git's user");
+    let out = TestEnv::at(&w)
+        .command(["commit", "-m", "as git's user"])
+        .env_remove("LIFEOS_AUTHOR_NAME")
+        .env_remove("LIFEOS_AUTHOR_EMAIL")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let a = author(&w);
+    assert_eq!(
+        (a["name"].as_str(), a["email"].as_str()),
+        (Some("Ann Lee"), Some("ann@work.example")),
+        "{a}"
+    );
+    // The environment still says who it is.
+    write(&w, "a.txt", b"by the environment's");
+    ok(&w, &["commit", "-m", "as LIFEOS_AUTHOR_NAME"]);
+    assert_eq!(author(&w)["name"], "Test User");
+}
+
 /// `lifeos init --git` adopts a git work tree: each tool sees the other's commits, `git
 /// status` is clean after `lifeos commit`, HEAD stays on the branch, and branches made or
 /// deleted on either side appear on the other.

@@ -105,6 +105,12 @@ fn a_git_commit_proposes_an_http_action_that_posts_once_approved() {
         &["receipt", "show", &done[0]["id"].as_str().unwrap()[..10]],
     );
     assert_eq!(shown["receipts"][0]["output_text"], "thanks");
+    // The approval's TTL reads as `--ttl` takes it (it printed "for 86400000 ms").
+    let text = ok(
+        &w,
+        &["receipt", "show", &done[0]["id"].as_str().unwrap()[..10]],
+    );
+    assert!(text.contains(" for 1d\n"), "{text}");
 
     // The same hook firing again proposes nothing new: a noop receipt, no second POST.
     ok(&w, &["git", "hook", "post-commit"]);

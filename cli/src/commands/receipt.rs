@@ -7,7 +7,7 @@ use serde_json::json;
 use crate::actions_util::{actions_of, receipt_json};
 use crate::context::Context;
 use crate::error::CliResult;
-use crate::output::{local_time, print_json, Style};
+use crate::output::{human_duration, local_time, print_json, Style};
 use crate::verb::{Policy, Verb};
 
 /// `lifeos receipt ...`.
@@ -68,10 +68,10 @@ fn receipt(repo: &Repo, cmd: ReceiptCmd, style: Style) -> CliResult<u8> {
     }
     if let Some(p) = &r.approval {
         println!(
-            "approved by {} at {} for {} ms",
+            "approved by {} at {} for {}",
             p.by,
             local_time(p.at_ms),
-            p.ttl_ms
+            human_duration(p.ttl_ms)
         );
     }
     if let Some(op) = r.effect {

@@ -51,7 +51,10 @@ pub(crate) fn reopened(repo: &Repo) -> CliResult<Repo> {
 pub(crate) fn sync_in(repo: &Repo) -> CliResult<()> {
     if let Some(r) = lifeos_git::colocate::sync_in(repo)? {
         if r.new_commits > 0 {
-            eprintln!("note: imported {} new commits from git", r.new_commits);
+            eprintln!(
+                "note: imported {} from git",
+                lifeos_diff::counted(r.new_commits as usize, "new commit", "new commits")
+            );
         }
         for (name, why) in &r.skipped {
             eprintln!("warning: git ref {name} was not imported: {why}");

@@ -123,10 +123,11 @@ impl DiffPlugin for BinaryPlugin {
             (None, Some(n)) => format!("new file, {}", human(n.size)),
             (Some(o), None) => format!("file removed, {}", human(o.size)),
             _ => format!(
-                "{} → {}: {} ranges differ; {:.1}% of the new bytes are in unchanged chunks",
+                "{} → {}: {} differ{}; {:.1}% of the new bytes are in unchanged chunks",
                 human(a.size()),
                 human(b.size()),
-                changes.len(),
+                crate::counted(changes.len(), "range", "ranges"),
+                if changes.len() == 1 { "s" } else { "" },
                 100.0 * share
             ),
         };

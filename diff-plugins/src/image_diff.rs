@@ -346,11 +346,11 @@ impl DiffPlugin for ImagePlugin {
                 )
             } else {
                 format!(
-                    "{}×{} {}: {share:.2}% of pixels changed in {} regions",
+                    "{}×{} {}: {share:.2}% of pixels changed in {}",
                     db.0,
                     db.1,
                     b.format,
-                    boxes.len()
+                    crate::counted(boxes.len(), "region", "regions")
                 )
             }
         } else {

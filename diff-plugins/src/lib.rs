@@ -402,3 +402,9 @@ pub fn clock(ms: u64, tenths: bool) -> String {
         base
     }
 }
+
+/// `n` and the noun, singular for one (`1 hunk`, `2 hunks`): every count a person reads
+/// in a diff or a report.
+pub fn counted(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}

@@ -149,7 +149,10 @@ impl DiffPlugin for MarkdownPlugin {
                             Location::Section {
                                 heading: heading.clone(),
                             },
-                            format!("section {heading} edited ({} hunks)", hunks.len()),
+                            format!(
+                                "section {heading} edited ({})",
+                                crate::counted(hunks.len(), "hunk", "hunks")
+                            ),
                         );
                         l.detail = Some(serde_json::json!({"hunks": hunks}));
                         changes.push(l);
@@ -175,8 +178,8 @@ impl DiffPlugin for MarkdownPlugin {
             }
         }
         let summary = format!(
-            "{} sections: {added} added, {removed} removed, {} moved, {edited} edited",
-            b.len(),
+            "{}: {added} added, {removed} removed, {} moved, {edited} edited",
+            crate::counted(b.len(), "section", "sections"),
             moved.len()
         );
         Ok(FileDiff {

@@ -417,9 +417,11 @@ impl DiffPlugin for MediaPlugin {
             .filter(|c| matches!(c.at, Location::Time { .. }))
             .count();
         let summary = format!(
-            "{} → {}: {ranges} time ranges differ",
+            "{} → {}: {} differ{}",
             describe(&a),
-            describe(&b)
+            describe(&b),
+            crate::counted(ranges, "time range", "time ranges"),
+            if ranges == 1 { "s" } else { "" }
         );
         Ok(FileDiff {
             plugin: "media".into(),

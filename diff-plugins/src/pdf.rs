@@ -98,7 +98,10 @@ impl DiffPlugin for PdfPlugin {
                                 let mut l = Located::new(
                                     Op::Changed,
                                     Location::Page { page },
-                                    format!("page {page}: text changed ({} hunks)", hunks.len()),
+                                    format!(
+                                        "page {page}: text changed ({})",
+                                        crate::counted(hunks.len(), "hunk", "hunks")
+                                    ),
                                 );
                                 l.detail = Some(serde_json::json!({"hunks": hunks}));
                                 changes.push(l);

@@ -203,7 +203,10 @@ impl DiffPlugin for TextPlugin {
             (None, Some(_)) => format!("new text file, {} lines", split_lines(&b)),
             (Some(_), None) => format!("text file removed, {} lines", split_lines(&a)),
             _ if changes.is_empty() => "no textual change".into(),
-            _ => format!("{} hunks: +{added} -{removed} lines", changes.len()),
+            _ => format!(
+                "{}: +{added} -{removed} lines",
+                crate::counted(changes.len(), "hunk", "hunks")
+            ),
         };
         Ok(FileDiff {
             plugin: "text".into(),

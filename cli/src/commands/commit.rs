@@ -133,10 +133,10 @@ fn commit(repo: &Repo, asked: CommitOptions<'_>, json: bool, style: Style) -> Cl
         ),
     }
     println!(
-        "  {} files, {} ({} files read, {})",
-        s.files,
+        "  {}, {} ({} read, {})",
+        lifeos_diff::counted(s.files as usize, "file", "files"),
         human_bytes(s.bytes),
-        s.files_read,
+        lifeos_diff::counted(s.files_read as usize, "file", "files"),
         human_bytes(s.bytes_read)
     );
     Ok(0)

@@ -397,7 +397,10 @@ fn hook(repo: &Repo, name: &str, args: &[String], input: &str) {
         })
     });
     match result {
-        Ok(Some(n)) if n > 0 => eprintln!("lifeos: imported {n} new commits ({name})"),
+        Ok(Some(n)) if n > 0 => eprintln!(
+            "lifeos: imported {} ({name})",
+            lifeos_diff::counted(n as usize, "new commit", "new commits")
+        ),
         Ok(_) => {}
         Err(e) => {
             eprintln!("lifeos: warning: the {name} hook could not import into lifeos: {e}");

@@ -50,10 +50,10 @@ fn rules(repo: &Repo, cmd: RulesCmd, style: Style) -> CliResult<u8> {
             let rules = Rules::parse(&text).map_err(ActionsError::Rules)?;
             let id = lifeos_store::Id::hash(text.as_bytes());
             println!(
-                "{} ({}): {} rules, all valid",
+                "{} ({}): {}, all valid",
                 path.display(),
                 style.id(&id.short(12)),
-                rules.rules.len()
+                lifeos_diff::counted(rules.rules.len(), "rule", "rules")
             );
             for r in &rules.rules {
                 println!(
@@ -74,10 +74,10 @@ fn rules(repo: &Repo, cmd: RulesCmd, style: Style) -> CliResult<u8> {
         RulesCmd::Trust { id } => {
             let (id, rules) = actions_of(repo).trust(id.as_deref())?;
             println!(
-                "Trusted {} {} ({} rules): they fire until the file changes",
+                "Trusted {} {} ({}): they fire until the file changes",
                 lifeos_actions::RULES_FILE,
                 style.id(&id.short(12)),
-                rules.rules.len()
+                lifeos_diff::counted(rules.rules.len(), "rule", "rules")
             );
             for r in &rules.rules {
                 println!(

@@ -144,8 +144,15 @@ pub(crate) fn print_run(r: &RunReport, style: Style) {
     );
 }
 
-/// Tells what firing rules did (after a commit or a git hook), on stderr.
+/// Tells what firing rules did (after a commit or a git hook), on stderr; with `-q`, only
+/// its warnings.
 pub(crate) fn report_fired(fired: &Fired, style: Style) {
+    if crate::output::quiet() {
+        for why in &fired.skipped {
+            eprintln!("rules: warning: {why}");
+        }
+        return;
+    }
     if let Some(outer) = &fired.inside {
         eprintln!(
             "rules: none fired: this command runs inside action {outer}, and what an action does never sets off rules"

@@ -95,17 +95,23 @@ pub fn print_json(schema: &str, mut value: serde_json::Value) {
     let _ = writeln!(out);
 }
 
-/// Whether `-q` was given: no progress bars.
+/// Whether `-q` was given.
 static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// Records `-q` for [`bar`].
+/// Records `-q` for [`bar`] and [`quiet`].
 pub fn set_quiet(quiet: bool) {
     QUIET.store(quiet, std::sync::atomic::Ordering::Relaxed);
 }
 
+/// Whether `-q` was given: notes about what was done stay unsaid (warnings and errors
+/// are still said).
+pub fn quiet() -> bool {
+    QUIET.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// A progress bar on stderr, drawn only when stderr is a terminal (and not with `-q`).
 pub fn bar(len: u64, what: &str) -> indicatif::ProgressBar {
-    if QUIET.load(std::sync::atomic::Ordering::Relaxed) {
+    if quiet() {
         return indicatif::ProgressBar::hidden();
     }
     let pb = indicatif::ProgressBar::with_draw_target(

@@ -262,6 +262,27 @@ fn pending_shell_action(d: &Path, line: &str) -> String {
     id(&actions(d)[0])
 }
 
+/// `lifeos -q commit` still printed "rules: proposed action …": `-q` says only what was
+/// asked for. The action is proposed all the same, and without `-q` it is said.
+#[test]
+fn quiet_commands_keep_rule_notices_to_themselves() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    pending_shell_action(d, "true");
+    write(d, "in/b", b"b");
+    let quiet = run(d, &["-q", "commit", "-m", "b"]);
+    assert!(quiet.status.success());
+    let said = String::from_utf8_lossy(&quiet.stderr);
+    assert!(!said.contains("rules:"), "{said}");
+    assert_eq!(actions(d).len(), 2, "the rule fired all the same");
+    write(d, "in/c", b"c");
+    let loud = run(d, &["commit", "-m", "c"]);
+    assert!(
+        String::from_utf8_lossy(&loud.stderr).contains("rules: proposed action"),
+        "{loud:?}"
+    );
+}
+
 #[test]
 fn a_run_killed_mid_way_is_uncertain_and_never_run_again_blindly() {
     let tmp = tempfile::tempdir().unwrap();

@@ -284,6 +284,23 @@ fn init_into_a_named_folder_does_not_nest_it() {
     assert!(tmp.path().join("other/.lifeos/config").is_file());
 }
 
+/// `lifeos init` inside another repository's folder made a nested repository without a
+/// word. It still makes it, and says so; a first repository says nothing of the kind.
+#[test]
+fn init_inside_a_repository_says_the_outer_one_records_it_too() {
+    let tmp = tempfile::tempdir().unwrap();
+    let first = run(tmp.path(), &["init", "outer"]);
+    assert!(!String::from_utf8_lossy(&first.stderr).contains("inside"));
+    let nested = run(&tmp.path().join("outer"), &["init", "notes"]);
+    assert!(nested.status.success());
+    let said = String::from_utf8_lossy(&nested.stderr);
+    assert!(
+        said.contains("is inside the lifeos repository at"),
+        "{said}"
+    );
+    assert!(tmp.path().join("outer/notes/.lifeos").is_dir());
+}
+
 /// `cat --json` gives the exact bytes (base64), with size, id and the commit read.
 #[test]
 fn cat_json_carries_the_exact_bytes_of_any_version() {

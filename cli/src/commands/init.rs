@@ -30,11 +30,25 @@ impl Verb for InitArgs {
             Some(d) => ctx.here().join(d),
             None => ctx.here().to_path_buf(),
         };
+        // A repository made inside another one's folder is legitimate but easy to make
+        // by mistake (a `cd` too far): the outer one goes on recording these files too.
+        let outer = target
+            .ancestors()
+            .find(|d| d.exists())
+            .and_then(lifeos_vcs::layout::locate)
+            .map(|(workdir, _)| workdir);
         let repo = lifeos_app::init(&target, StoreConfig::default())?;
         println!(
             "Initialized an empty lifeos repository in {}",
             repo.dot_dir().display()
         );
+        if let Some(outer) = outer.filter(|o| o.as_path() != repo.workdir()) {
+            eprintln!(
+                "note: {} is inside the lifeos repository at {}, which records its files as well; each keeps its own history",
+                repo.workdir().display(),
+                outer.display()
+            );
+        }
         if self.git {
             colocate(repo)?;
         }

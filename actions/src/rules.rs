@@ -415,21 +415,37 @@ fn find_in(
     None
 }
 
+/// The units of a duration, largest first, with their length in milliseconds.
+const DURATION_UNITS: [(&str, i64); 5] = [
+    ("d", 86_400_000),
+    ("h", 3_600_000),
+    ("m", 60_000),
+    ("s", 1_000),
+    ("ms", 1),
+];
+
 /// Reads a duration such as `500ms`, `10s`, `2m`, `1h` or `1d`.
 pub fn parse_duration(text: &str) -> Option<i64> {
     let t = text.trim();
     let split = t.find(|c: char| !c.is_ascii_digit())?;
     let (n, unit) = t.split_at(split);
     let n: i64 = n.parse().ok()?;
-    let ms = match unit.trim() {
-        "ms" => 1,
-        "s" => 1_000,
-        "m" | "min" => 60_000,
-        "h" => 3_600_000,
-        "d" => 86_400_000,
-        _ => return None,
+    let unit = match unit.trim() {
+        "min" => "m",
+        u => u,
     };
+    let ms = DURATION_UNITS.iter().find(|(u, _)| *u == unit)?.1;
     n.checked_mul(ms).filter(|v| *v > 0)
+}
+
+/// A duration as [`parse_duration`] reads it back: in the largest unit that divides it
+/// exactly (`1d`, `90m`, `1500ms`).
+pub fn format_duration(ms: i64) -> String {
+    DURATION_UNITS
+        .iter()
+        .find(|(_, size)| ms != 0 && ms % size == 0)
+        .map(|(unit, size)| format!("{}{unit}", ms / size))
+        .unwrap_or_else(|| format!("{ms}ms"))
 }
 
 /// Converts a TOML value to JSON (dates become their text).
@@ -965,6 +981,27 @@ impl ActionSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Durations print as `--ttl` takes them, in the largest unit that is exact, and read
+    /// back to the same length.
+    #[test]
+    fn durations_read_as_ttl_takes_them() {
+        for (ms, text) in [
+            (86_400_000, "1d"),
+            (7_200_000, "2h"),
+            (5_400_000, "90m"),
+            (90_000, "90s"),
+            (1_500, "1500ms"),
+            (0, "0ms"),
+        ] {
+            assert_eq!(format_duration(ms), text, "{ms}");
+            if ms > 0 {
+                assert_eq!(parse_duration(text), Some(ms), "{text}");
+            }
+        }
+        assert_eq!(parse_duration("3min"), Some(180_000));
+        assert_eq!(parse_duration("3 weeks"), None);
+    }
 
     #[test]
     fn rules_parse_and_errors_name_line_and_column() {

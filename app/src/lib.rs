@@ -43,6 +43,10 @@ pub fn open(start: &Path) -> Result<Repo> {
 /// and `NAME@HOST`). The email follows the same rule with `LIFEOS_AUTHOR_EMAIL` and
 /// `user.email`.
 pub fn adopt_git_identity(repo: &mut Repo) {
+    // Every command opens the repository: a folder not shared with git costs one stat.
+    if !lifeos_git::colocate::is_colocated(repo) {
+        return;
+    }
     let said = |var: &str, key: &str| {
         std::env::var_os(var).is_some()
             || lifeos_vcs::settings::effective(Some(repo.dot_dir()), key).is_some()

@@ -147,40 +147,40 @@ pub(crate) fn print_run(r: &RunReport, style: Style) {
 /// Tells what firing rules did (after a commit or a git hook), on stderr; with `-q`, only
 /// its warnings.
 pub(crate) fn report_fired(fired: &Fired, style: Style) {
-    if crate::output::quiet() {
-        for why in &fired.skipped {
-            eprintln!("rules: warning: {why}");
-        }
-        return;
-    }
-    if let Some(outer) = &fired.inside {
-        eprintln!(
-            "rules: none fired: this command runs inside action {outer}, and what an action does never sets off rules"
-        );
-    }
-    if let Some(id) = fired.untrusted {
-        eprintln!(
-            "rules: {} at @ ({}) is not trusted, so no rule fired; check it with `lifeos rules check` and trust it with `lifeos rules trust`",
-            lifeos_actions::RULES_FILE,
-            id.short(12)
-        );
-    }
-    for id in &fired.proposed {
-        if !fired.ran.iter().any(|r| &r.action == id) {
+    let quiet = crate::output::quiet();
+    if !quiet {
+        if let Some(outer) = &fired.inside {
             eprintln!(
-                "rules: proposed action {}; see it with `lifeos actions show {id}`, approve it with `lifeos approve {id}`",
-                style.id(id)
+                "rules: none fired: this command runs inside action {outer}, and what an action does never sets off rules"
+            );
+        }
+        if let Some(id) = fired.untrusted {
+            eprintln!(
+                "rules: {} at @ ({}) is not trusted, so no rule fired; check it with `lifeos rules check` and trust it with `lifeos rules trust`",
+                lifeos_actions::RULES_FILE,
+                id.short(12)
+            );
+        }
+        for id in &fired.proposed {
+            if !fired.ran.iter().any(|r| &r.action == id) {
+                eprintln!(
+                    "rules: proposed action {}; see it with `lifeos actions show {id}`, approve it with `lifeos approve {id}`",
+                    style.id(id)
+                );
+            }
+        }
+        for (noop, of) in &fired.duplicates {
+            eprintln!(
+                "rules: action {} was proposed before; recorded a noop receipt ({noop})",
+                style.id(of)
             );
         }
     }
-    for (noop, of) in &fired.duplicates {
-        eprintln!(
-            "rules: action {} was proposed before; recorded a noop receipt ({noop})",
-            style.id(of)
-        );
-    }
     for why in &fired.skipped {
         eprintln!("rules: warning: {why}");
+    }
+    if quiet {
+        return;
     }
     for r in &fired.ran {
         eprint!("rules: ");

@@ -166,22 +166,6 @@ pub fn skipped_json(list: &[lifeos_vcs::working_copy::Skipped]) -> Vec<serde_jso
         .collect()
 }
 
-/// A duration as `--ttl` takes one: the largest of days, hours, minutes, seconds that
-/// divides it exactly, else milliseconds (`1d`, `90m`, `1500ms`).
-pub fn human_duration(ms: i64) -> String {
-    for (unit, size) in [
-        ("d", 86_400_000),
-        ("h", 3_600_000),
-        ("m", 60_000),
-        ("s", 1_000),
-    ] {
-        if ms != 0 && ms % size == 0 {
-            return format!("{}{unit}", ms / size);
-        }
-    }
-    format!("{ms}ms")
-}
-
 /// Writes `bytes` to stdout; a closed pipe (`| head`) is not an error.
 pub(crate) fn write_stdout(bytes: &[u8]) -> CliResult<()> {
     let mut out = std::io::stdout().lock();
@@ -189,25 +173,5 @@ pub(crate) fn write_stdout(bytes: &[u8]) -> CliResult<()> {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         Err(e) => Err(CliError::new(format!("writing to stdout: {e}"))),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::human_duration;
-
-    /// Durations print as `--ttl` takes them, in the largest unit that is exact.
-    #[test]
-    fn durations_read_as_ttl_takes_them() {
-        for (ms, text) in [
-            (86_400_000, "1d"),
-            (7_200_000, "2h"),
-            (5_400_000, "90m"),
-            (90_000, "90s"),
-            (1_500, "1500ms"),
-            (0, "0ms"),
-        ] {
-            assert_eq!(human_duration(ms), text, "{ms}");
-        }
     }
 }

@@ -7,7 +7,7 @@ use serde_json::json;
 use crate::actions_util::{actions_of, receipt_json};
 use crate::context::Context;
 use crate::error::CliResult;
-use crate::output::{human_duration, local_time, print_json, Style};
+use crate::output::{local_time, print_json, Style};
 use crate::verb::{Policy, Verb};
 
 /// `lifeos receipt ...`.
@@ -71,7 +71,7 @@ fn receipt(repo: &Repo, cmd: ReceiptCmd, style: Style) -> CliResult<u8> {
             "approved by {} at {} for {}",
             p.by,
             local_time(p.at_ms),
-            human_duration(p.ttl_ms)
+            lifeos_actions::rules::format_duration(p.ttl_ms)
         );
     }
     if let Some(op) = r.effect {
